@@ -1,0 +1,26 @@
+#include "backends/backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace gkrt {
+
+StatusOr<void*> Backend::allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+  if (!p) return makeError(StatusCode::kDeviceError, name(), ": out of host memory allocating ", bytes, " bytes");
+  return p;
+}
+
+void Backend::deallocate(void* ptr) { std::free(ptr); }
+
+Status Backend::copyToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return Status::Ok();
+}
+
+Status Backend::copyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return Status::Ok();
+}
+
+}  // namespace gkrt

@@ -1,0 +1,64 @@
+// The backend contract: what every backend (reference, cpu, opencl, cuda) provides.
+//
+//   ASSIGN_OR_RETURN(auto backend, createBackend("cpu"));
+//   if (backend->supports(graph, node)) {
+//     ASSIGN_OR_RETURN(auto kernel, backend->compile(graph, node));   // at session compile
+//     RETURN_IF_ERROR(kernel->launch(inputs, outputs, workspace));      // at run
+//   }
+//
+// Required: name, fusionColumn, supports, compile. Memory and synchronisation have
+// host defaults; device backends override them. A node is a basic op, a Fused node
+// (subgraph of basic ops) or a pattern kernel; fusion decided which, never a backend.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion_column.h"
+#include "runtime/ir/graph.h"
+#include "runtime/ir/tensor_view.h"
+
+namespace gkrt {
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Views point at this backend's memory; shapes are the ones the kernel was compiled for.
+  virtual Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs,
+                        void* workspace) = 0;
+  virtual size_t workspaceBytes() const { return 0; }
+};
+
+struct BackendOptions {
+  int num_threads = 0;  // 0 = all cores
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual const char* name() const = 0;
+  virtual FusionColumn fusionColumn() const = 0;
+  // Whether compile() can handle this node (op, dtypes, shapes); other nodes fall back
+  // to the reference backend.
+  virtual bool supports(const ir::Graph& g, const ir::Node& node) const = 0;
+  // Prepares everything the node needs; called when a session is compiled, never in run.
+  // `node` outlives the kernel.
+  virtual StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) = 0;
+
+  // Optional: memory and ordering. Host defaults below.
+  virtual bool isHost() const { return true; }
+  virtual StatusOr<void*> allocate(size_t bytes);
+  virtual void deallocate(void* ptr);
+  virtual Status copyToDevice(void* dst, const void* src, size_t bytes);
+  virtual Status copyToHost(void* dst, const void* src, size_t bytes);
+  virtual Status synchronize() { return Status::Ok(); }
+};
+
+// Backends compiled into this build, e.g. {"reference", "cpu"}.
+std::vector<std::string> availableBackends();
+// A backend by name; an unknown or unavailable name lists the available ones.
+StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options = {});
+
+}  // namespace gkrt

@@ -1,0 +1,21 @@
+// The one place that knows which backends exist in this build.
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/reference/reference_backend.h"
+
+namespace gkrt {
+
+std::vector<std::string> availableBackends() { return {"reference", "cpu"}; }
+
+StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
+  if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
+  if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));
+  std::string valid;
+  for (const std::string& b : availableBackends()) valid += (valid.empty() ? "" : ", ") + b;
+  if (name == "opencl" || name == "cuda") {
+    return makeError(StatusCode::kUnsupported, "backend '", name, "' is not built into this gkrt; available: ", valid);
+  }
+  return makeError(StatusCode::kNotFound, "unknown backend '", name, "'; available: ", valid);
+}
+
+}  // namespace gkrt

@@ -1,0 +1,18 @@
+// Attrs <-> flatbuffers union tables. The schema's attribute tables list the fields
+// of runtime/ir/attrs.h in the same order, so one generic walk encodes and decodes
+// every kind.
+#pragma once
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "runtime/ir/attrs.h"
+
+namespace gkrt {
+
+// Union type byte and table offset for `attrs` (type 0 / null offset for none).
+flatbuffers::Offset<void> encodeAttrs(flatbuffers::FlatBufferBuilder& fbb, const Attrs& attrs);
+
+// Decodes a verified union member; enum values out of range are errors.
+StatusOr<Attrs> decodeAttrs(uint8_t union_type, const void* table);
+
+}  // namespace gkrt

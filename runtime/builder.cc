@@ -1,0 +1,118 @@
+#include "runtime/builder.h"
+
+#include <cstring>
+
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt {
+
+GraphBuilder::GraphBuilder() { graph_.metadata["producer"] = "gkrt GraphBuilder"; }
+
+bool GraphBuilder::fail(Status s) {
+  if (status_.ok()) status_ = std::move(s);
+  return false;
+}
+
+std::string GraphBuilder::uniqueName(const std::string& base) { return base + "_" + std::to_string(counter_++); }
+
+Value GraphBuilder::input(const std::string& name, DType dtype, const Shape& shape, std::vector<std::string> symbols) {
+  ir::Tensor t{name, dtype, shape, std::move(symbols), nullptr};
+  const int id = graph_.addTensor(std::move(t));
+  graph_.inputs.push_back(id);
+  return {id};
+}
+
+Value GraphBuilder::constant(const std::string& name, DType dtype, const Shape& shape, const void* bytes) {
+  auto count = checkedNumElements(shape);
+  if (!count.ok()) return fail(count.status().withContext("constant '" + name + "'")), Value{};
+  ir::Tensor t{name.empty() ? uniqueName("const") : name, dtype, shape, {}, nullptr};
+  t.constant = ir::ConstData::copyOf(bytes, static_cast<size_t>(*count) * dtypeSize(dtype));
+  return {graph_.addTensor(std::move(t))};
+}
+
+Value GraphBuilder::constant(const Shape& shape, const std::vector<float>& values) {
+  if (static_cast<int64_t>(values.size()) != numElements(shape)) {
+    fail(makeError(StatusCode::kInvalidArgument, "constant of shape ", shapeToString(shape), " given ", values.size(),
+                   " values"));
+    return {};
+  }
+  return constant("", DType::kFloat32, shape, values.data());
+}
+
+Value GraphBuilder::scalar(float v, Value like) {
+  if (like.id < 0) return {};
+  const DType dt = graph_.tensors[like.id].dtype;
+  std::vector<uint8_t> bytes(dtypeSize(dt));
+  ops::storeF(bytes.data(), dt, 0, v);
+  return constant("", dt, {}, bytes.data());
+}
+
+std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vector<Value>& inputs, Attrs attrs,
+                                    int num_outputs, const std::string& node_name) {
+  const OpDef* def = findOp(op_name);
+  if (!def) {
+    fail(makeError(StatusCode::kInvalidArgument, "unknown op '", op_name, "' (did you mean '", closestOpName(op_name), "'?)"));
+    return std::vector<Value>(std::max(num_outputs, 1));
+  }
+  const int nout = num_outputs > 0 ? num_outputs : def->min_outputs;
+  std::vector<Value> outs(nout);
+  if (!status_.ok()) return outs;
+  ir::Node n;
+  n.name = node_name.empty() ? uniqueName(def->name) : node_name;
+  n.op = def;
+  n.attrs = std::move(attrs);
+  for (Value v : inputs) n.inputs.push_back(v.id);
+  for (int k = 0; k < nout; ++k) {
+    outs[k].id = graph_.addTensor({n.name + (nout > 1 ? ":" + std::to_string(k) : ""), DType::kFloat32, {}, {}, nullptr});
+    n.outputs.push_back(outs[k].id);
+  }
+  graph_.addNode(std::move(n));
+  // Check this node now so the error points at the call that caused it.
+  ir::Graph probe;
+  probe.tensors = graph_.tensors;
+  probe.nodes = {graph_.nodes.back()};
+  for (int t : probe.nodes[0].inputs) if (t >= 0 && !probe.tensors[t].isConstant()) probe.inputs.push_back(t);
+  probe.outputs = probe.nodes[0].outputs;
+  Status s = ir::validateGraph(probe);
+  if (s.ok()) s = ir::inferShapes(probe);
+  if (!s.ok()) {
+    fail(s);
+    return outs;
+  }
+  for (int t : probe.nodes[0].outputs) {
+    graph_.tensors[t].dtype = probe.tensors[t].dtype;
+    graph_.tensors[t].shape = probe.tensors[t].shape;
+  }
+  return outs;
+}
+
+Value GraphBuilder::op1(const std::string& op_name, const std::vector<Value>& inputs, Attrs attrs) {
+  return op(op_name, inputs, std::move(attrs), 1)[0];
+}
+
+Value GraphBuilder::matmul(Value a, Value b, bool transpose_b) {
+  const bool batched = a.id >= 0 && graph_.tensors[a.id].shape.size() > 2;
+  MatMulAttrs attrs;
+  attrs.transpose_b = transpose_b;
+  return op1(batched ? "BatchMatMul" : "MatMul", {a, b}, attrs);
+}
+
+void GraphBuilder::output(Value v, const std::string& name) {
+  if (v.id < 0) {
+    fail(Status(StatusCode::kInvalidArgument, "output of a value that failed to build"));
+    return;
+  }
+  if (!name.empty()) graph_.tensors[v.id].name = name;
+  graph_.outputs.push_back(v.id);
+}
+
+StatusOr<ir::Graph> GraphBuilder::finish() {
+  if (!status_.ok()) return status_;
+  ir::Graph g = graph_;
+  RETURN_IF_ERROR(ir::validateGraph(g));
+  RETURN_IF_ERROR(ir::inferShapes(g));
+  return g;
+}
+
+}  // namespace gkrt

@@ -1,0 +1,124 @@
+#include "runtime/gkrt_c.h"
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "runtime/model_io.h"
+#include "runtime/session.h"
+
+struct gkrt_model {
+  gkrt::ir::Graph graph;
+};
+
+struct gkrt_session {
+  std::unique_ptr<gkrt::Session> session;
+  std::map<std::string, gkrt::HostTensor> outputs;  // kept until the next run
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+gkrt_status report(const gkrt::Status& s) {
+  g_last_error = s.ok() ? "" : s.toString();
+  return static_cast<gkrt_status>(s.code());
+}
+
+gkrt_status nullArg(const char* what) {
+  return report(gkrt::makeError(gkrt::StatusCode::kInvalidArgument, what, " is NULL"));
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* gkrt_last_error(void) { return g_last_error.c_str(); }
+
+gkrt_status gkrt_model_load(const char* path, gkrt_model** out) {
+  if (!path || !out) return nullArg("path or out");
+  auto g = gkrt::loadModelFile(path);
+  if (!g.ok()) return report(g.status());
+  *out = new gkrt_model{std::move(g).value()};
+  return GKRT_OK;
+}
+
+gkrt_status gkrt_model_load_buffer(const void* data, size_t size, gkrt_model** out) {
+  if (!data || !out) return nullArg("data or out");
+  auto g = gkrt::loadModelBuffer(data, size);
+  if (!g.ok()) return report(g.status());
+  *out = new gkrt_model{std::move(g).value()};
+  return GKRT_OK;
+}
+
+void gkrt_model_free(gkrt_model* model) { delete model; }
+
+gkrt_status gkrt_session_create(const gkrt_model* model, const char* backend, gkrt_session** out) {
+  if (!model || !out) return nullArg("model or out");
+  gkrt::SessionOptions opts;
+  if (backend) opts.backend = backend;
+  auto s = gkrt::Session::create(model->graph, opts);
+  if (!s.ok()) return report(s.status());
+  *out = new gkrt_session{std::move(s).value(), {}};
+  return GKRT_OK;
+}
+
+void gkrt_session_free(gkrt_session* session) { delete session; }
+
+size_t gkrt_session_input_count(const gkrt_session* s) { return s ? s->session->inputs().size() : 0; }
+const char* gkrt_session_input_name(const gkrt_session* s, size_t i) {
+  return s && i < s->session->inputs().size() ? s->session->inputs()[i].name.c_str() : nullptr;
+}
+size_t gkrt_session_output_count(const gkrt_session* s) { return s ? s->session->outputs().size() : 0; }
+const char* gkrt_session_output_name(const gkrt_session* s, size_t i) {
+  return s && i < s->session->outputs().size() ? s->session->outputs()[i].name.c_str() : nullptr;
+}
+
+gkrt_status gkrt_session_resize_input(gkrt_session* s, const char* name, const int64_t* dims, size_t rank) {
+  if (!s || !name || (!dims && rank)) return nullArg("session, name or dims");
+  return report(s->session->resizeInput(name, gkrt::Shape(dims, dims + rank)));
+}
+
+gkrt_status gkrt_session_set_input(gkrt_session* s, const char* name, gkrt_dtype dtype, const int64_t* dims,
+                                   size_t rank, const void* data, size_t bytes) {
+  if (!s || !name || !data || (!dims && rank)) return nullArg("session, name, dims or data");
+  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= gkrt::kNumDTypes) {
+    return report(gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "dtype ", int(dtype), " is unknown"));
+  }
+  gkrt::Shape shape(dims, dims + rank);
+  auto count = gkrt::checkedNumElements(shape);
+  if (!count.ok()) return report(count.status());
+  gkrt::HostTensor t(static_cast<gkrt::DType>(dtype), shape);
+  if (bytes != t.bytes()) {
+    return report(gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "input '", name, "': ", bytes,
+                                  " bytes given, shape and dtype need ", t.bytes()));
+  }
+  std::memcpy(t.data(), data, bytes);
+  return report(s->session->setInput(name, t));
+}
+
+gkrt_status gkrt_session_run(gkrt_session* s) {
+  if (!s) return nullArg("session");
+  s->outputs.clear();
+  return report(s->session->run());
+}
+
+gkrt_status gkrt_session_output(gkrt_session* s, const char* name, const void** data, size_t* bytes,
+                                gkrt_dtype* dtype, const int64_t** dims, size_t* rank) {
+  if (!s || !name || !data || !bytes) return nullArg("session, name, data or bytes");
+  auto it = s->outputs.find(name);
+  if (it == s->outputs.end()) {
+    auto t = s->session->output(name);
+    if (!t.ok()) return report(t.status());
+    it = s->outputs.emplace(name, std::move(t).value()).first;
+  }
+  const gkrt::HostTensor& t = it->second;
+  *data = t.data();
+  *bytes = t.bytes();
+  if (dtype) *dtype = static_cast<gkrt_dtype>(t.dtype());
+  if (dims) *dims = t.shape().data();
+  if (rank) *rank = t.shape().size();
+  return report(gkrt::Status::Ok());
+}
+
+}  // extern "C"

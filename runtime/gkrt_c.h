@@ -1,0 +1,63 @@
+/* gkrt C API: load a .gkm model, compile it for a backend, run it.
+ *
+ *   gkrt_model* m; gkrt_session* s;
+ *   if (gkrt_model_load("mynet.gkm", &m)) { puts(gkrt_last_error()); return 1; }
+ *   if (gkrt_session_create(m, "cpu", &s)) { ... }
+ *   int64_t dims[2] = {4, 4};
+ *   gkrt_session_set_input(s, "x", GKRT_FLOAT32, dims, 2, data, sizeof data);
+ *   gkrt_session_run(s);
+ *   const void* out; size_t bytes;
+ *   gkrt_session_output(s, "result", &out, &bytes, NULL, NULL, NULL);
+ *   gkrt_session_free(s); gkrt_model_free(m);
+ *
+ * Every call returns 0 on success or a gkrt_status code; gkrt_last_error() then holds
+ * the message for this thread. Output pointers stay valid until the next run. */
+#ifndef GKRT_C_H_
+#define GKRT_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gkrt_model gkrt_model;
+typedef struct gkrt_session gkrt_session;
+
+typedef enum {
+  GKRT_FLOAT32 = 0, GKRT_FLOAT16, GKRT_INT8, GKRT_UINT8, GKRT_INT32, GKRT_INT64, GKRT_BOOL
+} gkrt_dtype;
+
+typedef enum {
+  GKRT_OK = 0, GKRT_INVALID_ARGUMENT, GKRT_INVALID_MODEL, GKRT_UNSUPPORTED, GKRT_NOT_FOUND,
+  GKRT_IO_ERROR, GKRT_DEVICE_ERROR, GKRT_INTERNAL
+} gkrt_status;
+
+const char* gkrt_last_error(void);
+
+gkrt_status gkrt_model_load(const char* path, gkrt_model** out);
+gkrt_status gkrt_model_load_buffer(const void* data, size_t size, gkrt_model** out);
+void gkrt_model_free(gkrt_model* model);
+
+gkrt_status gkrt_session_create(const gkrt_model* model, const char* backend, gkrt_session** out);
+void gkrt_session_free(gkrt_session* session);
+
+size_t gkrt_session_input_count(const gkrt_session* session);
+const char* gkrt_session_input_name(const gkrt_session* session, size_t index);
+size_t gkrt_session_output_count(const gkrt_session* session);
+const char* gkrt_session_output_name(const gkrt_session* session, size_t index);
+
+gkrt_status gkrt_session_resize_input(gkrt_session* session, const char* name, const int64_t* dims, size_t rank);
+gkrt_status gkrt_session_set_input(gkrt_session* session, const char* name, gkrt_dtype dtype, const int64_t* dims,
+                                   size_t rank, const void* data, size_t bytes);
+gkrt_status gkrt_session_run(gkrt_session* session);
+/* Any of dtype/dims/rank may be NULL. */
+gkrt_status gkrt_session_output(gkrt_session* session, const char* name, const void** data, size_t* bytes,
+                                gkrt_dtype* dtype, const int64_t** dims, size_t* rank);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GKRT_C_H_ */

@@ -1,0 +1,29 @@
+#include "runtime/host_tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt {
+
+HostTensor::HostTensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  bytes_ = static_cast<size_t>(numElements(shape_)) * dtypeSize(dtype_);
+  const size_t alloc = (std::max<size_t>(bytes_, 1) + 63) / 64 * 64;
+  data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, alloc)), [](uint8_t* p) { std::free(p); });
+  if (data_) std::memset(data_.get(), 0, alloc);
+}
+
+HostTensor HostTensor::fromFloats(const Shape& shape, const std::vector<float>& values) {
+  HostTensor t(DType::kFloat32, shape);
+  std::memcpy(t.data(), values.data(), std::min(t.bytes(), values.size() * sizeof(float)));
+  return t;
+}
+
+std::vector<float> HostTensor::toFloats() const {
+  std::vector<float> out(size());
+  for (int64_t i = 0; i < size(); ++i) out[i] = ops::loadF(data(), dtype_, i);
+  return out;
+}
+
+}  // namespace gkrt

@@ -1,0 +1,244 @@
+// Typed op attributes. Each attribute kind is one small struct; a Node holds one of
+// them behind `Attrs`, and an op's definition names the kind it takes.
+//
+//   Attrs a = AxesAttrs{{1}, /*keep_dims=*/true};
+//   const AxesAttrs& r = a.get<AxesAttrs>();
+//   a.toString();  // "axes=[1] keep_dims=true"
+//
+// `fields(self, v)` lists the fields once; printing, equality, hashing and parsing
+// from text all walk it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/ir/dtype.h"
+#include "runtime/ir/status.h"
+
+namespace gkrt {
+
+// Numbering matches the union order in schema/gkm.fbs.
+enum class AttrKind : uint8_t {
+  kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
+  kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
+  kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
+  kRounding, kRepeat,
+};
+constexpr int kNumAttrKinds = 30;
+const char* attrKindName(AttrKind k);
+
+enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
+enum class ResizeMode : uint8_t { kNearest = 0, kLinear };
+enum class CoordTransform : uint8_t { kHalfPixel = 0, kAsymmetric, kAlignCorners, kPytorchHalfPixel };
+enum class NearestMode : uint8_t { kRoundPreferFloor = 0, kRoundPreferCeil, kFloor, kCeil };
+enum class GeluApprox : uint8_t { kTanh = 0, kNone };
+enum class DataFormat : uint8_t { kNCHW = 0, kNHWC };
+enum class Reduction : uint8_t { kNone = 0, kSum, kMean };
+enum class RoundingMode : uint8_t { kTrunc = 0, kFloor };
+
+// Names of each enum's values, in numbering order (used by printing and parsing).
+template <typename E> struct EnumNames;
+#define GKRT_ENUM_NAMES(E, ...)                                  \
+  template <> struct EnumNames<E> {                              \
+    static constexpr const char* names[] = {__VA_ARGS__};        \
+    static constexpr int count = sizeof(names) / sizeof(names[0]); \
+  }
+GKRT_ENUM_NAMES(PadMode, "constant", "reflect", "edge");
+GKRT_ENUM_NAMES(ResizeMode, "nearest", "linear");
+GKRT_ENUM_NAMES(CoordTransform, "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel");
+GKRT_ENUM_NAMES(NearestMode, "round_prefer_floor", "round_prefer_ceil", "floor", "ceil");
+GKRT_ENUM_NAMES(GeluApprox, "tanh", "none");
+GKRT_ENUM_NAMES(DataFormat, "NCHW", "NHWC");
+GKRT_ENUM_NAMES(Reduction, "none", "sum", "mean");
+GKRT_ENUM_NAMES(RoundingMode, "trunc", "floor");
+#undef GKRT_ENUM_NAMES
+
+using Ints = std::vector<int64_t>;
+
+#define GKRT_ATTR(Name, Kind) static constexpr AttrKind kKind = AttrKind::Kind; \
+  static constexpr const char* kName = Name
+
+// Reductions (empty axes = all), Squeeze/ExpandDims.
+struct AxesAttrs { GKRT_ATTR("Axes", kAxes);
+  Ints axes; bool keep_dims = false;
+  template <class S, class V> static void fields(S& s, V& v) { v("axes", s.axes); v("keep_dims", s.keep_dims); }
+};
+// Softmax-like ops, Concat, Gather, ArgMax/ArgMin.
+struct AxisAttrs { GKRT_ATTR("Axis", kAxis);
+  int64_t axis = 0; bool keep_dims = false;
+  template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("keep_dims", s.keep_dims); }
+};
+// Reshape (one -1 inferred), BroadcastTo, FillV2.
+struct ShapeAttrs { GKRT_ATTR("Shape", kShape);
+  Ints shape;
+  template <class S, class V> static void fields(S& s, V& v) { v("shape", s.shape); }
+};
+struct PermAttrs { GKRT_ATTR("Perm", kPerm);
+  Ints perm;
+  template <class S, class V> static void fields(S& s, V& v) { v("perm", s.perm); }
+};
+struct MatMulAttrs { GKRT_ATTR("MatMul", kMatMul);
+  bool transpose_a = false; bool transpose_b = false;
+  template <class S, class V> static void fields(S& s, V& v) { v("transpose_a", s.transpose_a); v("transpose_b", s.transpose_b); }
+};
+// Y = alpha * op(A) op(B) + beta * C.
+struct GemmAttrs { GKRT_ATTR("Gemm", kGemm);
+  float alpha = 1.0f; float beta = 1.0f; bool transpose_a = false; bool transpose_b = false;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("alpha", s.alpha); v("beta", s.beta); v("transpose_a", s.transpose_a); v("transpose_b", s.transpose_b);
+  }
+};
+// NCHW input, OIHW weights; pads are {top, left, bottom, right}.
+struct Conv2DAttrs { GKRT_ATTR("Conv2D", kConv2D);
+  Ints strides{1, 1}; Ints pads{0, 0, 0, 0}; Ints dilations{1, 1}; int64_t groups = 1;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("strides", s.strides); v("pads", s.pads); v("dilations", s.dilations); v("groups", s.groups);
+  }
+};
+struct PoolAttrs { GKRT_ATTR("Pool", kPool);
+  Ints kernel{1, 1}; Ints strides{1, 1}; Ints pads{0, 0, 0, 0}; bool ceil_mode = false; bool count_include_pad = false;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("kernel", s.kernel); v("strides", s.strides); v("pads", s.pads);
+    v("ceil_mode", s.ceil_mode); v("count_include_pad", s.count_include_pad);
+  }
+};
+// MindSpore Slice: begin and size per axis (size -1 = to the end).
+struct SliceAttrs { GKRT_ATTR("Slice", kSlice);
+  Ints begins; Ints sizes;
+  template <class S, class V> static void fields(S& s, V& v) { v("begins", s.begins); v("sizes", s.sizes); }
+};
+// ONNX Slice semantics: clamped [begin, end) with step on the listed axes.
+struct StridedSliceAttrs { GKRT_ATTR("StridedSlice", kStridedSlice);
+  Ints begins; Ints ends; Ints axes; Ints steps;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("begins", s.begins); v("ends", s.ends); v("axes", s.axes); v("steps", s.steps);
+  }
+};
+// pads = {begin_0..begin_{r-1}, end_0..end_{r-1}} as in ONNX.
+struct PadAttrs { GKRT_ATTR("Pad", kPad);
+  Ints pads; PadMode mode = PadMode::kConstant; float value = 0.0f;
+  template <class S, class V> static void fields(S& s, V& v) { v("pads", s.pads); v("mode", s.mode); v("value", s.value); }
+};
+// LayerNorm/RmsNorm normalise axes [axis, rank); BatchNorm uses axis as the channel axis.
+struct NormAttrs { GKRT_ATTR("Norm", kNorm);
+  int64_t axis = -1; float epsilon = 1e-5f;
+  template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("epsilon", s.epsilon); }
+};
+struct CastAttrs { GKRT_ATTR("Cast", kCast);
+  DType to = DType::kFloat32;
+  template <class S, class V> static void fields(S& s, V& v) { v("to", s.to); }
+};
+struct ClipAttrs { GKRT_ATTR("Clip", kClip);
+  float min = -3.402823466e38f; float max = 3.402823466e38f;
+  template <class S, class V> static void fields(S& s, V& v) { v("min", s.min); v("max", s.max); }
+};
+// One scalar parameter: LeakyReLU/Elu alpha, HShrink lambda.
+struct AlphaAttrs { GKRT_ATTR("Alpha", kAlpha);
+  float alpha = 0.01f;
+  template <class S, class V> static void fields(S& s, V& v) { v("alpha", s.alpha); }
+};
+struct SoftplusAttrs { GKRT_ATTR("Softplus", kSoftplus);
+  float beta = 1.0f; float threshold = 20.0f;
+  template <class S, class V> static void fields(S& s, V& v) { v("beta", s.beta); v("threshold", s.threshold); }
+};
+struct GeluAttrs { GKRT_ATTR("Gelu", kGelu);
+  GeluApprox approximate = GeluApprox::kTanh;
+  template <class S, class V> static void fields(S& s, V& v) { v("approximate", s.approximate); }
+};
+// NCHW; `sizes` is the output {H, W}.
+struct ResizeAttrs { GKRT_ATTR("Resize", kResize);
+  ResizeMode mode = ResizeMode::kNearest; CoordTransform coordinate_transformation = CoordTransform::kHalfPixel;
+  NearestMode nearest_mode = NearestMode::kRoundPreferFloor; Ints sizes;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("mode", s.mode); v("coordinate_transformation", s.coordinate_transformation);
+    v("nearest_mode", s.nearest_mode); v("sizes", s.sizes);
+  }
+};
+struct SplitAttrs { GKRT_ATTR("Split", kSplit);
+  int64_t axis = 0; Ints sizes;
+  template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("sizes", s.sizes); }
+};
+struct OneHotAttrs { GKRT_ATTR("OneHot", kOneHot);
+  int64_t depth = 0; int64_t axis = -1; float on_value = 1.0f; float off_value = 0.0f;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("depth", s.depth); v("axis", s.axis); v("on_value", s.on_value); v("off_value", s.off_value);
+  }
+};
+struct TileAttrs { GKRT_ATTR("Tile", kTile);
+  Ints multiples;
+  template <class S, class V> static void fields(S& s, V& v) { v("multiples", s.multiples); }
+};
+struct FormatAttrs { GKRT_ATTR("Format", kFormat);
+  DataFormat format = DataFormat::kNCHW;
+  template <class S, class V> static void fields(S& s, V& v) { v("format", s.format); }
+};
+struct CumSumAttrs { GKRT_ATTR("CumSum", kCumSum);
+  int64_t axis = 0; bool exclusive = false; bool reverse = false;
+  template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("exclusive", s.exclusive); v("reverse", s.reverse); }
+};
+struct DropoutAttrs { GKRT_ATTR("Dropout", kDropout);
+  float keep_prob = 0.5f; int64_t seed = 0;
+  template <class S, class V> static void fields(S& s, V& v) { v("keep_prob", s.keep_prob); v("seed", s.seed); }
+};
+struct StandardNormalAttrs { GKRT_ATTR("StandardNormal", kStandardNormal);
+  Ints shape; int64_t seed = 0;
+  template <class S, class V> static void fields(S& s, V& v) { v("shape", s.shape); v("seed", s.seed); }
+};
+struct OptimizerAttrs { GKRT_ATTR("Optimizer", kOptimizer);
+  bool use_nesterov = false;
+  template <class S, class V> static void fields(S& s, V& v) { v("use_nesterov", s.use_nesterov); }
+};
+struct ReductionAttrs { GKRT_ATTR("Reduction", kReduction);
+  Reduction reduction = Reduction::kMean;
+  template <class S, class V> static void fields(S& s, V& v) { v("reduction", s.reduction); }
+};
+struct RoundingAttrs { GKRT_ATTR("Rounding", kRounding);
+  RoundingMode mode = RoundingMode::kFloor;
+  template <class S, class V> static void fields(S& s, V& v) { v("mode", s.mode); }
+};
+struct RepeatAttrs { GKRT_ATTR("Repeat", kRepeat);
+  int64_t repeats = 1; int64_t axis = 0;
+  template <class S, class V> static void fields(S& s, V& v) { v("repeats", s.repeats); v("axis", s.axis); }
+};
+#undef GKRT_ATTR
+
+namespace detail {
+struct AttrsHolderBase {
+  virtual ~AttrsHolderBase() = default;
+  virtual AttrKind kind() const = 0;
+  virtual std::string toString() const = 0;
+  virtual bool equals(const AttrsHolderBase& other) const = 0;
+  virtual size_t hash() const = 0;
+};
+template <class T> struct AttrsHolder;  // defined in attrs_impl.h
+}  // namespace detail
+
+// One node's attributes: empty (kind kNone) or exactly one typed struct.
+class Attrs {
+ public:
+  Attrs() = default;
+  template <class T, class = decltype(T::kKind)>
+  Attrs(T value);  // NOLINT: implicit, so `b.op("Softmax", {x}, AxisAttrs{1})` reads naturally
+
+  AttrKind kind() const { return p_ ? p_->kind() : AttrKind::kNone; }
+  // The typed struct; only call after checking kind() (the loader and builder do).
+  template <class T> const T& get() const;
+  std::string toString() const { return p_ ? p_->toString() : std::string(); }
+  bool operator==(const Attrs& o) const;
+  bool operator!=(const Attrs& o) const { return !(*this == o); }
+  size_t hash() const { return p_ ? p_->hash() : 0; }
+
+ private:
+  std::shared_ptr<const detail::AttrsHolderBase> p_;
+};
+
+// Default-constructed attributes of a kind, with `fields` (name -> text) applied:
+// ints "3", lists "1,2,3", floats "0.5", bools "true", enums and dtypes by name.
+StatusOr<Attrs> makeAttrs(AttrKind kind, const std::map<std::string, std::string>& fields);
+
+}  // namespace gkrt
+
+#include "runtime/ir/attrs_impl.h"

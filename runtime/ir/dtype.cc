@@ -1,0 +1,91 @@
+#include "runtime/ir/dtype.h"
+
+#include <cstring>
+
+namespace gkrt {
+
+size_t dtypeSize(DType t) {
+  switch (t) {
+    case DType::kFloat32: case DType::kInt32: return 4;
+    case DType::kFloat16: return 2;
+    case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
+    case DType::kInt64: return 8;
+  }
+  return 0;
+}
+
+const char* dtypeName(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+StatusOr<DType> parseDType(std::string_view name) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    if (name == dtypeName(static_cast<DType>(i))) return static_cast<DType>(i);
+  }
+  return makeError(StatusCode::kInvalidArgument, "unknown dtype '", name,
+                   "'; valid: float32, float16, int8, uint8, int32, int64, bool");
+}
+
+bool isFloat(DType t) { return t == DType::kFloat32 || t == DType::kFloat16; }
+bool isInteger(DType t) {
+  return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt32 || t == DType::kInt64;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or nan
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (abs < 0x38800000u) {  // subnormal half or zero
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
+    uint32_t h = mant >> (shift);
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = ((abs - 0x38000000u) >> 13);
+  const uint32_t rem = abs & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // normalise the subnormal
+      int e = -1;
+      do { ++e; mant <<= 1; } while ((mant & 0x400u) == 0);
+      x = sign | ((112 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else {
+    x = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+}  // namespace gkrt

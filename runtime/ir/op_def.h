@@ -1,0 +1,65 @@
+// One op definition: everything the runtime, fusion and backends know about an op.
+// Every op is defined exactly once, in runtime/ir/ops/<family>.cc, and looked up by
+// name through findOp(); nothing else keeps a list of ops.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/ir/attrs.h"
+#include "runtime/ir/graph.h"
+#include "runtime/ir/tensor_view.h"
+
+namespace gkrt {
+
+// Fusion pattern classes, ordered as MindSpore's split model orders them: a fused
+// area's class is the max of its members'.
+enum class OpClass : uint8_t { kReshape = 0, kElementwise, kBroadcast, kReduce, kOpaque };
+const char* opClassName(OpClass c);
+
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+};
+
+// Input types (nullptr for an absent optional input) -> output dtypes / shapes.
+using DTypeRule = Status (*)(const ir::Node& node, const std::vector<const TensorType*>& in, std::vector<DType>& out);
+using ShapeRule = Status (*)(const ir::Node& node, const std::vector<const TensorType*>& in, std::vector<Shape>& out);
+
+struct KernelContext {
+  const ir::Node& node;
+  const std::vector<TensorView>& inputs;          // absent optional inputs have data == nullptr
+  const std::vector<MutableTensorView>& outputs;
+  const TensorView& in(size_t i) const { return inputs[i]; }
+  const MutableTensorView& out(size_t i) const { return outputs[i]; }
+};
+// Plain, obvious, portable implementation; the correctness oracle for every backend.
+using ReferenceKernel = Status (*)(const KernelContext& ctx);
+
+constexpr int kVariadic = -1;
+
+struct OpDef {
+  const char* name;
+  OpClass op_class;
+  int min_inputs;
+  int max_inputs;  // kVariadic for any count >= min_inputs
+  int min_outputs;
+  int max_outputs;
+  AttrKind attr_kind;
+  DTypeRule dtype_rule;
+  ShapeRule shape_rule;
+  ReferenceKernel reference;
+  const char* summary;  // one line: formula or semantics
+};
+
+// Looks an op up by its name or an alias ("Gelu" -> GeLU, "Where" -> Select).
+const OpDef* findOp(std::string_view name);
+// Every op, in definition order.
+const std::vector<OpDef>& allOps();
+// Alias -> canonical name pairs.
+const std::vector<std::pair<std::string, std::string>>& opAliases();
+// The known op name closest to `name` (edit distance), for "did you mean" hints.
+std::string closestOpName(std::string_view name);
+
+}  // namespace gkrt

@@ -1,0 +1,108 @@
+// The op table: every op family registers here, in one explicit list.
+#include <algorithm>
+#include <unordered_map>
+
+#include "runtime/ir/op_def.h"
+
+namespace gkrt {
+namespace ops {
+void registerElementwiseUnaryOps(std::vector<OpDef>& t);
+void registerElementwiseBinaryOps(std::vector<OpDef>& t);
+void registerReduceOps(std::vector<OpDef>& t);
+void registerNormalizationOps(std::vector<OpDef>& t);
+void registerLayoutOps(std::vector<OpDef>& t);
+void registerIndexingOps(std::vector<OpDef>& t);
+void registerLinearOps(std::vector<OpDef>& t);
+void registerTrainingOps(std::vector<OpDef>& t);
+void registerFusedOps(std::vector<OpDef>& t);
+}  // namespace ops
+
+const char* opClassName(OpClass c) {
+  switch (c) {
+    case OpClass::kReshape: return "reshape";
+    case OpClass::kElementwise: return "elementwise";
+    case OpClass::kBroadcast: return "broadcast";
+    case OpClass::kReduce: return "reduce";
+    case OpClass::kOpaque: return "opaque";
+  }
+  return "?";
+}
+
+namespace {
+
+struct OpTable {
+  std::vector<OpDef> ops;
+  std::vector<std::pair<std::string, std::string>> aliases;
+  std::unordered_map<std::string, const OpDef*> by_name;
+
+  OpTable() {
+    ops::registerElementwiseUnaryOps(ops);
+    ops::registerElementwiseBinaryOps(ops);
+    ops::registerReduceOps(ops);
+    ops::registerNormalizationOps(ops);
+    ops::registerLayoutOps(ops);
+    ops::registerIndexingOps(ops);
+    ops::registerLinearOps(ops);
+    ops::registerTrainingOps(ops);
+    ops::registerFusedOps(ops);
+    // Other spellings used by MindSpore's tables, ONNX and the issue texts.
+    aliases = {
+        {"Gelu", "GeLU"}, {"FastGelu", "FastGeLU"}, {"FastGeluGrad", "FastGeLUGrad"}, {"Relu", "ReLU"},
+        {"Relu6", "ReLU6"}, {"LeakyReLUExt", "LeakyReLU"}, {"LeakyRelu", "LeakyReLU"}, {"EluExt", "Elu"},
+        {"SoftplusExt", "Softplus"}, {"SoftplusGradExt", "SoftplusGrad"}, {"AcoshExt", "Acosh"},
+        {"AsinhExt", "Asinh"}, {"Acos", "ACos"}, {"MeanExt", "ReduceMean"}, {"Argmax", "ArgMax"},
+        {"Argmin", "ArgMin"}, {"Where", "Select"}, {"ClampScalar", "Clip"}, {"HardSigmoid", "HSigmoid"},
+        {"HardSwish", "HSwish"}, {"AdamApplyOneWithDecayAssign", "AdamApplyOneWithDecay"},
+        {"Swish", "SiLU"}, {"Unsqueeze", "ExpandDims"}, {"Expand", "BroadcastTo"},
+        {"GlobalAveragePool", "GlobalAvgPool"}, {"Conv", "Conv2D"}, {"Identity", "IdentityMath"},
+        {"SimplifiedLayerNormalization", "RmsNorm"}, {"LayerNormalization", "LayerNorm"},
+    };
+    for (const OpDef& op : ops) by_name[op.name] = &op;
+    for (const auto& [alias, canonical] : aliases) by_name[alias] = by_name.at(canonical);
+  }
+};
+
+const OpTable& table() {
+  static const OpTable t;
+  return t;
+}
+
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t prev = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cur = row[j];
+      const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (same ? 0 : 1)});
+      prev = cur;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const OpDef* findOp(std::string_view name) {
+  const auto& m = table().by_name;
+  auto it = m.find(std::string(name));
+  return it == m.end() ? nullptr : it->second;
+}
+
+const std::vector<OpDef>& allOps() { return table().ops; }
+
+const std::vector<std::pair<std::string, std::string>>& opAliases() { return table().aliases; }
+
+std::string closestOpName(std::string_view name) {
+  std::string best;
+  size_t best_d = ~size_t{0};
+  for (const auto& [n, op] : table().by_name) {
+    const size_t d = editDistance(name, n);
+    if (d < best_d || (d == best_d && n < best)) { best_d = d; best = n; }
+  }
+  return best;
+}
+
+}  // namespace gkrt

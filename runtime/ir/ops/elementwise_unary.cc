@@ -1,0 +1,271 @@
+// Elementwise ops of one input: float math, activations, numeric sign ops, predicates,
+// Cast. Float math is computed in float32 (float16 storage is widened and narrowed).
+#include <cmath>
+#include <limits>
+
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt::ops {
+namespace {
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+constexpr float kFastGeluAlpha = 1.702f;
+
+template <class F> Status floatUnaryKernel(const KernelContext& c) {
+  const F f{c.node.attrs};
+  const TensorView& x = c.in(0);
+  const MutableTensorView& y = c.out(0);
+  const int64_t n = x.size();
+  for (int64_t i = 0; i < n; ++i) storeF(y.data, y.dtype, i, f(loadF(x.data, x.dtype, i)));
+  return Status::Ok();
+}
+
+// Functor with `template <class T> T op(T)`, applied in the tensor's own type for
+// integers and in float32 for float types.
+template <class F> Status numericUnaryKernel(const KernelContext& c) {
+  const F f{c.node.attrs};
+  const TensorView& x = c.in(0);
+  const MutableTensorView& y = c.out(0);
+  const int64_t n = x.size();
+  if (isFloat(x.dtype)) {
+    for (int64_t i = 0; i < n; ++i) storeF(y.data, y.dtype, i, f(loadF(x.data, x.dtype, i)));
+    return Status::Ok();
+  }
+  withStorageType(x.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < n; ++i) y.as<T>()[i] = f(x.as<T>()[i]);
+  });
+  return Status::Ok();
+}
+
+#define FLOAT_FN(Name, expr)                          \
+  struct Name {                                       \
+    const Attrs& attrs;                               \
+    float operator()(float x) const { return expr; }  \
+  }
+FLOAT_FN(ExpFn, std::exp(x));
+FLOAT_FN(LogFn, std::log(x));
+FLOAT_FN(SqrtFn, std::sqrt(x));
+FLOAT_FN(RsqrtFn, 1.0f / std::sqrt(x));
+FLOAT_FN(ReciprocalFn, 1.0f / x);
+FLOAT_FN(FloorFn, std::floor(x));
+FLOAT_FN(CeilFn, std::ceil(x));
+FLOAT_FN(TruncFn, std::trunc(x));
+FLOAT_FN(RoundFn, std::nearbyint(x));
+FLOAT_FN(SinFn, std::sin(x));
+FLOAT_FN(CosFn, std::cos(x));
+FLOAT_FN(TanFn, std::tan(x));
+FLOAT_FN(TanhFn, std::tanh(x));
+FLOAT_FN(AcosFn, std::acos(x));
+FLOAT_FN(AcoshFn, std::acosh(x));
+FLOAT_FN(AsinFn, std::asin(x));
+FLOAT_FN(AsinhFn, std::asinh(x));
+FLOAT_FN(AtanFn, std::atan(x));
+FLOAT_FN(CoshFn, std::cosh(x));
+FLOAT_FN(SinhFn, std::sinh(x));
+FLOAT_FN(ErfFn, std::erf(x));
+FLOAT_FN(ErfcFn, std::erfc(x));
+FLOAT_FN(Expm1Fn, std::expm1(x));
+FLOAT_FN(Log1pFn, std::log1p(x));
+FLOAT_FN(SigmoidFn, 1.0f / (1.0f + std::exp(-x)));
+FLOAT_FN(SiLUFn, x / (1.0f + std::exp(-x)));
+FLOAT_FN(FastGeLUFn, x * std::exp(0.5f * kFastGeluAlpha * (x - std::fabs(x))) /
+                         (1.0f + std::exp(-kFastGeluAlpha * std::fabs(x))));
+FLOAT_FN(ReLU6Fn, std::min(std::max(x, 0.0f), 6.0f));
+FLOAT_FN(HSigmoidFn, std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f));
+FLOAT_FN(HSwishFn, x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f);
+FLOAT_FN(SoftsignFn, x / (1.0f + std::fabs(x)));
+#undef FLOAT_FN
+
+struct GeLUFn {
+  const Attrs& attrs;
+  float operator()(float x) const {
+    if (attrs.get<GeluAttrs>().approximate == GeluApprox::kNone) return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+  }
+};
+struct SoftplusFn {
+  const Attrs& attrs;
+  float operator()(float x) const {
+    const auto& a = attrs.get<SoftplusAttrs>();
+    const float bx = a.beta * x;
+    return bx > a.threshold ? x : std::log1p(std::exp(bx)) / a.beta;
+  }
+};
+struct LeakyReLUFn {
+  const Attrs& attrs;
+  float operator()(float x) const { return x < 0.0f ? attrs.get<AlphaAttrs>().alpha * x : x; }
+};
+struct EluFn {
+  const Attrs& attrs;
+  float operator()(float x) const { return x > 0.0f ? x : attrs.get<AlphaAttrs>().alpha * std::expm1(x); }
+};
+struct HShrinkFn {
+  const Attrs& attrs;
+  float operator()(float x) const { return std::fabs(x) > attrs.get<AlphaAttrs>().alpha ? x : 0.0f; }
+};
+struct ClipFn {
+  const Attrs& attrs;
+  float operator()(float x) const {
+    const auto& a = attrs.get<ClipAttrs>();
+    return std::min(std::max(x, a.min), a.max);
+  }
+};
+
+#define NUMERIC_FN(Name, expr)                            \
+  struct Name {                                           \
+    const Attrs& attrs;                                   \
+    template <class T> T operator()(T x) const { return static_cast<T>(expr); } \
+  }
+NUMERIC_FN(AbsFn, x < T(0) ? T(-x) : x);
+NUMERIC_FN(NegFn, -x);
+NUMERIC_FN(SignFn, (x > T(0)) - (x < T(0)));
+NUMERIC_FN(SquareFn, x * x);
+NUMERIC_FN(ReLUFn, x > T(0) ? x : T(0));
+NUMERIC_FN(OnesLikeFn, 1);
+NUMERIC_FN(ZerosLikeFn, 0);
+#undef NUMERIC_FN
+
+Status identityKernel(const KernelContext& c) {
+  std::memcpy(c.out(0).data, c.in(0).data, c.in(0).size() * dtypeSize(c.in(0).dtype));
+  return Status::Ok();
+}
+
+template <bool (*Pred)(float)> Status predicateKernel(const KernelContext& c) {
+  const TensorView& x = c.in(0);
+  uint8_t* y = c.out(0).as<uint8_t>();
+  for (int64_t i = 0, n = x.size(); i < n; ++i) y[i] = Pred(loadF(x.data, x.dtype, i));
+  return Status::Ok();
+}
+bool isFinite(float x) { return std::isfinite(x); }
+bool isInf(float x) { return std::isinf(x); }
+bool isNan(float x) { return std::isnan(x); }
+
+Status logicalNotKernel(const KernelContext& c) {
+  const uint8_t* x = c.in(0).as<uint8_t>();
+  uint8_t* y = c.out(0).as<uint8_t>();
+  for (int64_t i = 0, n = c.in(0).size(); i < n; ++i) y[i] = !x[i];
+  return Status::Ok();
+}
+
+template <class Dst, class Src> Dst castValue(Src v) {
+  if constexpr (std::is_floating_point_v<Src> && std::is_integral_v<Dst>) {
+    if (std::isnan(v)) return Dst(0);
+    constexpr double lo = static_cast<double>(std::numeric_limits<Dst>::lowest());
+    constexpr double hi = static_cast<double>(std::numeric_limits<Dst>::max());
+    const double d = static_cast<double>(v);
+    return d <= lo ? std::numeric_limits<Dst>::lowest() : d >= hi ? std::numeric_limits<Dst>::max() : static_cast<Dst>(d);
+  } else {
+    return static_cast<Dst>(v);
+  }
+}
+
+// Float-to-int casts truncate toward zero and saturate (NaN -> 0); to bool is "!= 0".
+Status castKernel(const KernelContext& c) {
+  const TensorView& x = c.in(0);
+  const MutableTensorView& y = c.out(0);
+  const int64_t n = x.size();
+  if (x.dtype == DType::kFloat16 || y.dtype == DType::kFloat16 || y.dtype == DType::kBool) {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = loadF(x.data, x.dtype, i);
+      if (y.dtype == DType::kBool) {
+        bool nonzero = x.dtype == DType::kInt64 ? x.as<int64_t>()[i] != 0 : v != 0.0f;
+        y.as<uint8_t>()[i] = nonzero;
+      } else if (y.dtype == DType::kFloat16 || y.dtype == DType::kFloat32) {
+        storeF(y.data, y.dtype, i, x.dtype == DType::kInt64 ? static_cast<float>(x.as<int64_t>()[i]) : v);
+      } else {
+        withStorageType(y.dtype, [&](auto d) { y.as<decltype(d)>()[i] = castValue<decltype(d)>(v); });
+      }
+    }
+    return Status::Ok();
+  }
+  withStorageType(x.dtype, [&](auto s) {
+    using S = decltype(s);
+    withStorageType(y.dtype, [&](auto d) {
+      using D = decltype(d);
+      for (int64_t i = 0; i < n; ++i) {
+        const S v = x.as<S>()[i];
+        y.as<D>()[i] = x.dtype == DType::kBool ? D(v != 0) : castValue<D>(v);
+      }
+    });
+  });
+  return Status::Ok();
+}
+
+Status dtypeCast(const ir::Node& n, const In&, std::vector<DType>& out) {
+  out = {n.attrs.get<CastAttrs>().to};
+  return Status::Ok();
+}
+
+OpDef floatOp(const char* name, ReferenceKernel k, const char* summary, AttrKind a = AttrKind::kNone) {
+  return {name, OpClass::kElementwise, 1, 1, 1, 1, a, dtypeFloatSame, shapeSame, k, summary};
+}
+OpDef numericOp(const char* name, ReferenceKernel k, const char* summary) {
+  return {name, OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeNumericSame, shapeSame, k, summary};
+}
+
+}  // namespace
+
+void registerElementwiseUnaryOps(std::vector<OpDef>& t) {
+  t.push_back(floatOp("Exp", floatUnaryKernel<ExpFn>, "e^x"));
+  t.push_back(floatOp("Log", floatUnaryKernel<LogFn>, "ln x"));
+  t.push_back(floatOp("Sqrt", floatUnaryKernel<SqrtFn>, "sqrt(x)"));
+  t.push_back(floatOp("Rsqrt", floatUnaryKernel<RsqrtFn>, "1/sqrt(x)"));
+  t.push_back(floatOp("Reciprocal", floatUnaryKernel<ReciprocalFn>, "1/x"));
+  t.push_back(floatOp("Floor", floatUnaryKernel<FloorFn>, "floor(x)"));
+  t.push_back(floatOp("Ceil", floatUnaryKernel<CeilFn>, "ceil(x)"));
+  t.push_back(floatOp("Trunc", floatUnaryKernel<TruncFn>, "x rounded toward zero"));
+  t.push_back(floatOp("Round", floatUnaryKernel<RoundFn>, "x rounded half to even"));
+  t.push_back(floatOp("Sin", floatUnaryKernel<SinFn>, "sin(x)"));
+  t.push_back(floatOp("Cos", floatUnaryKernel<CosFn>, "cos(x)"));
+  t.push_back(floatOp("Tan", floatUnaryKernel<TanFn>, "tan(x)"));
+  t.push_back(floatOp("Tanh", floatUnaryKernel<TanhFn>, "tanh(x)"));
+  t.push_back(floatOp("ACos", floatUnaryKernel<AcosFn>, "acos(x)"));
+  t.push_back(floatOp("Acosh", floatUnaryKernel<AcoshFn>, "acosh(x)"));
+  t.push_back(floatOp("Asin", floatUnaryKernel<AsinFn>, "asin(x)"));
+  t.push_back(floatOp("Asinh", floatUnaryKernel<AsinhFn>, "asinh(x)"));
+  t.push_back(floatOp("Atan", floatUnaryKernel<AtanFn>, "atan(x)"));
+  t.push_back(floatOp("Cosh", floatUnaryKernel<CoshFn>, "cosh(x)"));
+  t.push_back(floatOp("Sinh", floatUnaryKernel<SinhFn>, "sinh(x)"));
+  t.push_back(floatOp("Erf", floatUnaryKernel<ErfFn>, "erf(x)"));
+  t.push_back(floatOp("Erfc", floatUnaryKernel<ErfcFn>, "1 - erf(x)"));
+  t.push_back(floatOp("Expm1", floatUnaryKernel<Expm1Fn>, "e^x - 1"));
+  t.push_back(floatOp("Log1p", floatUnaryKernel<Log1pFn>, "ln(1 + x)"));
+  t.push_back(floatOp("Sigmoid", floatUnaryKernel<SigmoidFn>, "1/(1+e^-x)"));
+  t.push_back(floatOp("SiLU", floatUnaryKernel<SiLUFn>, "x*sigmoid(x)"));
+  t.push_back(floatOp("GeLU", floatUnaryKernel<GeLUFn>,
+                      "tanh: 0.5x(1+tanh(0.79788456(x+0.044715x^3))); none: 0.5x(1+erf(x/sqrt2))", AttrKind::kGelu));
+  t.push_back(floatOp("FastGeLU", floatUnaryKernel<FastGeLUFn>, "x*exp(0.851(x-|x|))/(1+exp(-1.702|x|))"));
+  t.push_back(floatOp("ReLU6", floatUnaryKernel<ReLU6Fn>, "min(max(x,0),6)"));
+  t.push_back(floatOp("HSigmoid", floatUnaryKernel<HSigmoidFn>, "clamp(x/6+0.5, 0, 1)"));
+  t.push_back(floatOp("HSwish", floatUnaryKernel<HSwishFn>, "x*min(max(x+3,0),6)/6"));
+  t.push_back(floatOp("Softsign", floatUnaryKernel<SoftsignFn>, "x/(1+|x|)"));
+  t.push_back(floatOp("Softplus", floatUnaryKernel<SoftplusFn>, "log(1+e^(beta x))/beta, x where beta x > threshold",
+                      AttrKind::kSoftplus));
+  t.push_back(floatOp("LeakyReLU", floatUnaryKernel<LeakyReLUFn>, "x<0 ? alpha x : x", AttrKind::kAlpha));
+  t.push_back(floatOp("Elu", floatUnaryKernel<EluFn>, "x>0 ? x : alpha(e^x-1)", AttrKind::kAlpha));
+  t.push_back(floatOp("HShrink", floatUnaryKernel<HShrinkFn>, "|x|>alpha ? x : 0 (alpha = lambd)", AttrKind::kAlpha));
+  t.push_back(floatOp("Clip", floatUnaryKernel<ClipFn>, "min(max(x, min), max)", AttrKind::kClip));
+  t.push_back(numericOp("Abs", numericUnaryKernel<AbsFn>, "|x|"));
+  t.push_back(numericOp("Neg", numericUnaryKernel<NegFn>, "-x"));
+  t.push_back(numericOp("Sign", numericUnaryKernel<SignFn>, "-1, 0 or 1"));
+  t.push_back(numericOp("Square", numericUnaryKernel<SquareFn>, "x*x"));
+  t.push_back(numericOp("ReLU", numericUnaryKernel<ReLUFn>, "max(x, 0)"));
+  t.push_back(numericOp("OnesLike", numericUnaryKernel<OnesLikeFn>, "ones of x's shape and dtype"));
+  t.push_back(numericOp("ZerosLike", numericUnaryKernel<ZerosLikeFn>, "zeros of x's shape and dtype"));
+  t.push_back({"IdentityMath", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFirst, shapeSame,
+               identityKernel, "x"});
+  t.push_back({"IsFinite", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
+               predicateKernel<isFinite>, "x is neither inf nor nan"});
+  t.push_back({"IsInf", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
+               predicateKernel<isInf>, "x is +-inf"});
+  t.push_back({"IsNan", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
+               predicateKernel<isNan>, "x is nan"});
+  t.push_back({"LogicalNot", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeLogical, shapeSame,
+               logicalNotKernel, "!x"});
+  t.push_back({"Cast", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kCast, dtypeCast, shapeSame, castKernel,
+               "x converted to `to`; float->int truncates and saturates"});
+}
+
+}  // namespace gkrt::ops

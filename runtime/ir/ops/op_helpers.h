@@ -1,0 +1,145 @@
+// Building blocks shared by the op families: dtype and shape rules, element access
+// across dtypes, and broadcast iteration for reference kernels.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::ops {
+
+using In = std::vector<const TensorType*>;
+
+// ---- dtype rules -------------------------------------------------------------
+Status requireSameDType(const ir::Node& n, const In& in, size_t first, size_t last);
+Status requireFloat(const ir::Node& n, const TensorType* t, size_t index);
+
+Status dtypeFloatSame(const ir::Node& n, const In& in, std::vector<DType>& out);    // float inputs, same -> same
+Status dtypeNumericSame(const ir::Node& n, const In& in, std::vector<DType>& out);  // non-bool, same -> same
+Status dtypeAnySame(const ir::Node& n, const In& in, std::vector<DType>& out);      // any, same -> same
+Status dtypeCompare(const ir::Node& n, const In& in, std::vector<DType>& out);      // same -> bool
+Status dtypeLogical(const ir::Node& n, const In& in, std::vector<DType>& out);      // bool -> bool
+Status dtypeFloatToBool(const ir::Node& n, const In& in, std::vector<DType>& out);  // float -> bool
+Status dtypeFirst(const ir::Node& n, const In& in, std::vector<DType>& out);        // any -> in0 (all outputs)
+
+// ---- shape rules -------------------------------------------------------------
+Status shapeSame(const ir::Node& n, const In& in, std::vector<Shape>& out);        // every output = in0
+Status shapeBroadcast(const ir::Node& n, const In& in, std::vector<Shape>& out);   // broadcast of all inputs
+Status shapeScalar(const ir::Node& n, const In& in, std::vector<Shape>& out);      // every output rank 0
+
+// ---- element access ------------------------------------------------------------
+inline float loadF(const void* p, DType t, int64_t i) {
+  switch (t) {
+    case DType::kFloat32: return static_cast<const float*>(p)[i];
+    case DType::kFloat16: return halfToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DType::kInt8: return static_cast<const int8_t*>(p)[i];
+    case DType::kUInt8: return static_cast<const uint8_t*>(p)[i];
+    case DType::kInt32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case DType::kInt64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
+    case DType::kBool: return static_cast<const uint8_t*>(p)[i] ? 1.0f : 0.0f;
+  }
+  return 0.0f;
+}
+inline void storeF(void* p, DType t, int64_t i, float v) {
+  switch (t) {
+    case DType::kFloat32: static_cast<float*>(p)[i] = v; break;
+    case DType::kFloat16: static_cast<uint16_t*>(p)[i] = floatToHalf(v); break;
+    case DType::kInt8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
+    case DType::kUInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
+    case DType::kInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case DType::kInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case DType::kBool: static_cast<uint8_t*>(p)[i] = v != 0.0f; break;
+  }
+}
+// Integer read of an index tensor (int32/int64/int8/uint8).
+inline int64_t loadIndex(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kInt32: return t.as<int32_t>()[i];
+    case DType::kInt64: return t.as<int64_t>()[i];
+    case DType::kInt8: return t.as<int8_t>()[i];
+    case DType::kUInt8: return t.as<uint8_t>()[i];
+    default: return static_cast<int64_t>(loadF(t.data, t.dtype, i));
+  }
+}
+
+// Calls fn(T{}) with the C++ type holding `t`'s elements (float16 as uint16_t bits).
+template <class Fn> void withStorageType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: fn(float{}); break;
+    case DType::kFloat16: fn(uint16_t{}); break;
+    case DType::kInt8: fn(int8_t{}); break;
+    case DType::kUInt8: fn(uint8_t{}); break;
+    case DType::kInt32: fn(int32_t{}); break;
+    case DType::kInt64: fn(int64_t{}); break;
+    case DType::kBool: fn(uint8_t{}); break;
+  }
+}
+
+// ---- broadcast iteration -------------------------------------------------------
+// Strides (in elements) of `in` read as `out_rank` dims, 0 on broadcast dims.
+std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out);
+
+// Visits every output element in row-major order, handing fn(out_index, offsets)
+// with each input's element offset.
+template <size_t N, class Fn>
+void forEachBroadcast(const Shape& out, const std::array<const Shape*, N>& ins, Fn&& fn) {
+  const size_t r = out.size();
+  std::array<std::vector<int64_t>, N> strides;
+  for (size_t k = 0; k < N; ++k) strides[k] = broadcastStrides(*ins[k], out);
+  const int64_t total = numElements(out);
+  std::vector<int64_t> idx(r, 0);
+  std::array<int64_t, N> off{};
+  for (int64_t i = 0; i < total; ++i) {
+    fn(i, off);
+    for (size_t d = r; d-- > 0;) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+      if (idx[d] < out[d]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// Normalised, sorted, de-duplicated reduce axes; empty `axes` means all.
+StatusOr<std::vector<int64_t>> reduceAxes(const Ints& axes, int64_t rank);
+Shape reducedShape(const Shape& in, const std::vector<int64_t>& axes, bool keep_dims);
+
+// Splits `shape` around `axis` into outer x extent x inner element counts.
+struct AxisSplit { int64_t outer, extent, inner; };
+AxisSplit splitAtAxis(const Shape& shape, int64_t axis);
+
+}  // namespace gkrt::ops
+
+namespace gkrt::ops {
+
+// Multi-index of flat row-major index `i` in `shape`.
+inline void unravel(int64_t i, const Shape& shape, std::vector<int64_t>& idx) {
+  idx.resize(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t s = shape[d] ? shape[d] : 1;
+    idx[d] = i % s;
+    i /= s;
+  }
+}
+
+// Copies element `src_i` of `src` into element `dst_i` of `dst` (any dtype).
+inline void copyElement(const MutableTensorView& dst, int64_t dst_i, const TensorView& src, int64_t src_i) {
+  const size_t es = dtypeSize(src.dtype);
+  std::memcpy(static_cast<uint8_t*>(dst.data) + dst_i * es, static_cast<const uint8_t*>(src.data) + src_i * es, es);
+}
+
+// Output element i takes input element srcIndex(out multi-index); any dtype.
+template <class SrcIndexFn> void gatherCopy(const TensorView& in, const MutableTensorView& out, SrcIndexFn&& src_index) {
+  std::vector<int64_t> idx;
+  const std::vector<int64_t> in_strides = contiguousStrides(in.shape);
+  for (int64_t i = 0, n = out.size(); i < n; ++i) {
+    unravel(i, out.shape, idx);
+    copyElement(out, i, in, src_index(idx, in_strides));
+  }
+}
+
+}  // namespace gkrt::ops

@@ -1,0 +1,32 @@
+// Reading and writing .gkm model files.
+//
+//   StatusOr<ir::Graph> g = loadModelFile("net.gkm");
+//   if (!g.ok()) { puts(g.status().toString().c_str()); return 1; }
+//   RETURN_IF_ERROR(saveModelFile(*g, "copy.gkm"));
+//
+// Loading verifies the flatbuffer, then checks the model's meaning (ops, arity,
+// attributes, indices, constant sizes, cycles, produced outputs) and, when the input
+// shapes are static, infers every shape. Any bad file gives a Status naming the
+// tensor or node at fault; nothing aborts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/ir/graph.h"
+
+namespace gkrt {
+
+constexpr uint32_t kSchemaVersion = 1;
+constexpr const char* kModelFileIdentifier = "GKM1";
+
+// Constants point into the mapped file (no copy) and keep the mapping alive.
+StatusOr<ir::Graph> loadModelFile(const std::string& path);
+// Copies the bytes it needs; `data` may be freed after the call.
+StatusOr<ir::Graph> loadModelBuffer(const void* data, size_t size);
+
+StatusOr<std::vector<uint8_t>> serializeModel(const ir::Graph& g);
+Status saveModelFile(const ir::Graph& g, const std::string& path);
+
+}  // namespace gkrt

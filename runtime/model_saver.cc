@@ -1,0 +1,86 @@
+#include <cstdio>
+#include <map>
+
+#include "gkm_generated.h"
+#include "runtime/attrs_codec.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/model_io.h"
+
+namespace gkrt {
+namespace {
+
+class GraphEncoder {
+ public:
+  explicit GraphEncoder(flatbuffers::FlatBufferBuilder& fbb) : fbb_(fbb) {}
+
+  flatbuffers::Offset<fb::Graph> encode(const ir::Graph& g) {
+    std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+    for (const ir::Tensor& t : g.tensors) tensors.push_back(encodeTensor(t));
+    std::vector<flatbuffers::Offset<fb::Node>> nodes;
+    for (const ir::Node& n : g.nodes) {
+      auto sub = n.subgraph ? encode(*n.subgraph) : flatbuffers::Offset<fb::Graph>(0);
+      auto attrs = encodeAttrs(fbb_, n.attrs);
+      nodes.push_back(fb::CreateNode(fbb_, fbb_.CreateString(n.name), fbb_.CreateString(n.op->name),
+                                     static_cast<fb::Attrs>(n.attrs.kind()), attrs, fbb_.CreateVector(n.inputs),
+                                     fbb_.CreateVector(n.outputs), sub));
+    }
+    return fb::CreateGraph(fbb_, fbb_.CreateVector(tensors), fbb_.CreateVector(nodes), fbb_.CreateVector(g.inputs),
+                           fbb_.CreateVector(g.outputs));
+  }
+
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Buffer>>> buffers() {
+    return fbb_.CreateVector(buffers_);
+  }
+
+ private:
+  flatbuffers::Offset<fb::Tensor> encodeTensor(const ir::Tensor& t) {
+    int buffer = -1;
+    if (t.constant) {
+      auto it = buffer_index_.find(t.constant.get());
+      if (it == buffer_index_.end()) {
+        fbb_.ForceVectorAlignment(t.constant->size, 1, 64);
+        auto data = fbb_.CreateVector(t.constant->data, t.constant->size);
+        buffers_.push_back(fb::CreateBuffer(fbb_, data));
+        it = buffer_index_.emplace(t.constant.get(), static_cast<int>(buffers_.size()) - 1).first;
+      }
+      buffer = it->second;
+    }
+    std::vector<flatbuffers::Offset<flatbuffers::String>> symbols;
+    for (const std::string& s : t.dim_symbols) symbols.push_back(fbb_.CreateString(s));
+    return fb::CreateTensor(fbb_, fbb_.CreateString(t.name), static_cast<fb::DType>(t.dtype),
+                            fbb_.CreateVector(t.shape), symbols.empty() ? 0 : fbb_.CreateVector(symbols), buffer);
+  }
+
+  flatbuffers::FlatBufferBuilder& fbb_;
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers_;
+  std::map<const ir::ConstData*, int> buffer_index_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<uint8_t>> serializeModel(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes) {
+    if (!n.op) return makeError(StatusCode::kInvalidArgument, "cannot save a node without an op");
+  }
+  flatbuffers::FlatBufferBuilder fbb(1 << 16);
+  fbb.ForceDefaults(true);
+  GraphEncoder enc(fbb);
+  auto graph = enc.encode(g);
+  auto buffers = enc.buffers();
+  std::vector<flatbuffers::Offset<fb::MetadataEntry>> md;
+  for (const auto& [k, v] : g.metadata) md.push_back(fb::CreateMetadataEntry(fbb, fbb.CreateString(k), fbb.CreateString(v)));
+  auto model = fb::CreateModel(fbb, kSchemaVersion, graph, buffers, fbb.CreateVector(md));
+  fb::FinishModelBuffer(fbb, model);
+  return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+}
+
+Status saveModelFile(const ir::Graph& g, const std::string& path) {
+  ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serializeModel(g));
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return makeError(StatusCode::kIoError, "cannot write '", path, "'");
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !ok) return makeError(StatusCode::kIoError, "writing '", path, "' failed");
+  return Status::Ok();
+}
+
+}  // namespace gkrt

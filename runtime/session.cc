@@ -1,0 +1,170 @@
+#include "runtime/session.h"
+
+#include <cstring>
+
+#include "runtime/ir/op_def.h"
+#include "runtime/log.h"
+
+namespace gkrt {
+
+StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const SessionOptions& options) {
+  std::unique_ptr<Session> s(new Session());
+  s->model_ = ir::cloneGraph(model);
+  RETURN_IF_ERROR(ir::validateGraph(s->model_));
+  s->backend_name_ = options.backend;
+  ASSIGN_OR_RETURN(s->backend_, createBackend(options.backend, options.backend_options));
+  for (const auto& [name, shape] : options.input_shapes) {
+    if (s->findInput(name) < 0) {
+      return makeError(StatusCode::kNotFound, "input_shapes names '", name, "', which is not a model input");
+    }
+    s->input_shapes_[name] = shape;
+  }
+  RETURN_IF_ERROR(s->compile());
+  return s;
+}
+
+Session::~Session() { release(); }
+
+void Session::release() {
+  for (void* p : buffers_) if (p) backend_->deallocate(p);
+  buffers_.clear();
+  if (workspace_) backend_->deallocate(workspace_);
+  workspace_ = nullptr;
+  steps_.clear();
+}
+
+int Session::findInput(const std::string& name) const {
+  for (size_t k = 0; k < model_.inputs.size(); ++k) {
+    if (model_.tensors[model_.inputs[k]].name == name) return static_cast<int>(k);
+  }
+  return -1;
+}
+
+Status Session::compile() {
+  release();
+  graph_ = ir::cloneGraph(model_);
+  for (int t : graph_.inputs) {
+    ir::Tensor& in = graph_.tensors[t];
+    auto it = input_shapes_.find(in.name);
+    if (it != input_shapes_.end()) in.shape = it->second;
+    if (!isStatic(in.shape)) {
+      return makeError(StatusCode::kInvalidArgument, "input '", in.name, "' has shape ", shapeToString(in.shape),
+                       " with unknown dims; give its shape (SessionOptions::input_shapes, resizeInput, or "
+                       "`gkrt run --input-shape`)");
+    }
+  }
+  RETURN_IF_ERROR(ir::inferShapes(graph_));
+  inputs_.clear();
+  outputs_.clear();
+  for (int t : graph_.inputs) inputs_.push_back({graph_.tensors[t].name, graph_.tensors[t].dtype, graph_.tensors[t].shape});
+  for (int t : graph_.outputs) outputs_.push_back({graph_.tensors[t].name, graph_.tensors[t].dtype, graph_.tensors[t].shape});
+
+  buffers_.assign(graph_.tensors.size(), nullptr);
+  for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+    const ir::Tensor& tensor = graph_.tensors[t];
+    if (tensor.isConstant() && backend_->isHost()) continue;  // used in place
+    const size_t bytes = static_cast<size_t>(numElements(tensor.shape)) * dtypeSize(tensor.dtype);
+    ASSIGN_OR_RETURN(buffers_[t], backend_->allocate(bytes));
+    if (tensor.isConstant()) RETURN_IF_ERROR(backend_->copyToDevice(buffers_[t], tensor.constant->data, bytes));
+  }
+  auto data_of = [&](int t) -> void* {
+    const ir::Tensor& tensor = graph_.tensors[t];
+    if (buffers_[t]) return buffers_[t];
+    return const_cast<uint8_t*>(tensor.constant->data);
+  };
+
+  size_t workspace = 0;
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const ir::Node& node = graph_.nodes[i];
+    Backend* target = backend_.get();
+    if (!backend_->supports(graph_, node)) {
+      if (!backend_->isHost()) {
+        return makeError(StatusCode::kUnsupported, backend_->name(), " cannot run ", ir::describeNode(graph_, int(i)),
+                         " and device fallback is not available yet");
+      }
+      if (!fallback_) {
+        ASSIGN_OR_RETURN(fallback_, createBackend("reference"));
+      }
+      target = fallback_.get();
+      GKRT_LOG_INFO("backend ", backend_->name(), " does not support ", ir::describeNode(graph_, int(i)),
+                    "; it runs on the reference backend");
+    }
+    Step step;
+    auto kernel = target->compile(graph_, node);
+    if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(graph_, int(i)));
+    step.kernel = std::move(kernel).value();
+    workspace = std::max(workspace, step.kernel->workspaceBytes());
+    for (int t : node.inputs) {
+      if (t < 0) { step.inputs.push_back({}); continue; }
+      step.inputs.push_back({graph_.tensors[t].dtype, graph_.tensors[t].shape, data_of(t)});
+    }
+    for (int t : node.outputs) step.outputs.push_back({graph_.tensors[t].dtype, graph_.tensors[t].shape, data_of(t)});
+    steps_.push_back(std::move(step));
+  }
+  if (workspace) {
+    ASSIGN_OR_RETURN(workspace_, backend_->allocate(workspace));
+  }
+  GKRT_LOG_INFO("session compiled for ", backend_->name(), ": ", steps_.size(), " kernels");
+  return Status::Ok();
+}
+
+Status Session::setInput(const std::string& name, const HostTensor& value) {
+  const int k = findInput(name);
+  if (k < 0) {
+    std::string valid;
+    for (const TensorInfo& i : inputs_) valid += (valid.empty() ? "" : ", ") + i.name;
+    return makeError(StatusCode::kNotFound, "the model has no input '", name, "'; inputs: ", valid);
+  }
+  const TensorInfo& info = inputs_[k];
+  if (value.dtype() != info.dtype) {
+    return makeError(StatusCode::kInvalidArgument, "input '", name, "' is ", dtypeName(info.dtype), ", got ",
+                     dtypeName(value.dtype()));
+  }
+  if (value.shape() != info.shape) {
+    return makeError(StatusCode::kInvalidArgument, "input '", name, "' has shape ", shapeToString(info.shape),
+                     ", got ", shapeToString(value.shape()), "; resize the input first if its dims are dynamic");
+  }
+  return backend_->copyToDevice(buffers_[graph_.inputs[k]], value.data(), value.bytes());
+}
+
+Status Session::resizeInput(const std::string& name, const Shape& shape) {
+  const int k = findInput(name);
+  if (k < 0) return makeError(StatusCode::kNotFound, "the model has no input '", name, "'");
+  const Shape& declared = model_.tensors[model_.inputs[k]].shape;
+  bool fits = declared.size() == shape.size();
+  for (size_t d = 0; fits && d < shape.size(); ++d) fits = shape[d] >= 0 && (declared[d] < 0 || declared[d] == shape[d]);
+  if (!fits) {
+    return makeError(StatusCode::kInvalidArgument, "input '", name, "' is declared ", shapeToString(declared),
+                     "; ", shapeToString(shape), " does not fit (only dims shown as ? may change)");
+  }
+  const auto saved = input_shapes_;
+  input_shapes_[name] = shape;
+  Status s = compile();
+  if (!s.ok()) {
+    input_shapes_ = saved;
+    Status restore = compile();
+    (void)restore;
+  }
+  return s;
+}
+
+Status Session::run() {
+  for (Step& step : steps_) RETURN_IF_ERROR(step.kernel->launch(step.inputs, step.outputs, workspace_));
+  return backend_->synchronize();
+}
+
+StatusOr<HostTensor> Session::output(const std::string& name) const {
+  for (size_t k = 0; k < graph_.outputs.size(); ++k) {
+    const int t = graph_.outputs[k];
+    if (graph_.tensors[t].name != name) continue;
+    HostTensor out(graph_.tensors[t].dtype, graph_.tensors[t].shape);
+    const void* src = buffers_[t] ? buffers_[t] : graph_.tensors[t].constant->data;
+    RETURN_IF_ERROR(backend_->copyToHost(out.data(), src, out.bytes()));
+    return out;
+  }
+  std::string valid;
+  for (const TensorInfo& o : outputs_) valid += (valid.empty() ? "" : ", ") + o.name;
+  return makeError(StatusCode::kNotFound, "the model has no output '", name, "'; outputs: ", valid);
+}
+
+}  // namespace gkrt

@@ -1,0 +1,85 @@
+// A model compiled for one backend, ready to run.
+//
+//   ASSIGN_OR_RETURN(ir::Graph model, loadModelFile("net.gkm"));
+//   SessionOptions opts;
+//   opts.backend = "cpu";
+//   ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
+//   RETURN_IF_ERROR(session->setInput("x", HostTensor::fromFloats({4, 4}, values)));
+//   RETURN_IF_ERROR(session->run());
+//   ASSIGN_OR_RETURN(HostTensor y, session->output("result"));
+//
+// create() does all checking, kernel preparation and allocation; run() only launches
+// kernels. resizeInput() re-infers shapes and recompiles.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "runtime/host_tensor.h"
+#include "runtime/ir/graph.h"
+
+namespace gkrt {
+
+struct SessionOptions {
+  std::string backend = "cpu";
+  BackendOptions backend_options;
+  // Shapes for inputs with unknown (symbolic) dims, by input name.
+  std::map<std::string, Shape> input_shapes;
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> create(const ir::Graph& model, const SessionOptions& options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<TensorInfo>& inputs() const { return inputs_; }
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  const std::string& backendName() const { return backend_name_; }
+
+  // Copies `value` into input `name`; its dtype and shape must match the input's.
+  Status setInput(const std::string& name, const HostTensor& value);
+  // Gives input `name` a new shape (only dims declared unknown may change).
+  Status resizeInput(const std::string& name, const Shape& shape);
+  Status run();
+  StatusOr<HostTensor> output(const std::string& name) const;
+
+  // Kernels launched per run, and the graph they were compiled from.
+  size_t kernelCount() const { return steps_.size(); }
+  const ir::Graph& compiledGraph() const { return graph_; }
+
+ private:
+  Session() = default;
+  Status compile();
+  void release();
+  int findInput(const std::string& name) const;
+
+  struct Step {
+    std::unique_ptr<Kernel> kernel;
+    std::vector<TensorView> inputs;
+    std::vector<MutableTensorView> outputs;
+  };
+
+  ir::Graph model_;
+  ir::Graph graph_;
+  std::string backend_name_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> fallback_;
+  std::map<std::string, Shape> input_shapes_;
+  std::vector<TensorInfo> inputs_, outputs_;
+  std::vector<void*> buffers_;  // per tensor; null for constants
+  void* workspace_ = nullptr;
+  std::vector<Step> steps_;
+};
+
+}  // namespace gkrt

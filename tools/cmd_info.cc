@@ -1,0 +1,91 @@
+// gkrt info MODEL: inputs, outputs, op histogram, size.   gkrt ops: the op table.
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include <sys/stat.h>
+
+#include "runtime/ir/op_def.h"
+#include "runtime/model_io.h"
+#include "tools/commands.h"
+
+namespace gkrt::tools {
+namespace {
+
+void countOps(const ir::Graph& g, std::map<std::string, int>& hist) {
+  for (const ir::Node& n : g.nodes) {
+    ++hist[n.op->name];
+    if (n.subgraph) countOps(*n.subgraph, hist);
+  }
+}
+
+std::string describe(const ir::Tensor& t) {
+  std::string s = std::string(dtypeName(t.dtype)) + " " + shapeToString(t.shape);
+  bool any = false;
+  for (const std::string& sym : t.dim_symbols) any = any || !sym.empty();
+  if (any) {
+    s += " (";
+    for (size_t d = 0; d < t.dim_symbols.size(); ++d) s += (d ? "," : "") + (t.dim_symbols[d].empty() ? std::to_string(t.shape[d]) : t.dim_symbols[d]);
+    s += ")";
+  }
+  return s;
+}
+
+int info(const std::string& path) {
+  auto g = loadModelFile(path);
+  if (!g.ok()) {
+    std::cerr << "gkrt info: " << g.status().toString() << "\n";
+    return 1;
+  }
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  size_t const_bytes = 0, const_count = 0;
+  for (const ir::Tensor& t : g->tensors) {
+    if (t.isConstant()) { const_bytes += t.constant->size; ++const_count; }
+  }
+  std::cout << "model: " << path << " (" << st.st_size << " bytes, " << const_count << " constants, " << const_bytes
+            << " bytes of weights)\n";
+  for (const auto& [k, v] : g->metadata) std::cout << k << ": " << v << "\n";
+  std::cout << "inputs:\n";
+  for (int t : g->inputs) std::cout << "  " << g->tensors[t].name << ": " << describe(g->tensors[t]) << "\n";
+  std::cout << "outputs:\n";
+  for (int t : g->outputs) std::cout << "  " << g->tensors[t].name << ": " << describe(g->tensors[t]) << "\n";
+  std::map<std::string, int> hist;
+  countOps(*g, hist);
+  std::cout << "ops (" << g->nodes.size() << " nodes, " << g->countNodesDeep() << " counting fused subgraphs):\n";
+  for (const auto& [name, count] : hist) std::cout << "  " << std::left << std::setw(24) << name << count << "\n";
+  return 0;
+}
+
+int listOps() {
+  std::cout << std::left << std::setw(34) << "op" << std::setw(13) << "class" << std::setw(8) << "inputs"
+            << std::setw(15) << "attributes" << "semantics\n";
+  for (const OpDef& op : allOps()) {
+    std::string arity = std::to_string(op.min_inputs);
+    if (op.max_inputs == kVariadic) arity += "+";
+    else if (op.max_inputs != op.min_inputs) arity += "-" + std::to_string(op.max_inputs);
+    std::cout << std::setw(34) << op.name << std::setw(13) << opClassName(op.op_class) << std::setw(8) << arity
+              << std::setw(15) << attrKindName(op.attr_kind) << op.summary << "\n";
+  }
+  std::cout << "\naliases:";
+  for (const auto& [alias, name] : opAliases()) std::cout << " " << alias << "=" << name;
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command addInfoCommand(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("info", "show a model's inputs, outputs, op histogram and size");
+  cmd->add_option("model", *path, "the .gkm model")->required();
+  return [path]() { return info(*path); };
+}
+
+Command addOpsCommand(CLI::App& app) {
+  app.add_subcommand("ops", "list every op gkrt knows, with its class, arity and attributes");
+  return []() { return listOps(); };
+}
+
+}  // namespace gkrt::tools

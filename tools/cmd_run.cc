@@ -1,0 +1,123 @@
+// gkrt run MODEL [--input name=file.npy ...] [--input-shape name=1,3,224,224]
+//          [--backend cpu] [--print] [--output-dir DIR]
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "runtime/model_io.h"
+#include "runtime/session.h"
+#include "tools/array_print.h"
+#include "tools/commands.h"
+#include "tools/npy.h"
+
+namespace gkrt::tools {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> input_shapes;
+  std::string backend = "cpu";
+  bool print = false;
+  std::string output_dir;
+};
+
+Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return makeError(StatusCode::kInvalidArgument, what, " '", text, "' must look like name=value");
+  }
+  *key = text.substr(0, eq);
+  *value = text.substr(eq + 1);
+  return Status::Ok();
+}
+
+StatusOr<Shape> parseShape(const std::string& text) {
+  Shape s;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    try {
+      size_t used = 0;
+      const long long d = std::stoll(item, &used);
+      if (used != item.size() || d < 0) throw std::invalid_argument(item);
+      s.push_back(d);
+    } catch (...) {
+      return makeError(StatusCode::kInvalidArgument, "shape '", text, "' must be non-negative integers joined by commas");
+    }
+    pos = comma + 1;
+  }
+  return s;
+}
+
+Status run(const RunArgs& a) {
+  ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
+  SessionOptions opts;
+  opts.backend = a.backend;
+  for (const std::string& spec : a.input_shapes) {
+    std::string name, text;
+    RETURN_IF_ERROR(splitAssignment(spec, "--input-shape", &name, &text));
+    ASSIGN_OR_RETURN(opts.input_shapes[name], parseShape(text));
+  }
+  std::map<std::string, HostTensor> given;
+  for (const std::string& spec : a.inputs) {
+    std::string name, path;
+    RETURN_IF_ERROR(splitAssignment(spec, "--input", &name, &path));
+    auto t = readNpy(path);
+    if (!t.ok()) return t.status().withContext("--input " + name);
+    given[name] = std::move(t).value();
+    if (!opts.input_shapes.count(name)) opts.input_shapes[name] = given[name].shape();
+  }
+  for (int t : model.inputs) {  // inputs with no file and no dims to fill are an error
+    if (!given.count(model.tensors[t].name)) {
+      return makeError(StatusCode::kInvalidArgument, "input '", model.tensors[t].name, "' (",
+                       dtypeName(model.tensors[t].dtype), " ", shapeToString(model.tensors[t].shape),
+                       ") is not given; pass --input ", model.tensors[t].name, "=file.npy");
+    }
+  }
+  for (const auto& [name, t] : given) {
+    if (model.findTensor(name) < 0 || std::find(model.inputs.begin(), model.inputs.end(), model.findTensor(name)) == model.inputs.end()) {
+      std::string valid;
+      for (int i : model.inputs) valid += (valid.empty() ? "" : ", ") + model.tensors[i].name;
+      return makeError(StatusCode::kNotFound, "--input names '", name, "', the model's inputs are: ", valid);
+    }
+  }
+  ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
+  for (const auto& [name, t] : given) RETURN_IF_ERROR(session->setInput(name, t));
+  RETURN_IF_ERROR(session->run());
+  if (!a.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.output_dir, ec);
+    if (ec) return makeError(StatusCode::kIoError, "cannot create '", a.output_dir, "': ", ec.message());
+  }
+  for (const TensorInfo& info : session->outputs()) {
+    ASSIGN_OR_RETURN(HostTensor out, session->output(info.name));
+    if (a.print || a.output_dir.empty()) std::cout << info.name << ": " << formatArray(out) << "\n";
+    if (!a.output_dir.empty()) RETURN_IF_ERROR(writeNpy(a.output_dir + "/" + info.name + ".npy", out));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Command addRunCommand(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "run a .gkm model on inputs from .npy files");
+  cmd->add_option("model", args->model, "the .gkm model")->required();
+  cmd->add_option("--input", args->inputs, "an input as name=file.npy (repeatable)");
+  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--backend", args->backend, "backend to run on (reference, cpu)");
+  cmd->add_flag("--print", args->print, "print each output numpy-style (default when no --output-dir)");
+  cmd->add_option("--output-dir", args->output_dir, "write each output as DIR/<output name>.npy");
+  return [args]() {
+    Status s = run(*args);
+    if (!s.ok()) {
+      std::cerr << "gkrt run: " << s.toString() << "\n";
+      return 1;
+    }
+    return 0;
+  };
+}
+
+}  // namespace gkrt::tools

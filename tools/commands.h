@@ -1,0 +1,16 @@
+// Subcommands of the `gkrt` tool. Each adds itself to the CLI11 app and returns the
+// function that runs it after parsing.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace gkrt::tools {
+
+using Command = std::function<int()>;
+
+Command addRunCommand(CLI::App& app);
+Command addInfoCommand(CLI::App& app);
+Command addOpsCommand(CLI::App& app);
+
+}  // namespace gkrt::tools
