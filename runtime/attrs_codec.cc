@@ -1,5 +1,7 @@
 #include "runtime/attrs_codec.h"
 
+#include <cstring>
+
 namespace gkrt {
 namespace {
 
@@ -36,7 +38,7 @@ struct FieldReader {
   Status status;
   void operator()(const char*, Ints& v) {
     const auto* vec = t->GetPointer<const flatbuffers::Vector<int64_t>*>(slot(i++));
-    if (vec) v.assign(vec->begin(), vec->end());
+    if (vec) v = copyInt64Vector(vec);
   }
   void operator()(const char*, int64_t& v) { v = t->GetField<int64_t>(slot(i++), v); }
   void operator()(const char*, float& v) { v = t->GetField<float>(slot(i++), v); }
@@ -53,6 +55,12 @@ struct FieldReader {
 };
 
 }  // namespace
+
+std::vector<int64_t> copyInt64Vector(const flatbuffers::Vector<int64_t>* v) {
+  std::vector<int64_t> out(v ? v->size() : 0);
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(int64_t));  // little-endian targets
+  return out;
+}
 
 flatbuffers::Offset<void> encodeAttrs(flatbuffers::FlatBufferBuilder& fbb, const Attrs& attrs) {
   flatbuffers::Offset<void> result(0);

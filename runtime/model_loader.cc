@@ -62,7 +62,7 @@ class GraphDecoder {
     }
     t.dtype = static_cast<DType>(dt);
     if (ft.shape()) {
-      for (int64_t d : *ft.shape()) {
+      for (int64_t d : copyInt64Vector(ft.shape())) {
         if (d < kUnknownDim) {
           return makeError(StatusCode::kInvalidModel, "shape has dim ", d, "; dims are >= 0, or -1 when unknown");
         }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# gkrt set-up on Debian 12. Idempotent: run it as often as you like.
+#
+#   ./setup.sh          install dependencies, build, run the bundled example model
+#   ./setup.sh test     install dependencies, build, run the whole test suite
+#
+# Dependencies: Debian packages (apt) and, for test tools only, a Python venv in .venv
+# with numpy from PyPI. The runtime itself needs no Python.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(
+  cmake g++ ninja-build ccache pkg-config
+  libflatbuffers-dev flatbuffers-compiler
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  python3-venv
+)
+PY_PACKAGES=(numpy)
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+install_venv() {
+  if [ ! -x .venv/bin/python ]; then
+    /usr/bin/python3 -m venv .venv
+  fi
+  if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
+    .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+  fi
+}
+
+build() {
+  cmake --preset host >/dev/null
+  cmake --build --preset host
+}
+
+install_apt
+install_venv
+build
+
+case "${1:-run}" in
+  run)
+    ex=build/examples
+    echo "== gkrt run $ex/mynet.gkm (the seeds' MyNet)"
+    build/tools/gkrt run "$ex/mynet.gkm" --input "x=$ex/mynet_x.npy" --print
+    echo "== gkrt run $ex/mynet_myop.gkm (the seeds' MyNet with MyOp)"
+    build/tools/gkrt run "$ex/mynet_myop.gkm" --input "x=$ex/mynet_myop_x.npy" --input "y=$ex/mynet_myop_y.npy" --print
+    ;;
+  test)
+    ctest --preset host
+    ;;
+  *)
+    echo "usage: ./setup.sh [run|test]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,15 @@
+# gkrt run --output-dir writes DIR/<output name>.npy holding the seeds' MyNet result.
+file(REMOVE_RECURSE ${OUT})
+execute_process(COMMAND ${GKRT} run ${EX}/mynet.gkm --input x=${EX}/mynet_x.npy --output-dir ${OUT} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gkrt run failed: ${rc}")
+endif()
+file(READ ${OUT}/result.npy bytes HEX)
+# 16 float32 values of 2.0 (0x40000000, little-endian) end the file.
+string(REPEAT "00000040" 16 expected)
+string(LENGTH "${bytes}" n)
+math(EXPR start "${n} - 128")
+string(SUBSTRING "${bytes}" ${start} 128 tail)
+if(NOT tail STREQUAL expected)
+  message(FATAL_ERROR "result.npy data is ${tail}, expected 16 x 2.0")
+endif()

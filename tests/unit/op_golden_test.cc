@@ -1,0 +1,87 @@
+// Every op's reference kernel (and every backend) against numpy-computed outputs made
+// by tests/golden/make_op_cases.py. The data directory comes from GKRT_GOLDEN_DIR.
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "backends/backend.h"
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+#include "tools/npy.h"
+
+namespace gkrt {
+namespace {
+
+nlohmann::json loadManifest(std::string* dir) {
+  const char* env = std::getenv("GKRT_GOLDEN_DIR");
+  *dir = env ? env : "";
+  std::ifstream f(*dir + "/manifest.json");
+  if (!f) return nullptr;
+  return nlohmann::json::parse(f);
+}
+
+// Ops whose output is random by design: checked by properties in random_ops_test.cc.
+// Fused is checked in fused_op_test.cc.
+const std::set<std::string> kCheckedElsewhere = {"Dropout", "StandardNormal", "Fused"};
+
+TEST(OpGolden, EveryOpHasACase) {
+  std::string dir;
+  nlohmann::json m = loadManifest(&dir);
+  ASSERT_FALSE(m.is_null()) << "no golden data in '" << dir << "': run ctest (the golden_data fixture generates it)";
+  std::set<std::string> covered;
+  for (const auto& c : m["cases"]) covered.insert(findOp(c["op"].get<std::string>())->name);
+  for (const OpDef& op : allOps()) {
+    if (kCheckedElsewhere.count(op.name)) continue;
+    EXPECT_TRUE(covered.count(op.name)) << "op " << op.name << " has no golden case";
+  }
+}
+
+TEST(OpGolden, AllCasesOnAllBackends) {
+  std::string dir;
+  nlohmann::json m = loadManifest(&dir);
+  ASSERT_FALSE(m.is_null()) << "no golden data in '" << dir << "'";
+  int passed = 0, failed = 0;
+  for (const std::string& backend : availableBackends()) {
+    for (const auto& c : m["cases"]) {
+      const std::string name = c["name"];
+      SCOPED_TRACE(name + " on " + backend);
+      const OpDef* op = findOp(c["op"].get<std::string>());
+      ASSERT_NE(op, nullptr) << c["op"];
+      std::map<std::string, std::string> fields = c["attrs"].get<std::map<std::string, std::string>>();
+      auto attrs = makeAttrs(op->attr_kind, fields);
+      ASSERT_TRUE(attrs.ok()) << attrs.status().toString();
+      GraphBuilder b;
+      std::vector<Value> ins;
+      std::vector<HostTensor> feeds;
+      for (size_t k = 0; k < c["inputs"].size(); ++k) {
+        if (c["inputs"][k].is_null()) { ins.push_back(Value{}); continue; }
+        auto t = readNpy(dir + "/" + c["inputs"][k].get<std::string>());
+        ASSERT_TRUE(t.ok()) << t.status().toString();
+        ins.push_back(b.input("in" + std::to_string(k), t->dtype(), t->shape()));
+        feeds.push_back(*t);
+      }
+      const int nout = c["num_outputs"];
+      auto outs = b.op(c["op"].get<std::string>(), ins, *attrs, nout);
+      for (int k = 0; k < nout; ++k) b.output(outs[k], "out" + std::to_string(k));
+      auto g = b.finish();
+      ASSERT_TRUE(g.ok()) << g.status().toString();
+      auto got = testing::runGraph(*g, feeds, backend);
+      ASSERT_TRUE(got.ok()) << got.status().toString();
+      bool ok = true;
+      for (int k = 0; k < nout; ++k) {
+        auto want = readNpy(dir + "/" + c["outputs"][k].get<std::string>());
+        ASSERT_TRUE(want.ok()) << want.status().toString();
+        const std::string diff = testing::compareTensors((*got)[k], *want, c["rtol"], c["atol"]);
+        EXPECT_EQ(diff, "") << "output " << k;
+        ok = ok && diff.empty();
+      }
+      (ok ? passed : failed)++;
+    }
+  }
+  std::cout << "golden op cases: " << passed << " passed, " << failed << " failed\n";
+}
+
+}  // namespace
+}  // namespace gkrt

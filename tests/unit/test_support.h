@@ -1,0 +1,60 @@
+// Helpers shared by the unit tests: run a graph on a backend, compare tensors.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/builder.h"
+#include "runtime/session.h"
+
+namespace gkrt::testing {
+
+// Runs `g` on `backend` with the given inputs (by input order); outputs by output order.
+inline StatusOr<std::vector<HostTensor>> runGraph(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                                  const std::string& backend = "reference") {
+  SessionOptions opts;
+  opts.backend = backend;
+  for (size_t k = 0; k < inputs.size() && k < g.inputs.size(); ++k) {
+    opts.input_shapes[g.tensors[g.inputs[k]].name] = inputs[k].shape();
+  }
+  ASSIGN_OR_RETURN(auto session, Session::create(g, opts));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    RETURN_IF_ERROR(session->setInput(session->inputs()[k].name, inputs[k]));
+  }
+  RETURN_IF_ERROR(session->run());
+  std::vector<HostTensor> outs;
+  for (const TensorInfo& o : session->outputs()) {
+    ASSIGN_OR_RETURN(HostTensor t, session->output(o.name));
+    outs.push_back(std::move(t));
+  }
+  return outs;
+}
+
+// Empty string when |got - want| <= atol + rtol*|want| everywhere (NaN matches NaN),
+// else a description of the first mismatch.
+inline std::string compareTensors(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
+  if (got.dtype() != want.dtype()) {
+    return std::string("dtype ") + dtypeName(got.dtype()) + " != expected " + dtypeName(want.dtype());
+  }
+  if (got.shape() != want.shape()) {
+    return "shape " + shapeToString(got.shape()) + " != expected " + shapeToString(want.shape());
+  }
+  const std::vector<float> g = got.toFloats(), w = want.toFloats();
+  const bool exact = !isFloat(got.dtype());
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (got.dtype() == DType::kInt64 && got.as<int64_t>()[i] == want.as<int64_t>()[i]) continue;
+    const double diff = std::fabs(static_cast<double>(g[i]) - w[i]);
+    const bool ok = exact ? diff == 0 : (diff <= atol + rtol * std::fabs(w[i]) || (std::isinf(w[i]) && g[i] == w[i]));
+    if (!ok) {
+      return "element " + std::to_string(i) + ": got " + std::to_string(g[i]) + ", expected " + std::to_string(w[i]);
+    }
+  }
+  return "";
+}
+
+}  // namespace gkrt::testing
