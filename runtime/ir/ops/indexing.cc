@@ -205,9 +205,10 @@ Status oneHotKernel(const KernelContext& c) {
 // Resize of the last two axes of an NCHW tensor to `sizes` = {H, W}.
 Status shapeResize(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   const auto& a = n.attrs.get<ResizeAttrs>();
-  if (in[0]->shape.size() != 4 || a.sizes.size() != 2 || a.sizes[0] <= 0 || a.sizes[1] <= 0) {
-    return makeError(StatusCode::kInvalidArgument, "Resize needs a 4-D NCHW input and positive sizes {H, W}, got ",
-                     shapeToString(in[0]->shape), " and ", a.sizes.size(), " sizes");
+  if (in[0]->shape.size() != 4 || a.sizes.size() != 2 || a.sizes[0] <= 0 || a.sizes[1] <= 0 ||
+      in[0]->shape[2] == 0 || in[0]->shape[3] == 0) {
+    return makeError(StatusCode::kInvalidArgument, "Resize needs a 4-D NCHW input with H, W > 0 and positive sizes "
+                     "{H, W}, got ", shapeToString(in[0]->shape), " and ", a.sizes.size(), " sizes");
   }
   out = {Shape{in[0]->shape[0], in[0]->shape[1], a.sizes[0], a.sizes[1]}};
   return Status::Ok();
