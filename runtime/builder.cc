@@ -69,20 +69,31 @@ std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vecto
   }
   graph_.addNode(std::move(n));
   // Check this node now so the error points at the call that caused it.
-  ir::Graph probe;
+  const ir::Node& added = graph_.nodes.back();
+  for (size_t k = 0; k < added.inputs.size(); ++k) {
+    const int t = added.inputs[k];
+    if (t == -1 && static_cast<int>(k) >= def->min_inputs) continue;
+    if (t < 0 || t >= static_cast<int>(graph_.tensors.size())) {
+      fail(makeError(StatusCode::kInvalidArgument, added.name, " input ", k, " is not a built value"));
+      return outs;
+    }
+  }
+  ir::Graph probe;  // structural checks on this node alone
   probe.tensors = graph_.tensors;
-  probe.nodes = {graph_.nodes.back()};
-  for (int t : probe.nodes[0].inputs) if (t >= 0 && !probe.tensors[t].isConstant()) probe.inputs.push_back(t);
-  probe.outputs = probe.nodes[0].outputs;
+  probe.nodes = {added};
+  for (int t : added.inputs) if (t >= 0 && !probe.tensors[t].isConstant()) probe.inputs.push_back(t);
+  probe.outputs = added.outputs;
   Status s = ir::validateGraph(probe);
-  if (s.ok()) s = ir::inferShapes(probe);
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  if (s.ok()) s = ir::inferNodeOutputs(graph_, added, &dtypes, &shapes);
   if (!s.ok()) {
-    fail(s);
+    fail(s.withContext(added.name));
     return outs;
   }
-  for (int t : probe.nodes[0].outputs) {
-    graph_.tensors[t].dtype = probe.tensors[t].dtype;
-    graph_.tensors[t].shape = probe.tensors[t].shape;
+  for (size_t k = 0; k < added.outputs.size(); ++k) {
+    graph_.tensors[added.outputs[k]].dtype = dtypes[k];
+    if (!shapes.empty()) graph_.tensors[added.outputs[k]].shape = shapes[k];
   }
   return outs;
 }

@@ -13,6 +13,11 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
   RETURN_IF_ERROR(ir::validateGraph(s->model_));
   s->backend_name_ = options.backend;
   ASSIGN_OR_RETURN(s->backend_, createBackend(options.backend, options.backend_options));
+  if (options.fusion) {
+    s->fusion_options_ = *options.fusion;
+  } else {
+    ASSIGN_OR_RETURN(s->fusion_options_, fusionOptionsFromEnvironment());
+  }
   for (const auto& [name, shape] : options.input_shapes) {
     if (s->findInput(name) < 0) {
       return makeError(StatusCode::kNotFound, "input_shapes names '", name, "', which is not a model input");
@@ -54,15 +59,26 @@ Status Session::compile() {
     }
   }
   RETURN_IF_ERROR(ir::inferShapes(graph_));
+  const FusionColumn column = fusion_options_.profile.value_or(backend_->fusionColumn());
+  ASSIGN_OR_RETURN(fusion_report_, runFusionPipeline(graph_, fusion_options_, column, [this](const ir::Node& n) {
+                     return backend_->supports(graph_, n);
+                   }));
   inputs_.clear();
   outputs_.clear();
   for (int t : graph_.inputs) inputs_.push_back({graph_.tensors[t].name, graph_.tensors[t].dtype, graph_.tensors[t].shape});
   for (int t : graph_.outputs) outputs_.push_back({graph_.tensors[t].name, graph_.tensors[t].dtype, graph_.tensors[t].shape});
 
+  std::vector<char> referenced(graph_.tensors.size(), 0);  // fusion leaves unreferenced tensors behind
+  for (const ir::Node& n : graph_.nodes) {
+    for (int t : n.inputs) if (t >= 0) referenced[t] = 1;
+    for (int t : n.outputs) referenced[t] = 1;
+  }
+  for (int t : graph_.inputs) referenced[t] = 1;
+  for (int t : graph_.outputs) referenced[t] = 1;
   buffers_.assign(graph_.tensors.size(), nullptr);
   for (size_t t = 0; t < graph_.tensors.size(); ++t) {
     const ir::Tensor& tensor = graph_.tensors[t];
-    if (tensor.isConstant() && backend_->isHost()) continue;  // used in place
+    if (!referenced[t] || (tensor.isConstant() && backend_->isHost())) continue;  // constants used in place
     const size_t bytes = static_cast<size_t>(numElements(tensor.shape)) * dtypeSize(tensor.dtype);
     ASSIGN_OR_RETURN(buffers_[t], backend_->allocate(bytes));
     if (tensor.isConstant()) RETURN_IF_ERROR(backend_->copyToDevice(buffers_[t], tensor.constant->data, bytes));
@@ -149,8 +165,30 @@ Status Session::resizeInput(const std::string& name, const Shape& shape) {
 }
 
 Status Session::run() {
-  for (Step& step : steps_) RETURN_IF_ERROR(step.kernel->launch(step.inputs, step.outputs, workspace_));
-  return backend_->synchronize();
+  if (!fusion_options_.enable_debug_mode) {
+    for (Step& step : steps_) RETURN_IF_ERROR(step.kernel->launch(step.inputs, step.outputs, workspace_));
+    return backend_->synchronize();
+  }
+  // enable_debug_mode: synchronise after every launch and name the kernel that failed.
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& step = steps_[i];
+    Status s = step.kernel->launch(step.inputs, step.outputs, workspace_);
+    if (s.ok()) s = backend_->synchronize();
+    if (s.ok()) continue;
+    const ir::Node& n = graph_.nodes[i];
+    std::string what = "kernel " + std::to_string(i) + " " + ir::describeNode(graph_, static_cast<int>(i));
+    if (n.subgraph) {
+      what += " fusing [";
+      for (size_t k = 0; k < n.subgraph->nodes.size(); ++k) what += (k ? ", " : "") + std::string(n.subgraph->nodes[k].op->name);
+      what += "]";
+    }
+    what += " with inputs (";
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      what += (k ? ", " : "") + std::string(dtypeName(step.inputs[k].dtype)) + " " + shapeToString(step.inputs[k].shape);
+    }
+    return s.withContext(what + ") failed");
+  }
+  return Status::Ok();
 }
 
 StatusOr<HostTensor> Session::output(const std::string& name) const {

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "fusion/fusion_options.h"
+#include "fusion/pass_manager.h"
 #include "runtime/host_tensor.h"
 #include "runtime/ir/graph.h"
 
@@ -28,6 +30,8 @@ struct SessionOptions {
   BackendOptions backend_options;
   // Shapes for inputs with unknown (symbolic) dims, by input name.
   std::map<std::string, Shape> input_shapes;
+  // Graph kernel fusion; unset = defaults overridden by MS_DEV_GRAPH_KERNEL_FLAGS.
+  std::optional<FusionOptions> fusion;
 };
 
 struct TensorInfo {
@@ -54,9 +58,11 @@ class Session {
   Status run();
   StatusOr<HostTensor> output(const std::string& name) const;
 
-  // Kernels launched per run, and the graph they were compiled from.
+  // Kernels launched per run, the fused graph they were compiled from, and what
+  // fusion did.
   size_t kernelCount() const { return steps_.size(); }
   const ir::Graph& compiledGraph() const { return graph_; }
+  const FusionReport& fusionReport() const { return fusion_report_; }
 
  private:
   Session() = default;
@@ -73,6 +79,8 @@ class Session {
   ir::Graph model_;
   ir::Graph graph_;
   std::string backend_name_;
+  FusionOptions fusion_options_;
+  FusionReport fusion_report_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Backend> fallback_;
   std::map<std::string, Shape> input_shapes_;

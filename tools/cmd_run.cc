@@ -9,6 +9,7 @@
 #include "tools/array_print.h"
 #include "tools/commands.h"
 #include "tools/npy.h"
+#include "tools/parse_args.h"
 
 namespace gkrt::tools {
 namespace {
@@ -20,45 +21,20 @@ struct RunArgs {
   std::string backend = "cpu";
   bool print = false;
   std::string output_dir;
+  std::string flags;
+  std::string profile;
 };
-
-Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value) {
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    return makeError(StatusCode::kInvalidArgument, what, " '", text, "' must look like name=value");
-  }
-  *key = text.substr(0, eq);
-  *value = text.substr(eq + 1);
-  return Status::Ok();
-}
-
-StatusOr<Shape> parseShape(const std::string& text) {
-  Shape s;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, comma - pos);
-    try {
-      size_t used = 0;
-      const long long d = std::stoll(item, &used);
-      if (used != item.size() || d < 0) throw std::invalid_argument(item);
-      s.push_back(d);
-    } catch (...) {
-      return makeError(StatusCode::kInvalidArgument, "shape '", text, "' must be non-negative integers joined by commas");
-    }
-    pos = comma + 1;
-  }
-  return s;
-}
 
 Status run(const RunArgs& a) {
   ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
   SessionOptions opts;
   opts.backend = a.backend;
+  ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(a.flags, a.profile));
   for (const std::string& spec : a.input_shapes) {
-    std::string name, text;
-    RETURN_IF_ERROR(splitAssignment(spec, "--input-shape", &name, &text));
-    ASSIGN_OR_RETURN(opts.input_shapes[name], parseShape(text));
+    std::string name;
+    Shape shape;
+    RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
+    opts.input_shapes[name] = shape;
   }
   std::map<std::string, HostTensor> given;
   for (const std::string& spec : a.inputs) {
@@ -110,6 +86,8 @@ Command addRunCommand(CLI::App& app) {
   cmd->add_option("--backend", args->backend, "backend to run on (reference, cpu)");
   cmd->add_flag("--print", args->print, "print each output numpy-style (default when no --output-dir)");
   cmd->add_option("--output-dir", args->output_dir, "write each output as DIR/<output name>.npy");
+  cmd->add_option("--flags", args->flags, "fusion flags, MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
+  cmd->add_option("--fusion-profile", args->profile, "fusion table column to use: ascend, cpu or gpu");
   return [args]() {
     Status s = run(*args);
     if (!s.ok()) {

@@ -12,5 +12,6 @@ using Command = std::function<int()>;
 Command addRunCommand(CLI::App& app);
 Command addInfoCommand(CLI::App& app);
 Command addOpsCommand(CLI::App& app);
+Command addDumpCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addRunCommand);
   add(gkrt::tools::addInfoCommand);
   add(gkrt::tools::addOpsCommand);
+  add(gkrt::tools::addDumpCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

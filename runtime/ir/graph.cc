@@ -202,38 +202,45 @@ Status validateGraph(Graph& g) {
   return Status::Ok();
 }
 
+Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtypes, std::vector<Shape>* shapes) {
+  std::vector<TensorType> types(n.inputs.size());
+  std::vector<const TensorType*> in(n.inputs.size(), nullptr);
+  bool all_static = true;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    if (n.inputs[k] < 0) continue;
+    const Tensor& t = g.tensors[n.inputs[k]];
+    types[k] = {t.dtype, t.shape};
+    in[k] = &types[k];
+    all_static = all_static && isStatic(t.shape);
+  }
+  dtypes->clear();
+  shapes->clear();
+  RETURN_IF_ERROR(n.op->dtype_rule(n, in, *dtypes));
+  if (dtypes->size() < n.outputs.size()) {
+    return makeError(StatusCode::kInternal, n.op->name, " dtype rule gave ", dtypes->size(), " outputs");
+  }
+  if (!all_static) return Status::Ok();
+  RETURN_IF_ERROR(n.op->shape_rule(n, in, *shapes));
+  if (shapes->size() < n.outputs.size()) {
+    return makeError(StatusCode::kInternal, n.op->name, " shape rule gave ", shapes->size(), " outputs");
+  }
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    auto count = checkedNumElements((*shapes)[k]);
+    if (!count.ok()) return count.status().withContext("output " + std::to_string(k));
+  }
+  return Status::Ok();
+}
+
 Status inferShapes(Graph& g) {
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
-    std::vector<TensorType> types(n.inputs.size());
-    std::vector<const TensorType*> in(n.inputs.size(), nullptr);
-    bool all_static = true;
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k] < 0) continue;
-      const Tensor& t = g.tensors[n.inputs[k]];
-      types[k] = {t.dtype, t.shape};
-      in[k] = &types[k];
-      all_static = all_static && isStatic(t.shape);
+    RETURN_IF_ERROR(inferNodeOutputs(g, n, &dtypes, &shapes).withContext(describeNode(g, i)));
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      g.tensors[n.outputs[k]].dtype = dtypes[k];
+      if (!shapes.empty()) g.tensors[n.outputs[k]].shape = shapes[k];
     }
-    const std::string who = describeNode(g, i);
-    std::vector<DType> dtypes;
-    RETURN_IF_ERROR(n.op->dtype_rule(n, in, dtypes).withContext(who));
-    if (all_static) {
-      std::vector<Shape> shapes;
-      RETURN_IF_ERROR(n.op->shape_rule(n, in, shapes).withContext(who));
-      if (shapes.size() < n.outputs.size()) {
-        return makeError(StatusCode::kInternal, who, ": shape rule gave ", shapes.size(), " outputs");
-      }
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        auto count = checkedNumElements(shapes[k]);
-        if (!count.ok()) return count.status().withContext(who + " output " + std::to_string(k));
-        g.tensors[n.outputs[k]].shape = shapes[k];
-      }
-    }
-    if (dtypes.size() < n.outputs.size()) {
-      return makeError(StatusCode::kInternal, who, ": dtype rule gave ", dtypes.size(), " outputs");
-    }
-    for (size_t k = 0; k < n.outputs.size(); ++k) g.tensors[n.outputs[k]].dtype = dtypes[k];
   }
   return Status::Ok();
 }

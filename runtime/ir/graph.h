@@ -80,6 +80,10 @@ Status validateGraph(Graph& g);
 // declared static shapes. Nodes whose inputs are not all static are left as declared.
 Status inferShapes(Graph& g);
 
+// Output dtypes of node `n` (a node of `g` or one about to be added), and its output
+// shapes when every input shape is static (`shapes` left empty otherwise).
+Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtypes, std::vector<Shape>* shapes);
+
 // Text form of a node's identity for messages: "node 3 'mul_1' (Mul)".
 std::string describeNode(const Graph& g, int node_index);
 std::string describeTensor(const Graph& g, int tensor_index);

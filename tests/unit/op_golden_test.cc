@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/backend.h"
+#include "fusion/fusion_options.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 #include "tools/npy.h"
@@ -24,7 +25,21 @@ nlohmann::json loadManifest(std::string* dir) {
 
 // Ops whose output is random by design: checked by properties in random_ops_test.cc.
 // Fused is checked in fused_op_test.cc.
-const std::set<std::string> kCheckedElsewhere = {"Dropout", "StandardNormal", "Fused"};
+const std::set<std::string> kCheckedElsewhere = {"Dropout", "StandardNormal", "UniformReal", "Fused"};
+
+// Every case runs unfused and under each fusion table column, so each expander and
+// each cluster is checked against numpy too.
+struct FusionConfig {
+  const char* name;
+  const char* flags;
+};
+const FusionConfig kConfigs[] = {
+    {"unfused", "--opt_level=0"},
+    {"cpu column", "--opt_level=2 --fusion_profile=cpu"},
+    {"gpu column", "--opt_level=2 --fusion_profile=gpu"},
+    {"ascend column", "--opt_level=2 --fusion_profile=ascend"},
+    {"gpu column, opt_level 3", "--opt_level=3 --fusion_profile=gpu"},
+};
 
 TEST(OpGolden, EveryOpHasACase) {
   std::string dir;
@@ -44,9 +59,12 @@ TEST(OpGolden, AllCasesOnAllBackends) {
   ASSERT_FALSE(m.is_null()) << "no golden data in '" << dir << "'";
   int passed = 0, failed = 0;
   for (const std::string& backend : availableBackends()) {
+   for (const FusionConfig& config : kConfigs) {
+    auto fusion = parseFusionFlags(config.flags);
+    ASSERT_TRUE(fusion.ok()) << fusion.status().toString();
     for (const auto& c : m["cases"]) {
       const std::string name = c["name"];
-      SCOPED_TRACE(name + " on " + backend);
+      SCOPED_TRACE(name + " on " + backend + ", " + config.name);
       const OpDef* op = findOp(c["op"].get<std::string>());
       ASSERT_NE(op, nullptr) << c["op"];
       std::map<std::string, std::string> fields = c["attrs"].get<std::map<std::string, std::string>>();
@@ -67,7 +85,7 @@ TEST(OpGolden, AllCasesOnAllBackends) {
       for (int k = 0; k < nout; ++k) b.output(outs[k], "out" + std::to_string(k));
       auto g = b.finish();
       ASSERT_TRUE(g.ok()) << g.status().toString();
-      auto got = testing::runGraph(*g, feeds, backend);
+      auto got = testing::runGraph(*g, feeds, backend, *fusion);
       ASSERT_TRUE(got.ok()) << got.status().toString();
       bool ok = true;
       for (int k = 0; k < nout; ++k) {
@@ -79,6 +97,7 @@ TEST(OpGolden, AllCasesOnAllBackends) {
       }
       (ok ? passed : failed)++;
     }
+   }
   }
   std::cout << "golden op cases: " << passed << " passed, " << failed << " failed\n";
 }

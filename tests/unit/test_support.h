@@ -15,9 +15,11 @@ namespace gkrt::testing {
 
 // Runs `g` on `backend` with the given inputs (by input order); outputs by output order.
 inline StatusOr<std::vector<HostTensor>> runGraph(const ir::Graph& g, const std::vector<HostTensor>& inputs,
-                                                  const std::string& backend = "reference") {
+                                                  const std::string& backend = "reference",
+                                                  std::optional<FusionOptions> fusion = std::nullopt) {
   SessionOptions opts;
   opts.backend = backend;
+  opts.fusion = fusion;
   for (size_t k = 0; k < inputs.size() && k < g.inputs.size(); ++k) {
     opts.input_shapes[g.tensors[g.inputs[k]].name] = inputs[k].shape();
   }

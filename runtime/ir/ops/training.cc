@@ -169,6 +169,12 @@ Status dtypeDropout(const ir::Node& n, const In& in, std::vector<DType>& out) {
   return dtypeFloatSame(n, in, out);
 }
 
+Status uniformRealKernel(const KernelContext& c) {
+  std::mt19937_64 rng(static_cast<uint64_t>(c.node.attrs.get<StandardNormalAttrs>().seed));
+  for (int64_t i = 0, n = c.out(0).size(); i < n; ++i) storeF(c.out(0).data, c.out(0).dtype, i, static_cast<float>(uniform01(rng)));
+  return Status::Ok();
+}
+
 // Box-Muller on uniform01 draws, two normals per pair.
 Status standardNormalKernel(const KernelContext& c) {
   std::mt19937_64 rng(static_cast<uint64_t>(c.node.attrs.get<StandardNormalAttrs>().seed));
@@ -243,6 +249,8 @@ void registerTrainingOps(std::vector<OpDef>& t) {
                         "(grad,v,m,var,b1,1-b1,b2,1-b2,eps,steps,use_w,wd) -> (update,v,m)"));
   t.push_back({"Dropout", OpClass::kOpaque, 1, 1, 1, 2, AttrKind::kDropout, dtypeDropout, shapeSame, dropoutKernel,
                "(x) -> (x * mask / keep_prob, mask), mask from mt19937_64(seed)"});
+  t.push_back({"UniformReal", OpClass::kOpaque, 0, 0, 1, 1, AttrKind::kStandardNormal, dtypeStandardNormal,
+               shapeStandardNormal, uniformRealKernel, "float32 U[0,1) samples of `shape` from mt19937_64(seed)"});
   t.push_back({"StandardNormal", OpClass::kOpaque, 0, 0, 1, 1, AttrKind::kStandardNormal, dtypeStandardNormal,
                shapeStandardNormal, standardNormalKernel, "float32 N(0,1) samples of `shape` from mt19937_64(seed)"});
 }

@@ -1,0 +1,134 @@
+#include "fusion/pass_manager.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "fusion/fusion_context.h"
+#include "fusion/graph_text.h"
+#include "fusion/passes/passes.h"
+#include "runtime/log.h"
+
+namespace gkrt {
+namespace {
+
+constexpr int kNever = 4;  // above every opt_level
+
+struct PassSpec {
+  int stage;
+  const char* stage_name;
+  int id;
+  const char* name;
+  int (*min_opt_level)(const FusionOptions&);
+  passes::PassResult (*run)(FusionContext&);
+};
+
+int level1(const FusionOptions&) { return 1; }
+int level2(const FusionOptions&) { return 2; }
+int parallelLevel(const FusionOptions& o) { return o.parallelFusion() ? 1 : kNever; }
+
+// MindSpore's stages (FUSION_NOTES §2); ids count within a stage.
+const std::vector<PassSpec>& pipeline() {
+  static const std::vector<PassSpec> p = {
+      {0, "preprocess", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
+      {0, "preprocess", 1, "ConstantFolding", level2, passes::foldConstants},
+      {0, "preprocess", 2, "CommonSubexpressionElimination", level2, passes::eliminateCommonSubexpressions},
+      {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
+      {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
+      {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
+      {1, "cluster", 3, "StaticShapeCluster", level1, passes::clusterOps},
+      {3, "split", 0, "GraphKernelSplitter", level1, passes::splitClusters},
+      {5, "combine", 0, "ParallelOpFusion", parallelLevel, passes::fuseParallel},
+      {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
+  };
+  return p;
+}
+
+std::string fullName(const PassSpec& p) {
+  return "stage" + std::to_string(p.stage) + "_" + p.stage_name + "_" + std::to_string(p.id) + "_" + p.name;
+}
+
+bool matches(const PassSpec& p, const std::string& pattern) {
+  return pattern == p.name || pattern == std::to_string(p.stage) + "." + std::to_string(p.id) ||
+         pattern == std::string(p.stage_name) + "." + p.name || pattern == fullName(p);
+}
+
+bool anyMatch(const PassSpec& p, const std::vector<std::string>& patterns) {
+  for (const std::string& s : patterns) if (matches(p, s)) return true;
+  return false;
+}
+
+Status writeDump(const FusionOptions& o, int counter, const std::string& what, const ir::Graph& g,
+                 std::vector<std::string>* files) {
+  std::error_code ec;
+  std::filesystem::create_directories(o.dump_dir, ec);
+  if (ec) return makeError(StatusCode::kIoError, "dump_as_text: cannot create '", o.dump_dir, "': ", ec.message());
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "%04d_", counter);
+  const std::string path = o.dump_dir + "/" + prefix + what + ".txt";
+  std::ofstream f(path);
+  f << "# " << what << "\n" << graphToText(g);
+  if (!f) return makeError(StatusCode::kIoError, "dump_as_text: cannot write '", path, "'");
+  files->push_back(path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> switchablePassNames() {
+  std::vector<std::string> names;
+  for (const PassSpec& p : pipeline()) {
+    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  }
+  return names;
+}
+
+bool matchesAnyPass(const std::string& pattern) {
+  for (const PassSpec& p : pipeline()) if (matches(p, pattern)) return true;
+  return false;
+}
+
+StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, FusionColumn column,
+                                         const std::function<bool(const ir::Node&)>& supports) {
+  FusionReport report;
+  report.column = column;
+  report.ops_before = g.countNodesDeep();
+  FusionContext ctx{g, o, column, effectiveExpandOps(column, o), effectiveClusterOps(column, o), supports};
+  for (const std::string& w : o.warnings) GKRT_LOG_WARNING(w);
+  GKRT_LOG_INFO("graph kernel passes: ", [] {
+    std::string s;
+    for (const std::string& n : switchablePassNames()) s += (s.empty() ? "" : ",") + n;
+    return s;
+  }());
+  int dump_counter = 0;
+  if (o.dump_as_text) RETURN_IF_ERROR(writeDump(o, dump_counter++, "before_fusion", g, &report.dump_files));
+  for (const PassSpec& p : pipeline()) {
+    PassRecord rec{fullName(p), false, false, 0};
+    bool enabled = o.opt_level > 0 && o.opt_level >= p.min_opt_level(o);
+    if (enabled && anyMatch(p, o.disable_pass)) enabled = false;
+    else if (!enabled && o.opt_level > 0 && anyMatch(p, o.enable_pass)) enabled = true;
+    if (!enabled) {
+      GKRT_LOG_INFO("graph kernel pass ", rec.name, " is disabled.");
+      report.passes.push_back(rec);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto changed = p.run(ctx);
+    rec.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    if (!changed.ok()) return changed.status().withContext("graph kernel pass " + rec.name);
+    rec.ran = true;
+    rec.changed = *changed;
+    GKRT_LOG_INFO("Run graph kernel pass ", rec.name, " in ", rec.microseconds, " us");
+    report.passes.push_back(rec);
+    if (o.dump_as_text) RETURN_IF_ERROR(writeDump(o, dump_counter++, rec.name, g, &report.dump_files));
+  }
+  RETURN_IF_ERROR(ir::validateGraph(g).withContext("after fusion"));
+  RETURN_IF_ERROR(ir::inferShapes(g).withContext("after fusion"));
+  report.ops_after = g.countNodesDeep();
+  report.kernels = g.nodes.size();
+  for (const ir::Node& n : g.nodes) report.clusters += n.subgraph != nullptr;
+  return report;
+}
+
+}  // namespace gkrt

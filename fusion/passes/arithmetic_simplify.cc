@@ -1,0 +1,132 @@
+// Arithmetic simplification (a subset of MindSpore's numbered rules) and
+// reshape/transpose elimination. A rule that would make a node's result just one of
+// its inputs rewires the readers; graph outputs keep their producing node.
+#include <cmath>
+
+#include "fusion/passes/passes.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt::passes {
+namespace {
+
+// Whether tensor t is a constant whose every element equals v.
+bool isConstantEqual(const ir::Graph& g, int t, float v) {
+  if (t < 0 || !g.tensors[t].isConstant()) return false;
+  const ir::Tensor& c = g.tensors[t];
+  const int64_t n = numElements(c.shape);
+  if (n == 0) return false;
+  for (int64_t i = 0; i < n; ++i) if (ops::loadF(c.constant->data, c.dtype, i) != v) return false;
+  return true;
+}
+
+bool sameType(const ir::Graph& g, int a, int b) {
+  return g.tensors[a].shape == g.tensors[b].shape && g.tensors[a].dtype == g.tensors[b].dtype;
+}
+
+bool is(const ir::Node& n, const char* op) { return std::string(n.op->name) == op; }
+
+// Rewrites node i in place to `op(inputs)` keeping its outputs.
+void rewrite(ir::Node& n, const char* op, std::vector<int> inputs, Attrs attrs = {}) {
+  n.op = findOp(op);
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+}
+
+// Result equals input `a`: forward readers to it (unless the output is a graph output,
+// in which case the node becomes a no-op Reshape).
+bool forward(ir::Graph& g, size_t i, int a) {
+  ir::Node& n = g.nodes[i];
+  const int out = n.outputs[0];
+  if (!sameType(g, out, a)) return false;
+  if (isGraphOutput(g, out)) {
+    if (is(n, "Reshape") && n.inputs[0] == a) return false;  // already minimal
+    rewrite(n, "Reshape", {a}, ShapeAttrs{g.tensors[out].shape});
+    return true;
+  }
+  replaceUses(g, out, a);
+  return true;
+}
+
+int producerOf(const ir::Graph& g, int t) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) for (int o : g.nodes[i].outputs) if (o == t) return static_cast<int>(i);
+  return -1;
+}
+
+bool simplifyNode(ir::Graph& g, size_t i) {
+  ir::Node& n = g.nodes[i];
+  if (n.outputs.size() != 1) return false;
+  const auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : -1; };
+  if (is(n, "Add")) {                                                   // A + 0 = A, 0 + A = A
+    if (isConstantEqual(g, in(1), 0)) return forward(g, i, in(0));
+    if (isConstantEqual(g, in(0), 0)) return forward(g, i, in(1));
+  } else if (is(n, "Sub") && isConstantEqual(g, in(1), 0)) {           // A - 0 = A
+    return forward(g, i, in(0));
+  } else if (is(n, "Mul")) {                                            // A * 1 = A
+    if (isConstantEqual(g, in(1), 1)) return forward(g, i, in(0));
+    if (isConstantEqual(g, in(0), 1)) return forward(g, i, in(1));
+  } else if ((is(n, "RealDiv") || is(n, "Div")) && isConstantEqual(g, in(1), 1)) {  // A / 1 = A
+    return forward(g, i, in(0));
+  } else if (is(n, "Neg")) {                                            // Neg(Neg(A)) = A
+    const int p = producerOf(g, in(0));
+    if (p >= 0 && is(g.nodes[p], "Neg")) return forward(g, i, g.nodes[p].inputs[0]);
+  } else if (is(n, "Pow") && isFloat(g.tensors[in(0)].dtype) && sameType(g, n.outputs[0], in(0))) {
+    if (isConstantEqual(g, in(1), 1)) return forward(g, i, in(0));     // A ^ 1 = A
+    if (isConstantEqual(g, in(1), 2)) { rewrite(n, "Mul", {in(0), in(0)}); return true; }
+    if (isConstantEqual(g, in(1), 0.5f)) { rewrite(n, "Sqrt", {in(0)}); return true; }
+    if (isConstantEqual(g, in(1), -0.5f)) { rewrite(n, "Rsqrt", {in(0)}); return true; }
+    if (isConstantEqual(g, in(1), -1)) { rewrite(n, "Reciprocal", {in(0)}); return true; }
+  } else if (is(n, "Cast") && g.tensors[in(0)].dtype == n.attrs.get<CastAttrs>().to) {  // no-op Cast
+    return forward(g, i, in(0));
+  }
+  return false;
+}
+
+Ints normalizedPerm(const ir::Node& n, size_t rank) {
+  Ints perm = n.attrs.get<PermAttrs>().perm;
+  if (perm.empty()) for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  for (int64_t& p : perm) if (p < 0) p += static_cast<int64_t>(rank);
+  return perm;
+}
+
+bool optimizeTransformNode(ir::Graph& g, size_t i) {
+  ir::Node& n = g.nodes[i];
+  const int x = n.inputs.empty() ? -1 : n.inputs[0];
+  if (x < 0) return false;
+  const int p = producerOf(g, x);
+  if (is(n, "Reshape") || is(n, "ExpandDims") || is(n, "Squeeze")) {
+    if (g.tensors[x].shape == g.tensors[n.outputs[0]].shape) return forward(g, i, x);  // to the same shape
+    if (p >= 0 && (is(g.nodes[p], "Reshape") || is(g.nodes[p], "ExpandDims") || is(g.nodes[p], "Squeeze"))) {
+      rewrite(n, "Reshape", {g.nodes[p].inputs[0]}, ShapeAttrs{g.tensors[n.outputs[0]].shape});  // reshape of reshape
+      return true;
+    }
+  } else if (is(n, "Transpose")) {
+    const size_t rank = g.tensors[x].shape.size();
+    const Ints perm = normalizedPerm(n, rank);
+    bool identity = true;
+    for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
+    if (identity) return forward(g, i, x);
+    if (p >= 0 && is(g.nodes[p], "Transpose")) {  // transpose of transpose: compose
+      const Ints inner = normalizedPerm(g.nodes[p], rank);
+      Ints combined(rank);
+      for (size_t d = 0; d < rank; ++d) combined[d] = inner[perm[d]];
+      rewrite(n, "Transpose", {g.nodes[p].inputs[0]}, PermAttrs{combined});
+      return true;
+    }
+  }
+  return false;
+}
+
+PassResult runNodeRule(FusionContext& ctx, bool (*rule)(ir::Graph&, size_t)) {
+  bool changed = false;
+  for (size_t i = 0; i < ctx.graph.nodes.size(); ++i) changed = rule(ctx.graph, i) || changed;
+  if (changed) RETURN_IF_ERROR(eliminateDeadNodes(ctx).status());
+  return changed;
+}
+
+}  // namespace
+
+PassResult simplifyArithmetic(FusionContext& ctx) { return runNodeRule(ctx, simplifyNode); }
+PassResult optimizeTransforms(FusionContext& ctx) { return runNodeRule(ctx, optimizeTransformNode); }
+
+}  // namespace gkrt::passes

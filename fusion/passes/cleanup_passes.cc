@@ -1,0 +1,111 @@
+// Dead-node elimination, constant folding and common-subexpression elimination.
+#include <map>
+#include <tuple>
+
+#include "fusion/passes/passes.h"
+#include "runtime/ir/interpret.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::passes {
+namespace {
+
+bool isRandom(const OpDef* op) {
+  const std::string n = op->name;
+  return n == "Dropout" || n == "StandardNormal" || n == "UniformReal";
+}
+
+constexpr int64_t kMaxFoldElements = 1 << 20;  // keep folded constants small
+
+}  // namespace
+
+void replaceUses(ir::Graph& g, int from, int to) {
+  for (ir::Node& n : g.nodes) for (int& t : n.inputs) if (t == from) t = to;
+  for (int& t : g.outputs) if (t == from) t = to;
+}
+
+bool isGraphOutput(const ir::Graph& g, int t) {
+  for (int o : g.outputs) if (o == t) return true;
+  return false;
+}
+
+PassResult eliminateDeadNodes(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    std::vector<char> read(g.tensors.size(), 0);
+    for (const ir::Node& n : g.nodes) for (int t : n.inputs) if (t >= 0) read[t] = 1;
+    for (int t : g.outputs) read[t] = 1;
+    for (size_t i = g.nodes.size(); i-- > 0;) {
+      bool live = false;
+      for (int t : g.nodes[i].outputs) live = live || read[t];
+      if (!live) {
+        g.nodes.erase(g.nodes.begin() + i);
+        again = changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+PassResult foldConstants(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size();) {
+    const ir::Node& n = g.nodes[i];
+    bool foldable = !n.inputs.empty() && !isRandom(n.op) && !n.subgraph;
+    for (int t : n.inputs) foldable = foldable && t >= 0 && g.tensors[t].isConstant();
+    for (int t : n.outputs) {
+      foldable = foldable && isStatic(g.tensors[t].shape) && numElements(g.tensors[t].shape) <= kMaxFoldElements;
+    }
+    if (!foldable) { ++i; continue; }
+    std::vector<TensorView> in;
+    for (int t : n.inputs) in.push_back({g.tensors[t].dtype, g.tensors[t].shape, g.tensors[t].constant->data});
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<MutableTensorView> out;
+    for (int t : n.outputs) {
+      storage.emplace_back(std::max<size_t>(1, numElements(g.tensors[t].shape) * dtypeSize(g.tensors[t].dtype)));
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      out.push_back({g.tensors[n.outputs[k]].dtype, g.tensors[n.outputs[k]].shape, storage[k].data()});
+    }
+    if (!n.op->reference(KernelContext{n, in, out}).ok()) { ++i; continue; }  // leave it for run time to report
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      ir::Tensor& t = g.tensors[n.outputs[k]];
+      t.constant = ir::ConstData::copyOf(storage[k].data(), numElements(t.shape) * dtypeSize(t.dtype));
+    }
+    g.nodes.erase(g.nodes.begin() + i);
+    changed = true;
+  }
+  return changed;
+}
+
+PassResult eliminateCommonSubexpressions(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  bool changed = false;
+  // Same op, attributes and inputs compute the same values (random ops excepted).
+  std::map<std::tuple<const OpDef*, std::vector<int>, size_t>, std::vector<size_t>> seen;
+  std::vector<size_t> dead;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (isRandom(n.op) || n.subgraph) continue;
+    auto& bucket = seen[{n.op, n.inputs, n.attrs.hash()}];
+    bool merged = false;
+    for (size_t j : bucket) {
+      const ir::Node& m = g.nodes[j];
+      if (!(m.attrs == n.attrs) || m.outputs.size() != n.outputs.size()) continue;
+      bool outputs_free = true;
+      for (int t : n.outputs) outputs_free = outputs_free && !isGraphOutput(g, t);
+      if (!outputs_free) continue;
+      for (size_t k = 0; k < n.outputs.size(); ++k) replaceUses(g, n.outputs[k], m.outputs[k]);
+      dead.push_back(i);
+      merged = changed = true;
+      break;
+    }
+    if (!merged) bucket.push_back(i);
+  }
+  for (size_t k = dead.size(); k-- > 0;) g.nodes.erase(g.nodes.begin() + dead[k]);
+  return changed;
+}
+
+}  // namespace gkrt::passes

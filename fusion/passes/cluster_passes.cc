@@ -1,0 +1,182 @@
+// Expansion (Appendix 1), clustering (Appendix 2), pattern-based splitting and
+// parallel fusion. Rules read op classes, never op pairs (FUSION_NOTES §5).
+#include <algorithm>
+
+#include "fusion/area_graph.h"
+#include "fusion/expander.h"
+#include "fusion/passes/passes.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/log.h"
+
+namespace gkrt::passes {
+namespace {
+
+bool staticNode(const ir::Graph& g, const ir::Node& n) {
+  for (int t : n.inputs) if (t >= 0 && !isStatic(g.tensors[t].shape)) return false;
+  for (int t : n.outputs) if (!isStatic(g.tensors[t].shape)) return false;
+  return true;
+}
+
+bool clusterable(const FusionContext& ctx, const ir::Node& n) {
+  return !n.subgraph && ctx.cluster_ops.count(n.op) && staticNode(ctx.graph, n) && (!ctx.supports || ctx.supports(n));
+}
+
+// A node's pattern in the split model: reshape < elementwise < broadcast < reduce < opaque.
+OpClass patternOf(const ir::Graph& g, const ir::Node& n) {
+  if (n.op->op_class != OpClass::kElementwise) return n.op->op_class;
+  const Shape& out = g.tensors[n.outputs[0]].shape;
+  for (int t : n.inputs) {
+    if (t >= 0 && g.tensors[t].shape != out && !(g.tensors[t].isConstant() && numElements(g.tensors[t].shape) == 1)) {
+      return OpClass::kBroadcast;
+    }
+  }
+  return OpClass::kElementwise;
+}
+
+bool isGemmLike(const ir::Node& n) {
+  const std::string op = n.op->name;
+  return op == "MatMul" || op == "BatchMatMul" || op == "Gemm" || op == "FullyConnected" || op == "Conv2D";
+}
+
+struct AreaInfo {
+  OpClass pattern = OpClass::kReshape;
+  bool has_reshape = false, has_broadcast = false, has_gemm = false;
+  int reduces = 0;
+};
+
+AreaInfo describe(const ir::Graph& g, const AreaGraph& areas, int a) {
+  AreaInfo info;
+  for (int m : areas.members(a)) {
+    const ir::Node& n = g.nodes[m];
+    const OpClass p = isGemmLike(n) ? OpClass::kOpaque : patternOf(g, n);
+    info.pattern = std::max(info.pattern, p);
+    info.has_reshape |= p == OpClass::kReshape;
+    info.has_broadcast |= p == OpClass::kBroadcast;
+    info.has_gemm |= isGemmLike(n);
+    info.reduces += p == OpClass::kReduce;
+  }
+  return info;
+}
+
+// Whether producer area p may join consumer area c under the split rules.
+bool splitRuleAllows(const FusionContext& ctx, const AreaGraph& areas, int p, int c) {
+  const ir::Graph& g = ctx.graph;
+  const AreaInfo pi = describe(g, areas, p), ci = describe(g, areas, c);
+  if (areas.size(p) + areas.size(c) > ctx.options.composite_op_limit_size) return false;
+  if ((pi.has_reshape || ci.has_reshape) && (pi.has_broadcast || ci.has_broadcast || pi.reduces || ci.reduces ||
+                                             pi.has_gemm || ci.has_gemm)) {
+    return false;  // a reshape only keeps its meaning inside a flat elementwise kernel
+  }
+  if (pi.pattern == OpClass::kOpaque) {  // GEMM/conv epilogue: elementwise consumers only
+    return pi.has_gemm && ci.pattern <= OpClass::kBroadcast && !ci.has_gemm;
+  }
+  if (ci.pattern == OpClass::kOpaque) return false;  // nothing fuses into a GEMM's prologue
+  if (pi.pattern <= OpClass::kBroadcast && ci.pattern <= OpClass::kBroadcast) return true;
+  if (ci.pattern == OpClass::kReduce && pi.pattern <= OpClass::kBroadcast) {  // reduce absorbs its producers
+    return pi.reduces == 0 && areas.size(p) + areas.size(c) <= ctx.options.reduce_fuse_depth + ci.reduces;
+  }
+  // A reduce feeding elementwise or reduce consumers: stitching (opt_level 3).
+  return ctx.options.stitchFusion() && pi.pattern == OpClass::kReduce && ci.pattern <= OpClass::kReduce;
+}
+
+// Greedy merging along producer->consumer edges, in node order, until nothing changes.
+void mergeAlongEdges(const ir::Graph& g, AreaGraph& areas, const std::function<bool(int, int)>& allowed) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+      const int c = areas.areaOf(i);
+      for (int p : areas.producers(c)) {
+        if (allowed(p, c) && areas.canMerge(p, c)) {
+          areas.merge(p, c);
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+PassResult expandOps(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  bool changed = false;
+  for (size_t i = 0; i < g.nodes.size();) {
+    const ir::Node& n = g.nodes[i];
+    ExpanderFn fn = ctx.expand_ops.count(n.op) ? findExpander(n.op->name) : nullptr;
+    if (!fn || n.subgraph) { ++i; continue; }
+    const size_t before = g.nodes.size();
+    const std::string name = n.name, op = n.op->name;
+    auto done = expandNode(g, static_cast<int>(i), fn);
+    if (!done.ok()) return done.status().withContext("GraphKernelExpander");
+    if (!*done) {
+      GKRT_LOG_INFO("expander of ", op, " declined node '", name, "'");
+      ++i;
+      continue;
+    }
+    changed = true;
+    i += g.nodes.size() + 1 - before;  // skip the nodes just emitted
+  }
+  return changed;
+}
+
+PassResult clusterOps(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  AreaGraph areas(g);
+  mergeAlongEdges(g, areas, [&](int p, int c) {
+    return clusterable(ctx, g.nodes[areas.members(p)[0]]) && clusterable(ctx, g.nodes[areas.members(c)[0]]);
+  });
+  auto groups = areas.groups(2);
+  if (groups.empty()) return false;
+  RETURN_IF_ERROR(outlineGroups(g, groups, "cluster_"));
+  return true;
+}
+
+PassResult splitClusters(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  std::vector<int> label;
+  size_t fused_before = 0;
+  for (const ir::Node& n : g.nodes) fused_before += n.subgraph != nullptr;
+  if (fused_before == 0) return false;
+  RETURN_IF_ERROR(inlineFusedNodes(g, &label));
+  AreaGraph areas(g);
+  mergeAlongEdges(g, areas, [&](int p, int c) {
+    const int lp = label[areas.members(p)[0]], lc = label[areas.members(c)[0]];
+    return lp >= 0 && lp == lc && splitRuleAllows(ctx, areas, p, c);
+  });
+  RETURN_IF_ERROR(outlineGroups(g, areas.groups(2), "fused_"));
+  return true;
+}
+
+PassResult fuseParallel(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  constexpr int kMaxBranches = 7;  // MindSpore's ParallelOpFusion limit
+  std::vector<int> label;
+  RETURN_IF_ERROR(inlineFusedNodes(g, &label));
+  AreaGraph areas(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {  // rebuild each existing cluster first
+    for (size_t j = i + 1; j < g.nodes.size(); ++j) {
+      if (label[i] >= 0 && label[i] == label[j]) areas.merge(static_cast<int>(i), static_cast<int>(j));
+    }
+  }
+  bool changed = false;
+  std::vector<int> branches(g.nodes.size(), 1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (size_t j = i + 1; j < g.nodes.size(); ++j) {
+      if (label[i] < 0 || label[j] < 0) continue;
+      const int a = areas.areaOf(static_cast<int>(i)), b = areas.areaOf(static_cast<int>(j));
+      if (a == b || branches[a] + branches[b] > kMaxBranches) continue;
+      bool share = false;  // independent clusters reading a common tensor
+      for (int x : g.nodes[i].inputs) for (int y : g.nodes[j].inputs) share = share || (x >= 0 && x == y && !g.tensors[x].isConstant());
+      if (!share || !areas.canMerge(a, b)) continue;
+      const int sum = branches[a] + branches[b];
+      areas.merge(a, b);
+      branches[areas.areaOf(a)] = sum;
+      changed = true;
+    }
+  }
+  RETURN_IF_ERROR(outlineGroups(g, areas.groups(2), "fused_"));
+  return changed;
+}
+
+}  // namespace gkrt::passes

@@ -1,0 +1,25 @@
+// Every fusion pass: rewrites ctx.graph in place and says whether it changed it.
+#pragma once
+
+#include "fusion/fusion_context.h"
+
+namespace gkrt::passes {
+
+using PassResult = StatusOr<bool>;
+
+PassResult eliminateDeadNodes(FusionContext& ctx);      // nodes nothing reads
+PassResult foldConstants(FusionContext& ctx);           // nodes of constants -> constants
+PassResult eliminateCommonSubexpressions(FusionContext& ctx);
+PassResult simplifyArithmetic(FusionContext& ctx);      // x*1, x+0, --x, pow(x,2), casts
+PassResult optimizeTransforms(FusionContext& ctx);      // reshape/transpose pairs
+PassResult expandOps(FusionContext& ctx);               // Appendix 1 column -> basic ops
+PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> Fused nodes
+PassResult splitClusters(FusionContext& ctx);           // pattern rules, limits, stitching
+PassResult fuseParallel(FusionContext& ctx);            // independent clusters sharing inputs
+
+// Points every reader of tensor `from` (nodes and graph outputs) at `to`.
+void replaceUses(ir::Graph& g, int from, int to);
+// Whether tensor t is a graph output.
+bool isGraphOutput(const ir::Graph& g, int t);
+
+}  // namespace gkrt::passes

@@ -1,0 +1,50 @@
+#include "tools/parse_args.h"
+
+#include <stdexcept>
+
+namespace gkrt::tools {
+
+Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return makeError(StatusCode::kInvalidArgument, what, " '", text, "' must look like name=value");
+  }
+  *key = text.substr(0, eq);
+  *value = text.substr(eq + 1);
+  return Status::Ok();
+}
+
+Status parseShapeAssignment(const std::string& spec, std::string* name, Shape* shape) {
+  std::string text;
+  RETURN_IF_ERROR(splitAssignment(spec, "--input-shape", name, &text));
+  shape->clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    try {
+      size_t used = 0;
+      const long long d = std::stoll(item, &used);
+      if (used != item.size() || d < 0) throw std::invalid_argument(item);
+      shape->push_back(d);
+    } catch (...) {
+      return makeError(StatusCode::kInvalidArgument, "--input-shape '", spec,
+                       "': dims must be non-negative integers joined by commas");
+    }
+    pos = comma + 1;
+  }
+  return Status::Ok();
+}
+
+StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const std::string& profile) {
+  ASSIGN_OR_RETURN(FusionOptions o, fusionOptionsFromEnvironment());
+  ASSIGN_OR_RETURN(o, parseFusionFlags(flags, o));
+  if (!profile.empty()) {
+    auto c = parseFusionColumn(profile);
+    if (!c.ok()) return c.status().withContext("--fusion-profile");
+    o.profile = *c;
+  }
+  return o;
+}
+
+}  // namespace gkrt::tools

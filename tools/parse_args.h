@@ -1,0 +1,18 @@
+// Parsing of option values shared by the gkrt subcommands.
+#pragma once
+
+#include <string>
+
+#include "fusion/fusion_options.h"
+#include "runtime/ir/shape.h"
+
+namespace gkrt::tools {
+
+// "name=1,3,224,224" -> name and shape.
+Status parseShapeAssignment(const std::string& text, std::string* name, Shape* shape);
+// "name=value" -> both parts; `what` names the option in errors.
+Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value);
+// Environment flags (MS_DEV_GRAPH_KERNEL_FLAGS), then --flags, then --fusion-profile.
+StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const std::string& profile);
+
+}  // namespace gkrt::tools
