@@ -23,6 +23,9 @@ const std::map<std::string, ExpanderFn>& registry() {
     expanders::registerNNExpanders(r);
     expanders::registerArrayExpanders(r);
     expanders::registerTrainingExpanders(r);
+    r["SoftplusExt"] = r.at("Softplus");
+    r["SoftplusGradExt"] = r.at("SoftplusGrad");
+    r["MeanExt"] = r.at("ReduceMean");
     return r;
   }();
   return m;

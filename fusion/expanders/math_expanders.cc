@@ -38,11 +38,9 @@ ExpandResult expandSquaredDifference(Emitter& e) {
   const int d = e.sub(e.in(0), e.in(1));
   return e.outputs({e.mul(d, d)});
 }
-// Select(x > 0, x, 0): zero for NaN, like the reference kernel.
-ExpandResult expandReLU(Emitter& e) {
-  const int x = e.in(0), zero = e.scalar(0, x);
-  return e.outputs({e.select(e.op("Greater", {x, zero}), x, zero)});
-}
+// Maximum(x, 0): NaN-propagating like the reference kernel, and a cluster op in every
+// column (MindSpore's Cast(x > 0) * x needs Greater, which the CPU column leaves out).
+ExpandResult expandReLU(Emitter& e) { return e.outputs({e.maximum(e.in(0), e.scalar(0, e.in(0)))}); }
 ExpandResult expandHSigmoid(Emitter& e) {
   const int x = e.in(0);
   const int v = e.addScalar(e.mulScalar(x, 1.0f / 6.0f), 0.5f);

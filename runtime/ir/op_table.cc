@@ -45,12 +45,19 @@ struct OpTable {
     ops::registerLinearOps(ops);
     ops::registerTrainingOps(ops);
     ops::registerFusedOps(ops);
+    // MindSpore primitives with their own rows in the fusion tables but our semantics
+    // of another op: distinct ops sharing that op's rules and kernel.
+    for (const auto& [name, of] : std::vector<std::pair<const char*, const char*>>{
+             {"SoftplusExt", "Softplus"}, {"SoftplusGradExt", "SoftplusGrad"}, {"MeanExt", "ReduceMean"}}) {
+      OpDef twin = *std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return std::string(d.name) == of; });
+      twin.name = name;
+      ops.push_back(twin);
+    }
     // Other spellings used by MindSpore's tables, ONNX and the issue texts.
     aliases = {
         {"Gelu", "GeLU"}, {"FastGelu", "FastGeLU"}, {"FastGeluGrad", "FastGeLUGrad"}, {"Relu", "ReLU"},
         {"Relu6", "ReLU6"}, {"LeakyReLUExt", "LeakyReLU"}, {"LeakyRelu", "LeakyReLU"}, {"EluExt", "Elu"},
-        {"SoftplusExt", "Softplus"}, {"SoftplusGradExt", "SoftplusGrad"}, {"AcoshExt", "Acosh"},
-        {"AsinhExt", "Asinh"}, {"Acos", "ACos"}, {"MeanExt", "ReduceMean"}, {"Argmax", "ArgMax"},
+        {"AcoshExt", "Acosh"}, {"AsinhExt", "Asinh"}, {"Acos", "ACos"}, {"Argmax", "ArgMax"},
         {"Argmin", "ArgMin"}, {"Where", "Select"}, {"ClampScalar", "Clip"}, {"HardSigmoid", "HSigmoid"},
         {"HardSwish", "HSwish"}, {"AdamApplyOneWithDecayAssign", "AdamApplyOneWithDecay"},
         {"Swish", "SiLU"}, {"Unsqueeze", "ExpandDims"}, {"Expand", "BroadcastTo"},

@@ -101,6 +101,8 @@ case("GeLU_erf", "GeLU", [x], [as32(gelu_erf(x.astype(np.float64)))], {"approxim
 case("Softplus", "Softplus", [x * 5], [as32(softplus(x.astype(np.float64) * 5))])
 case("Softplus_beta_threshold", "Softplus", [x * 5], [as32(softplus(x.astype(np.float64) * 5, 2.0, 1.0))],
      {"beta": 2, "threshold": 1})
+case("SoftplusExt", "SoftplusExt", [x * 5], [as32(softplus(x.astype(np.float64) * 5, 2.0, 1.0))],
+     {"beta": 2, "threshold": 1})
 case("LeakyReLU", "LeakyReLU", [x], [as32(np.where(x < 0, 0.1 * x.astype(np.float64), x))], {"alpha": 0.1})
 case("Elu", "Elu", [x], [as32(np.where(x > 0, x, 1.5 * np.expm1(x.astype(np.float64))))], {"alpha": 1.5})
 case("HShrink", "HShrink", [x], [as32(np.where(np.abs(x) > 0.5, x, 0))], {"alpha": 0.5})
@@ -116,6 +118,7 @@ for op, ref in [("Abs", np.abs), ("Neg", np.negative), ("Sign", np.sign), ("Squa
     case(op + "_int32", op, [xi], [ref(xi).astype(np.int32)])
 case("IdentityMath", "IdentityMath", [x], [x])
 special = np.array([1.0, np.inf, -np.inf, np.nan, 0.0, -3.5], np.float32)
+case("ReLU_nan", "ReLU", [special], [np.maximum(special, 0)])
 case("IsFinite", "IsFinite", [special], [np.isfinite(special)])
 case("IsInf", "IsInf", [special], [np.isinf(special)])
 case("IsNan", "IsNan", [special], [np.isnan(special)])
@@ -177,6 +180,7 @@ r64 = r.astype(np.float64)
 case("ReduceSum", "ReduceSum", [r], [as32(r64.sum(axis=1, keepdims=True))], {"axes": "1", "keep_dims": "true"})
 case("ReduceSum_int32", "ReduceSum", [ai], [ai.sum(axis=(0, 2)).astype(np.int32)], {"axes": "0,2"})
 case("ReduceMean_all", "ReduceMean", [r], [as32(r64.mean())])
+case("MeanExt", "MeanExt", [r], [as32(r64.mean(axis=(0, 2)))], {"axes": "0,2"})
 case("ReduceMax", "ReduceMax", [r], [r.max(axis=(0, 2))], {"axes": "0,-1"})
 case("ReduceMin", "ReduceMin", [r], [r.min(axis=2, keepdims=True)], {"axes": "2", "keep_dims": "true"})
 case("ReduceProd", "ReduceProd", [r], [as32(r64.prod(axis=0))], {"axes": "0"})
@@ -451,6 +455,8 @@ case("GeLUGrad_erf", "GeLUGrad", [g, xs], [as32(g64 * deriv(gelu_erf, xs))], {"a
 case("FastGeLUGrad", "FastGeLUGrad", [g, xs], [as32(g64 * deriv(lambda v: v * sig(1.702 * v), xs))], rtol=1e-4, atol=1e-5)
 case("SiLUGrad", "SiLUGrad", [g, xs], [as32(g64 * deriv(lambda v: v * sig(v), xs))], rtol=1e-4, atol=1e-5)
 case("SoftplusGrad", "SoftplusGrad", [g, xs], [as32(g64 * deriv(softplus, xs))], rtol=1e-4, atol=1e-5)
+case("SoftplusGradExt", "SoftplusGradExt", [g, xs], [as32(g64 * deriv(lambda v: softplus(v, 2.0, 1.0), xs))],
+     {"beta": 2, "threshold": 1}, rtol=1e-4, atol=1e-5)
 z = rng.uniform(0, 1, (3, 4)).astype(np.float32)
 sce = lambda v: -(z * np.log(sig(v)) + (1 - z) * np.log(1 - sig(v)))  # noqa: E731
 case("SigmoidCrossEntropyWithLogits", "SigmoidCrossEntropyWithLogits", [xs, z], [as32(sce(x64))])

@@ -122,7 +122,7 @@ NUMERIC_FN(AbsFn, x < T(0) ? T(-x) : x);
 NUMERIC_FN(NegFn, -x);
 NUMERIC_FN(SignFn, (x > T(0)) - (x < T(0)));
 NUMERIC_FN(SquareFn, x * x);
-NUMERIC_FN(ReLUFn, x > T(0) ? x : T(0));
+NUMERIC_FN(ReLUFn, !(x <= T(0)) ? x : T(0));  // NaN passes through, as max(x, 0) in numpy/ONNX
 NUMERIC_FN(OnesLikeFn, 1);
 NUMERIC_FN(ZerosLikeFn, 0);
 #undef NUMERIC_FN
@@ -251,7 +251,7 @@ void registerElementwiseUnaryOps(std::vector<OpDef>& t) {
   t.push_back(numericOp("Neg", numericUnaryKernel<NegFn>, "-x"));
   t.push_back(numericOp("Sign", numericUnaryKernel<SignFn>, "-1, 0 or 1"));
   t.push_back(numericOp("Square", numericUnaryKernel<SquareFn>, "x*x"));
-  t.push_back(numericOp("ReLU", numericUnaryKernel<ReLUFn>, "max(x, 0)"));
+  t.push_back(numericOp("ReLU", numericUnaryKernel<ReLUFn>, "max(x, 0), NaN propagates"));
   t.push_back(numericOp("OnesLike", numericUnaryKernel<OnesLikeFn>, "ones of x's shape and dtype"));
   t.push_back(numericOp("ZerosLike", numericUnaryKernel<ZerosLikeFn>, "zeros of x's shape and dtype"));
   t.push_back({"IdentityMath", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFirst, shapeSame,
