@@ -1,5 +1,6 @@
 #include "runtime/builder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
@@ -81,7 +82,10 @@ std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vecto
   ir::Graph probe;  // structural checks on this node alone
   probe.tensors = graph_.tensors;
   probe.nodes = {added};
-  for (int t : added.inputs) if (t >= 0 && !probe.tensors[t].isConstant()) probe.inputs.push_back(t);
+  for (int t : added.inputs) {
+    const bool listed = std::find(probe.inputs.begin(), probe.inputs.end(), t) != probe.inputs.end();
+    if (t >= 0 && !probe.tensors[t].isConstant() && !listed) probe.inputs.push_back(t);
+  }
   probe.outputs = added.outputs;
   Status s = ir::validateGraph(probe);
   std::vector<DType> dtypes;

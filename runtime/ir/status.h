@@ -9,6 +9,8 @@
 // No exception crosses the public API; a Status names the thing and the fix.
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -55,14 +57,23 @@ class [[nodiscard]] StatusOr {
   StatusOr(T value) : value_(std::move(value)) {}          // NOLINT
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() { return *value_; }
+  // Reading the value of an error is a programming error: it aborts with the message.
+  T& value() & { check(); return *value_; }
+  const T& value() const& { check(); return *value_; }
+  T&& value() && { check(); return std::move(*value_); }
+  T* operator->() { check(); return &*value_; }
+  const T* operator->() const { check(); return &*value_; }
+  T& operator*() { check(); return *value_; }
+  const T& operator*() const { check(); return *value_; }
 
  private:
+  void check() const {
+    if (!value_) {
+      std::fprintf(stderr, "gkrt: StatusOr value read from an error: %s\n", status_.toString().c_str());
+      std::abort();
+    }
+  }
+
   Status status_;
   std::optional<T> value_;
 };

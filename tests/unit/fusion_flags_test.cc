@@ -147,6 +147,42 @@ TEST(FusionFlags, FusionOpsLevelCutsTheTable) {
   EXPECT_EQ(kernels(g, "--enable_stitch_fusion=true", FusionColumn::kGpu), 1u);
 }
 
+TEST(FusionFlags, ParallelFusionJoinsIndependentClusters) {
+  GraphBuilder b;  // two independent elementwise chains reading the same input
+  Value x = b.input("x", DType::kFloat32, {4, 4});
+  b.output(b.exp(b.mul(x, 3.0f)), "a");
+  b.output(b.add(b.mul(x, x), 1.0f), "b");
+  const ir::Graph g = *b.finish();
+  EXPECT_EQ(kernels(g, "--opt_level=2"), 2u);
+  EXPECT_EQ(kernels(g, "--opt_level=3"), 1u);  // one kernel, two outputs
+  EXPECT_EQ(kernels(g, "--opt_level=3 --disable_pass=ParallelOpFusion"), 2u);
+  EXPECT_EQ(kernels(g, "--opt_level=2 --enable_pass=combine.ParallelOpFusion"), 1u);
+  auto out = testing::runGraph(g, {HostTensor::fromFloats({4, 4}, std::vector<float>(16, 0.5f))}, "cpu",
+                               *parseFusionFlags("--opt_level=3"));
+  ASSERT_TRUE(out.ok()) << out.status().toString();
+  EXPECT_FLOAT_EQ((*out)[0].toFloats()[0], std::exp(1.5f));
+  EXPECT_FLOAT_EQ((*out)[1].toFloats()[0], 1.25f);
+}
+
+TEST(FusionFlags, SimplificationAtOptLevel2) {
+  GraphBuilder b;  // x*1 + 0, pow(x, 2), a duplicated Exp, a constant subexpression
+  Value x = b.input("x", DType::kFloat32, {4});
+  Value c = b.exp(b.constant({4}, {0, 1, 2, 3}));
+  Value y = b.add(b.mul(x, 1.0f), 0.0f);
+  Value z = b.add(b.add(b.exp(y), b.exp(y)), b.add(b.pow(x, 2.0f), c));
+  b.output(z, "z");
+  ir::Graph g = *b.finish();
+  auto o = parseFusionFlags("--opt_level=2 --disable_pass=StaticShapeCluster");
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(runFusionPipeline(g, *o, FusionColumn::kCpu).ok());
+  std::multiset<std::string> ops;
+  for (const ir::Node& n : g.nodes) ops.insert(n.op->name);
+  EXPECT_EQ(ops.count("Exp"), 1u);   // CSE; the constant Exp was folded
+  EXPECT_EQ(ops.count("Pow"), 0u);   // pow(x, 2) -> x * x
+  EXPECT_EQ(ops.count("Mul"), 1u);   // x * 1 gone, x * x left
+  EXPECT_EQ(ops.count("Add"), 3u);   // + 0 gone
+}
+
 TEST(FusionFlags, DumpAsTextWritesEveryPass) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {4, 4});
