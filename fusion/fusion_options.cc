@@ -69,8 +69,16 @@ Status checkOps(const char* flag, const std::vector<std::string>& ops, bool need
   return Status::Ok();
 }
 
-Status checkPasses(const char* flag, const std::vector<std::string>& passes) {
+Status checkPasses(const char* flag, const std::vector<std::string>& passes, FusionOptions& o) {
+  const auto& ascend = ascendPatternPassNames();
   for (const std::string& p : passes) {
+    std::string bare = p.rfind("fusion_group.", 0) == 0 ? p.substr(13) : p;
+    if (std::find(ascend.begin(), ascend.end(), bare) != ascend.end()) {
+      o.warnings.push_back("--" + std::string(flag) + ": '" + p +
+                           "' is one of MindSpore's Ascend pattern passes (seeds Appendix 3), which gkrt does not "
+                           "implement yet; it has no effect");
+      continue;
+    }
     if (!matchesAnyPass(p)) {
       const std::vector<std::string> names = switchablePassNames();
       return makeError(StatusCode::kInvalidArgument, "--", flag, ": unknown pass '", p, "' (did you mean '",
@@ -85,7 +93,7 @@ using Apply = decltype(FlagSpec::apply);
 Apply setList(std::vector<std::string> FusionOptions::*field, bool ops, bool expander, bool passes, const char* name) {
   return [=](FusionOptions& o, const std::string&, const std::vector<std::string>& list, long long, bool) {
     if (ops) RETURN_IF_ERROR(checkOps(name, list, expander));
-    if (passes) RETURN_IF_ERROR(checkPasses(name, list));
+    if (passes) RETURN_IF_ERROR(checkPasses(name, list, o));
     o.*field = list;
     return Status::Ok();
   };

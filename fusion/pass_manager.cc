@@ -84,6 +84,17 @@ std::vector<std::string> switchablePassNames() {
   return names;
 }
 
+const std::vector<std::string>& ascendPatternPassNames() {
+  static const std::vector<std::string> names = {
+      "FlashAttentionFusionV1", "FlashAttentionFusionV2", "add_layer_norm_fusion", "add_layer_norm_v3_fusion",
+      "add_layer_norm_ext_fusion", "inference_swiglu_fusion", "inference_matmul_split_fusion", "shape_reshape",
+      "shape_reshape_2", "add_rms_norm_quant_fusion", "rms_norm_quant_fusion", "add_rms_norm_fusion",
+      "add_cast_rms_norm_cast_fusion", "MatMulAllReduce", "split_concat_fusion", "matmul_elem_biasadd_fusion",
+      "matmul_elem_add_fusion", "matmul_elem_relu_fusion", "matmul_elem_gelu_fusion", "inference_qbmm_add_fusion",
+      "inference_qbmm_allreduce_add_fusion"};
+  return names;
+}
+
 bool matchesAnyPass(const std::string& pattern) {
   for (const PassSpec& p : pipeline()) if (matches(p, pattern)) return true;
   return false;

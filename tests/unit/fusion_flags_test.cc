@@ -32,6 +32,10 @@ TEST(FusionFlags, ParsesTheSeedSyntax) {
   auto dash = parseFusionFlags("\xE2\x80\x93" "enable_expand_ops=Square \xE2\x80\x93" "enable_cluster_ops=MatMul,Add");
   ASSERT_TRUE(dash.ok()) << dash.status().toString();
   EXPECT_EQ(dash->enable_cluster_ops.size(), 2u);
+  auto ascend = parseFusionFlags("--disable_pass=add_layer_norm_fusion,fusion_group.FlashAttentionFusionV1");
+  ASSERT_TRUE(ascend.ok()) << ascend.status().toString();
+  ASSERT_EQ(ascend->warnings.size(), 2u);
+  EXPECT_NE(ascend->warnings[0].find("Ascend pattern passes (seeds Appendix 3)"), std::string::npos);
   auto inert = parseFusionFlags("--kernel_generator=AKG --enable_vectorization=false");
   ASSERT_TRUE(inert.ok());
   EXPECT_EQ(inert->warnings.size(), 2u);

@@ -123,7 +123,9 @@ TEST(FusionTables, Appendix1ExpandersHonouredPerColumn) {
       auto r = runFusionPipeline(g, *o, col);
       ASSERT_TRUE(r.ok()) << r.status().toString();
       const bool want = e.inColumn(col);
-      if (want) EXPECT_TRUE(hasExpander(op->name)) << "the table says Y but there is no expander";
+      if (want) {
+        EXPECT_TRUE(hasExpander(op->name)) << "the table says Y but there is no expander";
+      }
       EXPECT_EQ(!containsOp(g, op, false), want) << (want ? "not expanded" : "expanded although the column says N");
       ++checked;
       if (!want) continue;
