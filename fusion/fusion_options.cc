@@ -8,6 +8,7 @@
 
 #include "fusion/expander.h"
 #include "fusion/pass_manager.h"
+#include "runtime/ir/closest_name.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt {
@@ -21,31 +22,6 @@ struct FlagSpec {
   std::function<Status(FusionOptions&, const std::string& text, const std::vector<std::string>& list, long long n,
                        bool b)> apply;
 };
-
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t prev = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cur = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string closest(std::string_view name, const std::vector<std::string>& choices) {
-  std::string best;
-  size_t d = ~size_t{0};
-  for (const std::string& c : choices) {
-    const size_t e = editDistance(name, c);
-    if (e < d) { d = e; best = c; }
-  }
-  return best;
-}
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -82,7 +58,7 @@ Status checkPasses(const char* flag, const std::vector<std::string>& passes, Fus
     if (!matchesAnyPass(p)) {
       const std::vector<std::string> names = switchablePassNames();
       return makeError(StatusCode::kInvalidArgument, "--", flag, ": unknown pass '", p, "' (did you mean '",
-                       closest(p, names), "'?); passes: ", join(names),
+                       closestName(p, names), "'?); passes: ", join(names),
                        " (also as stage.id or stage_name.pass_name)");
     }
   }
@@ -226,7 +202,7 @@ StatusOr<FusionOptions> parseFusionFlags(std::string_view flags, FusionOptions b
     auto it = flagSpecs().find(key);
     if (it == flagSpecs().end()) {
       return makeError(StatusCode::kInvalidArgument, "unknown fusion flag '--", key, "' (did you mean '--",
-                       closest(key, names), "'?); flags: ", join(names));
+                       closestName(key, names), "'?); flags: ", join(names));
     }
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return makeError(StatusCode::kInvalidArgument, "fusion flag '--", key, "' is given twice");

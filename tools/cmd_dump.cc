@@ -16,30 +16,19 @@ namespace {
 
 struct DumpArgs {
   std::string model;
-  std::string backend = "cpu";
-  std::string flags;
-  std::string profile;
-  std::vector<std::string> input_shapes;
+  SessionArgs session;
   bool json = false;
 };
 
 Status dump(const DumpArgs& a) {
   ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
-  SessionOptions opts;
-  opts.backend = a.backend;
-  ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(a.flags, a.profile));
-  for (const std::string& spec : a.input_shapes) {
-    std::string name;
-    Shape shape;
-    RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
-    opts.input_shapes[name] = shape;
-  }
+  ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
   ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
   const FusionReport& r = session->fusionReport();
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
-    j["backend"] = a.backend;
+    j["backend"] = opts.backend;
     j["fusion_profile"] = fusionColumnName(r.column);
     j["opt_level"] = opts.fusion->opt_level;
     j["ops_before"] = r.ops_before;
@@ -56,7 +45,7 @@ Status dump(const DumpArgs& a) {
   }
   std::cout << graphToText(session->compiledGraph());
   std::cout << "ops before fusion: " << r.ops_before << ", after: " << r.ops_after << ", clusters: " << r.clusters
-            << ", kernels to launch: " << session->kernelCount() << " (" << a.backend << ", "
+            << ", kernels to launch: " << session->kernelCount() << " (" << opts.backend << ", "
             << fusionColumnName(r.column) << " table, opt_level " << opts.fusion->opt_level << ")\n";
   for (const PassRecord& p : r.passes) {
     std::cout << "  " << (p.ran ? (p.changed ? "changed " : "ran     ") : "disabled") << " " << p.name;
@@ -72,10 +61,7 @@ Command addDumpCommand(CLI::App& app) {
   auto args = std::make_shared<DumpArgs>();
   CLI::App* cmd = app.add_subcommand("dump", "print a model's graph after graph kernel fusion, with a summary");
   cmd->add_option("model", args->model, "the .gkm model")->required();
-  cmd->add_option("--backend", args->backend, "backend whose fusion table and support decide (reference, cpu)");
-  cmd->add_option("--flags", args->flags, "fusion flags, MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=3 ...\")");
-  cmd->add_option("--fusion-profile", args->profile, "fusion table column to use: ascend, cpu or gpu");
-  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  args->session.addTo(cmd);
   cmd->add_flag("--json", args->json, "print the summary as one JSON object");
   return [args]() {
     Status s = dump(*args);

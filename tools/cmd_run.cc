@@ -17,25 +17,14 @@ namespace {
 struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
-  std::vector<std::string> input_shapes;
-  std::string backend = "cpu";
+  SessionArgs session;
   bool print = false;
   std::string output_dir;
-  std::string flags;
-  std::string profile;
 };
 
 Status run(const RunArgs& a) {
   ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
-  SessionOptions opts;
-  opts.backend = a.backend;
-  ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(a.flags, a.profile));
-  for (const std::string& spec : a.input_shapes) {
-    std::string name;
-    Shape shape;
-    RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
-    opts.input_shapes[name] = shape;
-  }
+  ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
   std::map<std::string, HostTensor> given;
   for (const std::string& spec : a.inputs) {
     std::string name, path;
@@ -82,12 +71,9 @@ Command addRunCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "run a .gkm model on inputs from .npy files");
   cmd->add_option("model", args->model, "the .gkm model")->required();
   cmd->add_option("--input", args->inputs, "an input as name=file.npy (repeatable)");
-  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
-  cmd->add_option("--backend", args->backend, "backend to run on (reference, cpu)");
+  args->session.addTo(cmd);
   cmd->add_flag("--print", args->print, "print each output numpy-style (default when no --output-dir)");
   cmd->add_option("--output-dir", args->output_dir, "write each output as DIR/<output name>.npy");
-  cmd->add_option("--flags", args->flags, "fusion flags, MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
-  cmd->add_option("--fusion-profile", args->profile, "fusion table column to use: ascend, cpu or gpu");
   return [args]() {
     Status s = run(*args);
     if (!s.ok()) {

@@ -48,3 +48,27 @@ StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const st
 }
 
 }  // namespace gkrt::tools
+
+namespace gkrt::tools {
+
+void SessionArgs::addTo(CLI::App* cmd) {
+  cmd->add_option("--backend", backend, "backend to compile for (reference, cpu)");
+  cmd->add_option("--flags", flags, "fusion flags in MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
+  cmd->add_option("--fusion-profile", profile, "fusion table column to use: ascend, cpu or gpu");
+  cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+}
+
+StatusOr<SessionOptions> SessionArgs::toOptions() const {
+  SessionOptions opts;
+  opts.backend = backend;
+  ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(flags, profile));
+  for (const std::string& spec : input_shapes) {
+    std::string name;
+    Shape shape;
+    RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
+    opts.input_shapes[name] = shape;
+  }
+  return opts;
+}
+
+}  // namespace gkrt::tools

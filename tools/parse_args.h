@@ -1,9 +1,12 @@
 // Parsing of option values shared by the gkrt subcommands.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "fusion/fusion_options.h"
+#include "runtime/session.h"
 #include "runtime/ir/shape.h"
 
 namespace gkrt::tools {
@@ -14,5 +17,15 @@ Status parseShapeAssignment(const std::string& text, std::string* name, Shape* s
 Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value);
 // Environment flags (MS_DEV_GRAPH_KERNEL_FLAGS), then --flags, then --fusion-profile.
 StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const std::string& profile);
+
+// The options gkrt run and gkrt dump share.
+struct SessionArgs {
+  std::string backend = "cpu";
+  std::string flags;
+  std::string profile;
+  std::vector<std::string> input_shapes;  // name=1,3,224,224
+  void addTo(CLI::App* cmd);
+  StatusOr<SessionOptions> toOptions() const;
+};
 
 }  // namespace gkrt::tools

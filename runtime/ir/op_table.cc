@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "runtime/ir/closest_name.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt {
@@ -74,22 +75,6 @@ const OpTable& table() {
   return t;
 }
 
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t prev = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cur = row[j];
-      const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (same ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 const OpDef* findOp(std::string_view name) {
@@ -103,13 +88,9 @@ const std::vector<OpDef>& allOps() { return table().ops; }
 const std::vector<std::pair<std::string, std::string>>& opAliases() { return table().aliases; }
 
 std::string closestOpName(std::string_view name) {
-  std::string best;
-  size_t best_d = ~size_t{0};
-  for (const auto& [n, op] : table().by_name) {
-    const size_t d = editDistance(name, n);
-    if (d < best_d || (d == best_d && n < best)) { best_d = d; best = n; }
-  }
-  return best;
+  std::vector<std::string> names;
+  for (const auto& [n, op] : table().by_name) names.push_back(n);
+  return closestName(name, names);
 }
 
 }  // namespace gkrt
