@@ -14,9 +14,10 @@ APT_PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler
   python3-venv
 )
-PY_PACKAGES=(numpy)
+PY_PACKAGES=(numpy onnx onnxruntime)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -36,7 +37,7 @@ install_venv() {
   if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import numpy" 2>/dev/null; then
+  if ! .venv/bin/python -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
   fi
 }

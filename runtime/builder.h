@@ -58,6 +58,10 @@ class GraphBuilder {
   void setMetadata(const std::string& key, const std::string& value) { graph_.metadata[key] = value; }
 
   const Status& status() const { return status_; }
+  // The tensor behind a value (dtype, shape as inferred so far, constant data).
+  const ir::Tensor& tensor(Value v) const { return graph_.tensors[v.id]; }
+  // Records an error raised by the caller (the first one is kept).
+  void setError(Status s) { fail(std::move(s)); }
   // Validates the graph, infers shapes and hands it over.
   StatusOr<ir::Graph> finish();
 

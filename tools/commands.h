@@ -13,5 +13,6 @@ Command addRunCommand(CLI::App& app);
 Command addInfoCommand(CLI::App& app);
 Command addOpsCommand(CLI::App& app);
 Command addDumpCommand(CLI::App& app);
+Command addConvertCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

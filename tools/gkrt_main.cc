@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addInfoCommand);
   add(gkrt::tools::addOpsCommand);
   add(gkrt::tools::addDumpCommand);
+#ifdef GKRT_HAVE_ONNX
+  add(gkrt::tools::addConvertCommand);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -248,6 +248,35 @@ Status inferShapes(Graph& g) {
 }  // namespace gkrt::ir
 
 namespace gkrt::ir {
+void compactGraph(Graph& g) {
+  for (bool again = true; again;) {  // dead nodes first
+    again = false;
+    std::vector<char> read(g.tensors.size(), 0);
+    for (const Node& n : g.nodes) for (int t : n.inputs) if (t >= 0) read[t] = 1;
+    for (int t : g.outputs) read[t] = 1;
+    for (size_t i = g.nodes.size(); i-- > 0;) {
+      bool live = false;
+      for (int t : g.nodes[i].outputs) live = live || read[t];
+      if (!live) { g.nodes.erase(g.nodes.begin() + i); again = true; }
+    }
+  }
+  std::vector<int> remap(g.tensors.size(), -1);
+  auto keep = [&](int t) { if (t >= 0) remap[t] = 0; };
+  for (const Node& n : g.nodes) { for (int t : n.inputs) keep(t); for (int t : n.outputs) keep(t); }
+  for (int t : g.inputs) keep(t);
+  for (int t : g.outputs) keep(t);
+  std::vector<Tensor> kept;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    if (remap[t] < 0) continue;
+    remap[t] = static_cast<int>(kept.size());
+    kept.push_back(std::move(g.tensors[t]));
+  }
+  g.tensors = std::move(kept);
+  for (Node& n : g.nodes) { for (int& t : n.inputs) if (t >= 0) t = remap[t]; for (int& t : n.outputs) t = remap[t]; }
+  for (int& t : g.inputs) t = remap[t];
+  for (int& t : g.outputs) t = remap[t];
+}
+
 Graph cloneGraph(const Graph& g) {
   Graph c = g;
   for (Node& n : c.nodes) {

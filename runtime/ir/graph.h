@@ -94,4 +94,6 @@ std::string describeTensor(const Graph& g, int tensor_index);
 namespace gkrt::ir {
 // A copy that owns fresh copies of every Fused subgraph (constants stay shared).
 Graph cloneGraph(const Graph& g);
+// Drops nodes nothing reads and tensors nothing references, renumbering the rest.
+void compactGraph(Graph& g);
 }  // namespace gkrt::ir

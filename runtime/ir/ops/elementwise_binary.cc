@@ -40,7 +40,13 @@ BINARY_FN(MaximumFn, (std::isnan(a) || a > b) ? a : b, a > b ? a : b);
 BINARY_FN(MinimumFn, (std::isnan(a) || a < b) ? a : b, a < b ? a : b);
 BINARY_FN(PowFn, std::pow(a, b), std::pow(static_cast<double>(a), static_cast<double>(b)));
 BINARY_FN(FloorDivFn, std::floor(a / b), floorDivInt(a, b));
-BINARY_FN(FloorModFn, a - std::floor(a / b) * b, floorModInt(a, b));
+// numpy's mod: fmod, moved to the divisor's sign (mod(-1, inf) = inf, mod(x, 0) = nan).
+float floorModFloat(float a, float b) {
+  float r = std::fmod(a, b);
+  if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b;
+  return r;
+}
+BINARY_FN(FloorModFn, floorModFloat(a, b), floorModInt(a, b));
 BINARY_FN(ModFn, std::fmod(a, b), safeMod(a, b));
 BINARY_FN(SquaredDifferenceFn, (a - b) * (a - b), (a - b) * (a - b));
 #undef BINARY_FN

@@ -169,8 +169,8 @@ Status padKernel(const KernelContext& c) {
 
 // OneHot(indices) -> float32 with `depth` inserted at axis.
 Status dtypeOneHot(const ir::Node& n, const In& in, std::vector<DType>& out) {
-  if (!isInteger(in[0]->dtype)) {
-    return makeError(StatusCode::kInvalidArgument, "OneHot indices must be integers, got ", dtypeName(in[0]->dtype));
+  if (in[0]->dtype == DType::kBool) {
+    return makeError(StatusCode::kInvalidArgument, "OneHot indices must be numbers, got bool");
   }
   out = {DType::kFloat32};
   return Status::Ok();
@@ -281,7 +281,7 @@ void registerIndexingOps(std::vector<OpDef>& t) {
   t.push_back({"Pad", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPad, dtypeFirst, shapePad, padKernel,
                "pad with a constant, by reflection or by edge copies"});
   t.push_back({"OneHot", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kOneHot, dtypeOneHot, shapeOneHot, oneHotKernel,
-               "float32 one-hot of integer indices; out-of-range rows are all off_value"});
+               "float32 one-hot of indices (floats truncate); out-of-range rows are all off_value"});
   t.push_back({"Resize", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kResize, dtypeResize, shapeResize, resizeKernel,
                "NCHW resize of H, W to `sizes`, nearest or bilinear"});
 }

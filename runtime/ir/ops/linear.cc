@@ -331,7 +331,7 @@ void registerLinearOps(std::vector<OpDef>& t) {
                fullyConnectedKernel, "x [..,K] @ w[N,K]^T + b"});
   t.push_back({"Conv2D", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConv2D, dtypeFloatData, shapeConv2D, conv2DKernel,
                "NCHW x OIHW convolution with stride, pad, dilation, groups, optional bias"});
-  t.push_back({"MaxPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeFloatData, shapePool, poolKernel<true>,
+  t.push_back({"MaxPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeNumericSame, shapePool, poolKernel<true>,
                "NCHW max over windows (padding ignored)"});
   t.push_back({"AvgPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeFloatData, shapePool, poolKernel<false>,
                "NCHW mean over windows (count_include_pad chooses the divisor)"});

@@ -60,6 +60,11 @@ void reduceInto(const TensorView& x, const std::vector<int64_t>& axes, ReduceKin
       continue;
     }
     double v = kind == ReduceKind::kMean ? acc[j] / static_cast<double>(count) : acc[j];
+    if (count == 0 && (is_max || is_min) && !isFloat(y.dtype)) {  // empty set: the type's lowest / highest
+      if (y.dtype == DType::kBool) v = is_min ? 1 : 0;
+      else if (y.dtype == DType::kInt8) v = is_max ? -128 : 127;
+      else if (y.dtype == DType::kUInt8) v = is_max ? 0 : 255;
+    }
     storeF(y.data, y.dtype, j, static_cast<float>(v));
   }
 }
@@ -227,8 +232,8 @@ OpDef reduceOp(const char* name, ReferenceKernel k, const char* summary, DTypeRu
 void registerReduceOps(std::vector<OpDef>& t) {
   t.push_back(reduceOp("ReduceSum", reduceKernel<ReduceKind::kSum>, "sum over axes (empty = all)"));
   t.push_back(reduceOp("ReduceMean", reduceKernel<ReduceKind::kMean>, "mean over axes (empty = all)"));
-  t.push_back(reduceOp("ReduceMax", reduceKernel<ReduceKind::kMax>, "max over axes (empty = all)"));
-  t.push_back(reduceOp("ReduceMin", reduceKernel<ReduceKind::kMin>, "min over axes (empty = all)"));
+  t.push_back(reduceOp("ReduceMax", reduceKernel<ReduceKind::kMax>, "max over axes (empty = all; bool = any)", dtypeAnySame));
+  t.push_back(reduceOp("ReduceMin", reduceKernel<ReduceKind::kMin>, "min over axes (empty = all; bool = all)", dtypeAnySame));
   t.push_back(reduceOp("ReduceProd", reduceKernel<ReduceKind::kProd>, "product over axes (empty = all)"));
   t.push_back({"ArgMax", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<true>,
                "index (int64) of the first max along axis"});
@@ -238,7 +243,7 @@ void registerReduceOps(std::vector<OpDef>& t) {
                "(index, value) of the max along axis"});
   t.push_back({"ArgMinWithValue", OpClass::kReduce, 1, 1, 1, 2, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<false>,
                "(index, value) of the min along axis"});
-  t.push_back({"CumSum", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kCumSum, dtypeFloatSame, shapeCumSum, cumSumKernel,
+  t.push_back({"CumSum", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kCumSum, dtypeNumericSame, shapeCumSum, cumSumKernel,
                "running sum along axis (exclusive/reverse)"});
   t.push_back({"SquareSumAll", OpClass::kReduce, 2, 2, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeScalar,
                squareSumAllKernel, "(sum x^2, sum y^2)"});

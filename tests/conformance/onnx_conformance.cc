@@ -1,0 +1,195 @@
+// Runs the ONNX backend node tests: each test is converted, run on every backend
+// with fusion on and off, and compared with ONNX's expected outputs (rtol 1e-3,
+// atol 1e-7 as ONNX's own runner, unless expected_results.txt states another).
+//
+//   onnx_conformance NODE_TEST_DIR EXPECTED_RESULTS [--update]
+//
+// EXPECTED_RESULTS holds one line per test: "name pass", or "name skip <reason>". A
+// test listed as pass that fails now is a failure (exit 1); --update rewrites the file.
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "backends/backend.h"
+#include "fusion/fusion_options.h"
+#include "runtime/session.h"
+#include "tools/onnx/onnx_context.h"
+#include "tools/onnx/onnx_import.h"
+
+namespace gkrt {
+namespace {
+
+std::vector<std::string> listDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) if (e->d_name[0] != '.') names.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// Whether every node of the test's model is an op the converter handles.
+bool opsConvertible(const std::string& dir) {
+  std::ifstream f(dir + "/model.onnx", std::ios::binary);
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&f)) return false;
+  for (const auto& n : m.graph().node()) {
+    if (!(n.domain().empty() || n.domain() == "ai.onnx") || !onnx_import::findConverter(n.op_type())) return false;
+  }
+  return true;
+}
+
+// Empty when `got` matches `want` within |got - want| <= atol + rtol |want|.
+std::string compare(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
+  if (got.shape() != want.shape()) return "shape " + shapeToString(got.shape()) + " vs expected " + shapeToString(want.shape());
+  if (got.dtype() != want.dtype()) return std::string("dtype ") + dtypeName(got.dtype()) + " vs expected " + dtypeName(want.dtype());
+  const auto g = got.toFloats(), w = want.toFloats();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && std::isnan(w[i])) continue;
+    if (got.dtype() == DType::kInt64 && got.as<int64_t>()[i] == want.as<int64_t>()[i]) continue;
+    if (g[i] == w[i]) continue;
+    if (!(std::fabs(static_cast<double>(g[i]) - w[i]) <= atol + rtol * std::fabs(w[i]))) {
+      std::ostringstream os;
+      os << "element " << i << ": " << g[i] << " vs expected " << w[i];
+      return os.str();
+    }
+  }
+  return "";
+}
+
+// "" = pass; otherwise "skip: ..." or "fail: ...".
+std::string runTest(const std::string& dir) {
+  OnnxImportOptions o;
+  std::vector<std::pair<std::string, HostTensor>> inputs;
+  const std::string data = dir + "/test_data_set_0";
+  // Input shapes come from the data, for models with dynamic dims.
+  for (int j = 0; exists(data + "/input_" + std::to_string(j) + ".pb"); ++j) {
+    std::ifstream f(data + "/input_" + std::to_string(j) + ".pb", std::ios::binary);
+    onnx::TensorProto proto;
+    if (!proto.ParseFromIstream(&f)) return "skip: input " + std::to_string(j) + " is not a tensor";
+    auto t = tensorFromProto(proto, data);
+    if (!t.ok()) return "skip: " + t.status().message();
+    inputs.emplace_back(proto.name(), std::move(t).value());
+  }
+  for (const auto& in : inputs) o.positional_input_shapes.push_back(in.second.shape());  // for dynamic dims
+  auto g = importOnnxFile(dir + "/model.onnx", o);
+  if (!g.ok() && g.status().message().find("must be a constant") != std::string::npos) {
+    // ONNX feeds shape parameters (axes, pads, sizes, ...) as graph inputs; gkrt needs
+    // them when converting. Freeze the test's integer inputs and tiny float ones.
+    for (const auto& [name, t] : inputs) {
+      if (!isFloat(t.dtype()) || t.size() <= 4) o.frozen_inputs[name] = t;
+    }
+    g = importOnnxFile(dir + "/model.onnx", o);
+  }
+  if (!g.ok()) {
+    const Status& s = g.status();
+    return (s.code() == StatusCode::kUnsupported ? "skip: " : "fail: ") + s.message().substr(0, 300);
+  }
+  // The graph's inputs: by name, else by position among the data not frozen.
+  std::vector<std::pair<std::string, HostTensor>> remaining;
+  for (const auto& in : inputs) if (!o.frozen_inputs.count(in.first)) remaining.push_back(in);
+  std::vector<std::pair<std::string, HostTensor>> feeds;
+  for (size_t k = 0; k < g->inputs.size(); ++k) {
+    const std::string& name = g->tensors[g->inputs[k]].name;
+    auto it = std::find_if(remaining.begin(), remaining.end(), [&](const auto& p) { return p.first == name; });
+    if (it == remaining.end() && k < remaining.size()) it = remaining.begin() + static_cast<long>(k);
+    if (it == remaining.end()) return "skip: no test data for input '" + name + "'";
+    feeds.emplace_back(name, it->second);
+  }
+  std::vector<HostTensor> expected;
+  for (int j = 0; exists(data + "/output_" + std::to_string(j) + ".pb"); ++j) {
+    auto t = readTensorProtoFile(data + "/output_" + std::to_string(j) + ".pb");
+    if (!t.ok()) return "skip: expected output " + std::to_string(j) + ": " + t.status().message();
+    expected.push_back(std::move(t).value());
+  }
+  if (expected.size() != g->outputs.size()) return "skip: outputs other than tensors";
+  for (const std::string& backend : availableBackends()) {
+    for (const char* flags : {"--opt_level=0", "--opt_level=2"}) {
+      SessionOptions opts;
+      opts.backend = backend;
+      opts.fusion = *parseFusionFlags(flags);
+      auto s = Session::create(*g, opts);
+      if (!s.ok()) return "fail: " + backend + " " + flags + ": " + s.status().message().substr(0, 300);
+      for (const auto& [name, value] : feeds) {
+        Status st = (*s)->setInput(name, value);
+        if (!st.ok()) return "fail: " + st.message();
+      }
+      Status run = (*s)->run();
+      if (!run.ok()) return "fail: " + backend + " " + flags + ": " + run.message().substr(0, 300);
+      for (size_t k = 0; k < expected.size(); ++k) {
+        auto out = (*s)->output((*s)->outputs()[k].name);
+        if (!out.ok()) return "fail: " + out.status().message();
+        const std::string diff = compare(*out, expected[k], 1e-3, 1e-7);
+        if (!diff.empty()) return "fail: " + backend + " " + flags + " output " + std::to_string(k) + ": " + diff;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+}  // namespace gkrt
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: onnx_conformance NODE_TEST_DIR EXPECTED_RESULTS [--update]\n";
+    return 2;
+  }
+  const std::string dir = argv[1], expected_path = argv[2];
+  const bool update = argc > 3 && std::string(argv[3]) == "--update";
+  std::map<std::string, std::string> expected;
+  {
+    std::ifstream f(expected_path);
+    std::string line;
+    while (std::getline(f, line)) {
+      const size_t sp = line.find(' ');
+      if (sp != std::string::npos) expected[line.substr(0, sp)] = line.substr(sp + 1);
+    }
+  }
+  const auto tests = gkrt::listDir(dir);
+  if (tests.empty()) {
+    std::cerr << "no ONNX node tests in '" << dir << "'; run tests/conformance/generate_node_tests.py\n";
+    return 2;
+  }
+  int passed = 0, failed = 0, skipped = 0, regressions = 0, convertible = 0, convertible_passed = 0;
+  std::ostringstream results;
+  for (const std::string& t : tests) {
+    const std::string r = gkrt::runTest(dir + "/" + t);
+    if (gkrt::opsConvertible(dir + "/" + t)) {
+      ++convertible;
+      convertible_passed += r.empty();
+      if (!r.empty() && std::getenv("GKRT_CONFORMANCE_VERBOSE")) std::cout << "not passing: " << t << " " << r << "\n";
+    }
+    const bool was_passing = expected.count(t) && expected[t] == "pass";
+    if (r.empty()) {
+      ++passed;
+      results << t << " pass\n";
+      if (!was_passing && !update) std::cout << "newly passing: " << t << "\n";
+    } else if (r.rfind("skip", 0) == 0) {
+      ++skipped;
+      results << t << " " << r << "\n";
+    } else {
+      ++failed;
+      results << t << " " << r << "\n";
+    }
+    if (!r.empty() && was_passing) {
+      ++regressions;
+      std::cout << "REGRESSION " << t << ": " << r << "\n";
+    }
+  }
+  if (update) std::ofstream(expected_path) << results.str();
+  std::cout << "onnx node tests: " << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  std::cout << "tests whose ops gkrt converts: " << convertible_passed << " of " << convertible << " pass ("
+            << (convertible ? 100.0 * convertible_passed / convertible : 0.0) << "%)\n";
+  std::cout << "regressions against " << expected_path << ": " << regressions << "\n";
+  return regressions == 0 ? 0 : 1;
+}

@@ -1,0 +1,81 @@
+// gkrt convert MODEL.onnx -o MODEL.gkm [--input-shape name=1,3,224,224 ...] [--fuse-for BACKEND]
+#include <iostream>
+#include <memory>
+
+#include "fusion/pass_manager.h"
+#include "runtime/model_io.h"
+#include "tools/commands.h"
+#include "tools/onnx/onnx_import.h"
+#include "tools/npy.h"
+#include "tools/parse_args.h"
+
+namespace gkrt::tools {
+namespace {
+
+struct ConvertArgs {
+  std::string model;
+  std::string output;
+  std::vector<std::string> input_shapes;
+  std::string fuse_for;
+  std::string flags;
+  std::vector<std::string> freeze;
+};
+
+Status convert(const ConvertArgs& a) {
+  OnnxImportOptions o;
+  for (const std::string& spec : a.input_shapes) {
+    std::string name;
+    Shape shape;
+    RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
+    o.input_shapes[name] = shape;
+  }
+  for (const std::string& spec : a.freeze) {
+    std::string name, path;
+    RETURN_IF_ERROR(splitAssignment(spec, "--freeze", &name, &path));
+    auto t = readNpy(path);
+    if (!t.ok()) return t.status().withContext("--freeze " + name);
+    o.frozen_inputs[name] = std::move(t).value();
+  }
+  auto imported = importOnnxFile(a.model, o);
+  if (!imported.ok()) return imported.status().withContext(a.model);
+  ir::Graph g = std::move(imported).value();
+  size_t fused_kernels = 0;
+  if (!a.fuse_for.empty()) {  // save the graph as that backend would run it
+    ASSIGN_OR_RETURN(auto backend, createBackend(a.fuse_for));
+    ASSIGN_OR_RETURN(FusionOptions fo, fusionOptionsFromArgs(a.flags, ""));
+    auto report = runFusionPipeline(g, fo, fo.profile.value_or(backend->fusionColumn()),
+                                    [&](const ir::Node& n) { return backend->supports(g, n); });
+    if (!report.ok()) return report.status().withContext("--fuse-for " + a.fuse_for);
+    g.metadata["fused_for"] = a.fuse_for;
+    fused_kernels = report->kernels;
+  }
+  RETURN_IF_ERROR(saveModelFile(g, a.output));
+  std::cout << "wrote " << a.output << ": " << g.inputs.size() << " inputs, " << g.outputs.size() << " outputs, "
+            << g.nodes.size() << " nodes";
+  if (!a.fuse_for.empty()) std::cout << " (pre-fused for " << a.fuse_for << ": " << fused_kernels << " kernels)";
+  std::cout << "\n";
+  return Status::Ok();
+}
+
+}  // namespace
+
+Command addConvertCommand(CLI::App& app) {
+  auto args = std::make_shared<ConvertArgs>();
+  CLI::App* cmd = app.add_subcommand("convert", "convert an ONNX model to .gkm");
+  cmd->add_option("model", args->model, "the .onnx model")->required();
+  cmd->add_option("-o,--output", args->output, "the .gkm file to write")->required();
+  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--fuse-for", args->fuse_for, "save the graph pre-fused for this backend (reference, cpu)");
+  cmd->add_option("--flags", args->flags, "fusion flags for --fuse-for, MS_DEV_GRAPH_KERNEL_FLAGS syntax");
+  cmd->add_option("--freeze", args->freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
+  return [args]() {
+    Status s = convert(*args);
+    if (!s.ok()) {
+      std::cerr << "gkrt convert: " << s.toString() << "\n";
+      return 1;
+    }
+    return 0;
+  };
+}
+
+}  // namespace gkrt::tools

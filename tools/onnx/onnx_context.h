@@ -1,0 +1,63 @@
+// State shared by the per-op ONNX converters: the graph being built, the ONNX value
+// names bound so far, constant folding, and attribute access.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/builder.h"
+#include "runtime/host_tensor.h"
+
+namespace gkrt::onnx_import {
+
+class Context {
+ public:
+  explicit Context(int64_t opset) : opset_(opset) {}
+
+  GraphBuilder& builder() { return b_; }
+  int64_t opset() const { return opset_; }
+  void bind(const std::string& name, Value v) { values_[name] = v; }
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  Value value(const std::string& name) const { return values_.at(name); }
+
+  // Input k of the node; Value{-1} when absent or empty.
+  Value in(const onnx::NodeProto& n, int k) const;
+  bool present(const onnx::NodeProto& n, int k) const { return in(n, k).id >= 0; }
+  const ir::Tensor& tensor(Value v) const { return b_.tensor(v); }
+  bool isConstant(Value v) const { return v.id >= 0 && b_.tensor(v).isConstant(); }
+  StatusOr<HostTensor> constant(Value v, const char* what) const;
+  StatusOr<std::vector<int64_t>> constInts(Value v, const char* what) const;
+  StatusOr<float> constFloat(Value v, const char* what) const;
+  Value constant(const HostTensor& t) { return b_.constant("", t.dtype(), t.shape(), t.data()); }
+  Value ints(const std::vector<int64_t>& v);
+
+  // Adds op `name`; when every input is a constant the result is computed now and
+  // bound as constants instead (no node is added).
+  std::vector<Value> op(const std::string& name, const std::vector<Value>& inputs, Attrs attrs = {}, int outputs = 1);
+  Value op1(const std::string& name, const std::vector<Value>& inputs, Attrs attrs = {}) {
+    return op(name, inputs, std::move(attrs), 1)[0];
+  }
+
+ private:
+  GraphBuilder b_;
+  int64_t opset_;
+  std::map<std::string, Value> values_;
+};
+
+// Attribute access with defaults.
+const onnx::AttributeProto* findAttr(const onnx::NodeProto& n, const std::string& name);
+int64_t attrInt(const onnx::NodeProto& n, const std::string& name, int64_t def);
+float attrFloat(const onnx::NodeProto& n, const std::string& name, float def);
+std::string attrString(const onnx::NodeProto& n, const std::string& name, const std::string& def);
+std::vector<int64_t> attrInts(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> def = {});
+
+// A converter fills `outs` (one per node output) or returns kUnsupported naming what
+// it cannot handle.
+using Converter = Status (*)(Context& c, const onnx::NodeProto& n, std::vector<Value>& outs);
+const Converter* findConverter(const std::string& op_type);
+std::vector<std::string> supportedOnnxOps();
+
+}  // namespace gkrt::onnx_import

@@ -1,0 +1,341 @@
+#include "tools/onnx/onnx_import.h"
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include "runtime/ir/interpret.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+#include "tools/onnx/onnx_context.h"
+
+namespace gkrt {
+namespace {
+
+StatusOr<DType> dtypeFromOnnx(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::kFloat32;
+    case onnx::TensorProto::FLOAT16: return DType::kFloat16;
+    case onnx::TensorProto::INT8: return DType::kInt8;
+    case onnx::TensorProto::UINT8: return DType::kUInt8;
+    case onnx::TensorProto::INT32: return DType::kInt32;
+    case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default: {
+      std::string name = onnx::TensorProto::DataType_IsValid(t)
+                             ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
+                             : "";
+      if (name.empty()) name = "#" + std::to_string(t);
+      return makeError(StatusCode::kUnsupported, "ONNX element type ", name,
+                       " is not supported (gkrt has float32, float16, int8, uint8, int32, int64, bool)");
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::string& base_dir) {
+  ASSIGN_OR_RETURN(DType dtype, dtypeFromOnnx(t.data_type()));
+  Shape shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0) return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' has negative dim ", d);
+  }
+  auto count = checkedNumElements(shape);
+  if (!count.ok()) return count.status().withContext("tensor '" + t.name() + "'");
+  HostTensor h(dtype, shape);
+  if (!h.data() && h.bytes()) return makeError(StatusCode::kIoError, "out of memory for tensor '", t.name(), "'");
+  const size_t bytes = h.bytes();
+  auto sizeError = [&](size_t have) {
+    return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' holds ", have, " bytes, shape ",
+                     shapeToString(shape), " ", dtypeName(dtype), " needs ", bytes);
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty() || location.find("..") != std::string::npos || location[0] == '/') {
+      return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "': external data location '", location,
+                       "' must be a file beside the model");
+    }
+    std::ifstream f(base_dir + "/" + location, std::ios::binary);
+    if (!f) return makeError(StatusCode::kNotFound, "tensor '", t.name(), "': external data file '", location, "' not found");
+    if (length >= 0 && static_cast<size_t>(length) != bytes) return sizeError(static_cast<size_t>(length));
+    f.seekg(offset);
+    f.read(static_cast<char*>(h.data()), static_cast<std::streamsize>(bytes));
+    if (static_cast<size_t>(f.gcount()) != bytes) return sizeError(static_cast<size_t>(f.gcount()));
+    return h;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes) return sizeError(t.raw_data().size());
+    std::memcpy(h.data(), t.raw_data().data(), bytes);
+    return h;
+  }
+  const int64_t n = *count;
+  auto need = [&](int have) -> Status {
+    return have == n ? Status::Ok() : makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' holds ", have,
+                                                " values, shape ", shapeToString(shape), " needs ", n);
+  };
+  switch (dtype) {
+    case DType::kFloat32:
+      RETURN_IF_ERROR(need(t.float_data_size()));
+      for (int64_t i = 0; i < n; ++i) h.as<float>()[i] = t.float_data(static_cast<int>(i));
+      break;
+    case DType::kInt64:
+      RETURN_IF_ERROR(need(t.int64_data_size()));
+      for (int64_t i = 0; i < n; ++i) h.as<int64_t>()[i] = t.int64_data(static_cast<int>(i));
+      break;
+    default:  // int32, int8, uint8, bool, float16 live in int32_data
+      RETURN_IF_ERROR(need(t.int32_data_size()));
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t v = t.int32_data(static_cast<int>(i));
+        switch (dtype) {
+          case DType::kFloat16: h.as<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+          case DType::kInt32: h.as<int32_t>()[i] = v; break;
+          case DType::kInt8: h.as<int8_t>()[i] = static_cast<int8_t>(v); break;
+          default: h.as<uint8_t>()[i] = static_cast<uint8_t>(v); break;  // uint8, bool
+        }
+      }
+  }
+  return h;
+}
+
+StatusOr<HostTensor> readTensorProtoFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return makeError(StatusCode::kNotFound, "cannot open '", path, "'");
+  onnx::TensorProto t;
+  if (!t.ParseFromIstream(&f)) return makeError(StatusCode::kInvalidModel, "'", path, "' is not a TensorProto");
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  return tensorFromProto(t, dir);
+}
+
+namespace onnx_import {
+
+Value Context::in(const onnx::NodeProto& n, int k) const {
+  if (k >= n.input_size() || n.input(k).empty()) return Value{};
+  auto it = values_.find(n.input(k));
+  return it == values_.end() ? Value{} : it->second;
+}
+
+StatusOr<HostTensor> Context::constant(Value v, const char* what) const {
+  if (!isConstant(v)) {
+    return makeError(StatusCode::kUnsupported, what, " must be a constant (an initializer or computable from them)");
+  }
+  const ir::Tensor& t = b_.tensor(v);
+  HostTensor h(t.dtype, t.shape);
+  std::memcpy(h.data(), t.constant->data, h.bytes());
+  return h;
+}
+
+StatusOr<std::vector<int64_t>> Context::constInts(Value v, const char* what) const {
+  ASSIGN_OR_RETURN(HostTensor h, constant(v, what));
+  std::vector<int64_t> out(h.size());
+  for (int64_t i = 0; i < h.size(); ++i) {
+    out[i] = h.dtype() == DType::kInt64 ? h.as<int64_t>()[i] : static_cast<int64_t>(ops::loadF(h.data(), h.dtype(), i));
+  }
+  return out;
+}
+
+StatusOr<float> Context::constFloat(Value v, const char* what) const {
+  ASSIGN_OR_RETURN(HostTensor h, constant(v, what));
+  if (h.size() != 1) return makeError(StatusCode::kUnsupported, what, " must hold one value");
+  return h.toFloats()[0];
+}
+
+Value Context::ints(const std::vector<int64_t>& v) {
+  return b_.constant("", DType::kInt64, {static_cast<int64_t>(v.size())}, v.data());
+}
+
+std::vector<Value> Context::op(const std::string& name, const std::vector<Value>& inputs, Attrs attrs, int outputs) {
+  const OpDef* def = findOp(name);
+  bool all_constant = def && std::string(def->name) != "Dropout" && std::string(def->name) != "StandardNormal" &&
+                      std::string(def->name) != "UniformReal";
+  for (Value v : inputs) all_constant = all_constant && (v.id < 0 || isConstant(v));
+  if (!all_constant || inputs.empty()) return b_.op(name, inputs, std::move(attrs), outputs);
+  // Fold: build the one-node graph, interpret it, bind the results as constants.
+  GraphBuilder mini;
+  std::vector<Value> min;
+  for (Value v : inputs) {
+    if (v.id < 0) { min.push_back(Value{}); continue; }
+    const ir::Tensor& t = b_.tensor(v);
+    min.push_back(mini.constant("", t.dtype, t.shape, t.constant->data));
+  }
+  auto outs = mini.op(name, min, attrs, outputs);
+  for (Value o : outs) mini.output(o);
+  auto g = mini.finish();
+  if (!g.ok()) {
+    b_.setError(g.status());
+    return std::vector<Value>(outputs);
+  }
+  std::vector<HostTensor> results;
+  std::vector<MutableTensorView> views;
+  for (int t : g->outputs) {
+    results.emplace_back(g->tensors[t].dtype, g->tensors[t].shape);
+    views.push_back({results.back().dtype(), results.back().shape(), results.back().data()});
+  }
+  Status s = ir::interpretGraph(*g, {}, views);
+  if (!s.ok()) {
+    b_.setError(s.withContext("folding " + name));
+    return std::vector<Value>(outputs);
+  }
+  std::vector<Value> folded;
+  for (const HostTensor& r : results) folded.push_back(constant(r));
+  return folded;
+}
+
+const onnx::AttributeProto* findAttr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute()) if (a.name() == name) return &a;
+  return nullptr;
+}
+int64_t attrInt(const onnx::NodeProto& n, const std::string& name, int64_t def) {
+  const auto* a = findAttr(n, name);
+  return a ? a->i() : def;
+}
+float attrFloat(const onnx::NodeProto& n, const std::string& name, float def) {
+  const auto* a = findAttr(n, name);
+  return a ? a->f() : def;
+}
+std::string attrString(const onnx::NodeProto& n, const std::string& name, const std::string& def) {
+  const auto* a = findAttr(n, name);
+  return a ? a->s() : def;
+}
+std::vector<int64_t> attrInts(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> def) {
+  const auto* a = findAttr(n, name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : def;
+}
+
+}  // namespace onnx_import
+
+StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::string& base_dir,
+                                    const OnnxImportOptions& given_options) {
+  OnnxImportOptions options = given_options;
+  int64_t opset = 0;
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  // Opsets 11-21 are the target; older and newer ones are accepted because each op's
+  // converter reads the attributes/inputs of the versions it knows, and the ONNX node
+  // test suite (generated at each op's newest opset) checks the result.
+  if (opset < 7 || opset > kNewestOnnxOpset) {
+    return makeError(StatusCode::kUnsupported, "ONNX opset ", opset, " is not supported (gkrt converts opset 7-",
+                     kNewestOnnxOpset, ")");
+  }
+  const onnx::GraphProto& g = model.graph();
+  onnx_import::Context c(opset);
+  GraphBuilder& b = c.builder();
+  b.setMetadata("producer", "gkrt convert (from " + model.producer_name() + " " + model.producer_version() + ")");
+  std::set<std::string> initializer_names;
+  for (const auto& init : g.initializer()) {
+    auto t = tensorFromProto(init, base_dir);
+    if (!t.ok()) return t.status().withContext("initializer '" + init.name() + "'");
+    c.bind(init.name(), b.constant(init.name(), t->dtype(), t->shape(), t->data()));
+    initializer_names.insert(init.name());
+  }
+  for (const auto& input : g.input()) {
+    if (initializer_names.count(input.name())) continue;
+    auto frozen = options.frozen_inputs.find(input.name());
+    if (frozen != options.frozen_inputs.end()) {
+      const HostTensor& t = frozen->second;
+      c.bind(input.name(), b.constant(input.name(), t.dtype(), t.shape(), t.data()));
+      continue;
+    }
+    if (!input.type().has_tensor_type()) {
+      return makeError(StatusCode::kUnsupported, "graph input '", input.name(), "' is not a tensor");
+    }
+    const auto& tt = input.type().tensor_type();
+    ASSIGN_OR_RETURN(DType dtype, dtypeFromOnnx(tt.elem_type()));
+    Shape shape;
+    std::vector<std::string> symbols;
+    for (const auto& d : tt.shape().dim()) {
+      shape.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+      symbols.push_back(d.has_dim_param() ? d.dim_param() : "");
+    }
+    auto given = options.input_shapes.find(input.name());
+    const size_t position = c.builder().status().ok() ? static_cast<size_t>(&input - &g.input(0)) : 0;
+    if (given == options.input_shapes.end() && position < options.positional_input_shapes.size() &&
+        !isStatic(shape)) {
+      given = options.input_shapes.emplace(input.name(), options.positional_input_shapes[position]).first;
+    }
+    if (given != options.input_shapes.end()) {
+      if (given->second.size() != shape.size()) {
+        return makeError(StatusCode::kInvalidArgument, "--input-shape ", input.name(), " has rank ",
+                         given->second.size(), ", the model's input has rank ", shape.size());
+      }
+      shape = given->second;
+    }
+    if (!isStatic(shape)) {
+      return makeError(StatusCode::kInvalidArgument, "input '", input.name(), "' has dynamic shape ",
+                       shapeToString(shape), "; give it with --input-shape ", input.name(), "=d0,d1,...");
+    }
+    c.bind(input.name(), b.input(input.name(), dtype, shape, symbols));
+  }
+  // Every unsupported op at once, before converting anything.
+  std::map<std::string, std::string> unsupported;
+  for (const auto& n : g.node()) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!default_domain || !onnx_import::findConverter(n.op_type())) {
+      unsupported[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()] += (n.name().empty() ? "(unnamed)" : n.name()) + " ";
+    }
+  }
+  if (!unsupported.empty()) {
+    std::ostringstream os;
+    os << "unsupported ONNX ops (opset " << opset << "):";
+    for (const auto& [op, nodes] : unsupported) os << " " << op << " [nodes: " << nodes.substr(0, 120) << "]";
+    return makeError(StatusCode::kUnsupported, os.str());
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    const std::string who = "node " + std::to_string(i) + " '" + n.name() + "' (" + n.op_type() + ", opset " +
+                            std::to_string(opset) + ")";
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (!n.input(k).empty() && !c.has(n.input(k))) {
+        return makeError(StatusCode::kInvalidModel, who, ": input '", n.input(k),
+                         "' is not produced by an earlier node, an initializer or a graph input (missing initializer, "
+                         "or the nodes are not in topological order / form a cycle)");
+      }
+    }
+    std::vector<Value> outs;
+    Status s = (*onnx_import::findConverter(n.op_type()))(c, n, outs);
+    if (!s.ok()) return s.withContext(who);
+    if (!b.status().ok()) return b.status().withContext(who);
+    for (int k = 0; k < n.output_size() && k < static_cast<int>(outs.size()); ++k) {
+      if (!n.output(k).empty()) c.bind(n.output(k), outs[k]);
+    }
+  }
+  for (const auto& out : g.output()) {
+    if (!c.has(out.name())) return makeError(StatusCode::kInvalidModel, "graph output '", out.name(), "' is never produced");
+    Value v = c.value(out.name());
+    if (c.isConstant(v) || b.tensor(v).name != out.name()) {
+      // Outputs are named tensors produced by a node: copy constants and renamed values.
+      v = b.op1("Reshape", {v}, ShapeAttrs{b.tensor(v).shape});
+    }
+    b.output(v, out.name());
+  }
+  ASSIGN_OR_RETURN(ir::Graph result, b.finish());
+  ir::compactGraph(result);
+  return result;
+}
+
+StatusOr<ir::Graph> importOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return makeError(StatusCode::kNotFound, "cannot open '", path, "'");
+  google::protobuf::io::IstreamInputStream raw(&f);
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  onnx::ModelProto model;
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return makeError(StatusCode::kInvalidModel, "'", path, "' is not a valid ONNX model (protobuf parse failed: "
+                     "truncated or not ONNX)");
+  }
+  const size_t slash = path.find_last_of('/');
+  return importOnnxModel(model, slash == std::string::npos ? "." : path.substr(0, slash), options);
+}
+
+}  // namespace gkrt
