@@ -34,6 +34,14 @@ class Context {
   Value constant(const HostTensor& t) { return b_.constant("", t.dtype(), t.shape(), t.data()); }
   Value ints(const std::vector<int64_t>& v);
 
+  // How many nodes and graph outputs read ONNX value `name`.
+  int uses(const std::string& name) const { auto it = uses_.find(name); return it == uses_.end() ? 0 : it->second; }
+  void countUse(const std::string& name) { ++uses_[name]; }
+  // Convolutions made so far, by output value id, so a following BatchNormalization
+  // can fold into them.
+  struct ConvRecord { Value x, w, b; Conv2DAttrs attrs; };
+  std::map<int, ConvRecord>& convs() { return convs_; }
+
   // Adds op `name`; when every input is a constant the result is computed now and
   // bound as constants instead (no node is added).
   std::vector<Value> op(const std::string& name, const std::vector<Value>& inputs, Attrs attrs = {}, int outputs = 1);
@@ -45,6 +53,8 @@ class Context {
   GraphBuilder b_;
   int64_t opset_;
   std::map<std::string, Value> values_;
+  std::map<std::string, int> uses_;
+  std::map<int, ConvRecord> convs_;
 };
 
 // Attribute access with defaults.

@@ -236,7 +236,35 @@ Status conv(Context& c, const Node& n, Outs& o) {
   ASSIGN_OR_RETURN(a.pads, spatialPads(n, xs, {ws[2], ws[3]}, a.strides, a.dilations));
   std::vector<Value> ins = {x, w, c.present(n, 2) ? c.in(n, 2) : Value{}};
   o = {c.op1("Conv2D", ins, a)};
+  c.convs()[o[0].id] = {x, w, ins[2], a};
   return Status::Ok();
+}
+
+// Conv -> BatchNormalization with constant parameters, the Conv output read only by
+// the BN: scale the weights and shift the bias instead (w' = w s, b' = (b - mean) s +
+// beta with s = gamma / sqrt(var + eps)).
+bool foldIntoConv(Context& c, const Node& n, float eps, Outs& o) {
+  const Value y = c.in(n, 0);
+  auto it = c.convs().find(y.id);
+  if (it == c.convs().end() || c.uses(n.input(0)) != 1 || !c.isConstant(it->second.w)) return false;
+  for (int k = 1; k <= 4; ++k) if (!c.isConstant(c.in(n, k)) || dtypeOf(c, c.in(n, k)) != DType::kFloat32) return false;
+  const auto& conv = it->second;
+  if (dtypeOf(c, conv.w) != DType::kFloat32 || (conv.b.id >= 0 && !c.isConstant(conv.b))) return false;
+  HostTensor w = *c.constant(conv.w, "w");
+  const auto gamma = c.constant(c.in(n, 1), "")->toFloats(), beta = c.constant(c.in(n, 2), "")->toFloats();
+  const auto mean = c.constant(c.in(n, 3), "")->toFloats(), var = c.constant(c.in(n, 4), "")->toFloats();
+  const int64_t out_ch = w.shape()[0], per = w.size() / std::max<int64_t>(out_ch, 1);
+  if (static_cast<int64_t>(gamma.size()) != out_ch) return false;
+  std::vector<float> bias(out_ch, 0.0f);
+  if (conv.b.id >= 0) bias = c.constant(conv.b, "")->toFloats();
+  HostTensor nb(DType::kFloat32, {out_ch});
+  for (int64_t ch = 0; ch < out_ch; ++ch) {
+    const double s = gamma[ch] / std::sqrt(static_cast<double>(var[ch]) + eps);
+    for (int64_t i = 0; i < per; ++i) w.as<float>()[ch * per + i] = static_cast<float>(w.as<float>()[ch * per + i] * s);
+    nb.as<float>()[ch] = static_cast<float>((bias[ch] - mean[ch]) * s + beta[ch]);
+  }
+  o = {c.op1("Conv2D", {conv.x, c.constant(w), c.constant(nb)}, conv.attrs)};  // the old Conv is dead now
+  return true;
 }
 
 template <bool kMax> Status pool(Context& c, const Node& n, Outs& o) {
@@ -266,6 +294,8 @@ Status globalMaxPool(Context& c, const Node& n, Outs& o) {
 }
 Status batchNorm(Context& c, const Node& n, Outs& o) {
   if (attrInt(n, "training_mode", 0)) return unsupported(n, "training_mode=1 is not supported (inference only)");
+  if (n.output_size() > 1) return unsupported(n, "running mean/var outputs are not supported (inference only)");
+  if (foldIntoConv(c, n, attrFloat(n, "epsilon", 1e-5f), o)) return Status::Ok();
   o = {c.op1("BatchNorm", {c.in(n, 0), c.in(n, 1), c.in(n, 2), c.in(n, 3), c.in(n, 4)},
              NormAttrs{1, attrFloat(n, "epsilon", 1e-5f)})};
   return Status::Ok();

@@ -232,6 +232,7 @@ StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::st
   GraphBuilder& b = c.builder();
   b.setMetadata("producer", "gkrt convert (from " + model.producer_name() + " " + model.producer_version() + ")");
   std::set<std::string> initializer_names;
+  std::set<int> graph_inputs;
   for (const auto& init : g.initializer()) {
     auto t = tensorFromProto(init, base_dir);
     if (!t.ok()) return t.status().withContext("initializer '" + init.name() + "'");
@@ -274,8 +275,12 @@ StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::st
       return makeError(StatusCode::kInvalidArgument, "input '", input.name(), "' has dynamic shape ",
                        shapeToString(shape), "; give it with --input-shape ", input.name(), "=d0,d1,...");
     }
-    c.bind(input.name(), b.input(input.name(), dtype, shape, symbols));
+    const Value in = b.input(input.name(), dtype, shape, symbols);
+    graph_inputs.insert(in.id);
+    c.bind(input.name(), in);
   }
+  for (const auto& n : g.node()) for (const auto& i : n.input()) c.countUse(i);
+  for (const auto& out : g.output()) c.countUse(out.name());
   // Every unsupported op at once, before converting anything.
   std::map<std::string, std::string> unsupported;
   for (const auto& n : g.node()) {
@@ -309,13 +314,16 @@ StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::st
       if (!n.output(k).empty()) c.bind(n.output(k), outs[k]);
     }
   }
+  std::set<int> named_outputs;
   for (const auto& out : g.output()) {
     if (!c.has(out.name())) return makeError(StatusCode::kInvalidModel, "graph output '", out.name(), "' is never produced");
     Value v = c.value(out.name());
-    if (c.isConstant(v) || b.tensor(v).name != out.name()) {
-      // Outputs are named tensors produced by a node: copy constants and renamed values.
+    // An output is a tensor a node produces, under the ONNX name: constants, graph
+    // inputs and values already output under another name get a copy.
+    if (c.isConstant(v) || graph_inputs.count(v.id) || named_outputs.count(v.id)) {
       v = b.op1("Reshape", {v}, ShapeAttrs{b.tensor(v).shape});
     }
+    named_outputs.insert(v.id);
     b.output(v, out.name());
   }
   ASSIGN_OR_RETURN(ir::Graph result, b.finish());

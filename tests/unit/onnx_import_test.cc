@@ -1,0 +1,223 @@
+// The ONNX importer on hand-made models: correct conversion, folding, and clear
+// errors for corrupted or hostile files.
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+#include "tools/onnx/onnx_import.h"
+
+namespace gkrt {
+namespace {
+
+onnx::ModelProto model(int64_t opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  return m;
+}
+
+void addInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+  auto* v = g->add_input();
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(type);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+void addOutput(onnx::GraphProto* g, const std::string& name) { g->add_output()->set_name(name); }
+onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_" + std::to_string(g->node_size()));
+  for (auto& i : in) n->add_input(i);
+  for (auto& o : out) n->add_output(o);
+  return n;
+}
+void addInitializer(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+}
+
+StatusOr<ir::Graph> importBytes(const std::string& bytes, const OnnxImportOptions& o = {}) {
+  const std::string path = ::testing::TempDir() + "/m.onnx";
+  std::ofstream(path, std::ios::binary) << bytes;
+  return importOnnxFile(path, o);
+}
+StatusOr<ir::Graph> import(const onnx::ModelProto& m, const OnnxImportOptions& o = {}) {
+  return importBytes(m.SerializeAsString(), o);
+}
+
+void expectError(const StatusOr<ir::Graph>& g, const std::vector<std::string>& needles) {
+  ASSERT_FALSE(g.ok());
+  for (const auto& s : needles) EXPECT_NE(g.status().message().find(s), std::string::npos) << g.status().message();
+}
+
+TEST(OnnxImport, ConvertsFoldsAndRuns) {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {2, 3});
+  addInitializer(g, "w", {3, 2}, {1, 2, 3, 4, 5, 6});
+  addNode(g, "MatMul", {"x", "w"}, {"h"});
+  addNode(g, "Shape", {"h"}, {"s"});           // shape arithmetic folds away
+  addNode(g, "Reshape", {"h", "s"}, {"r"});
+  addNode(g, "Relu", {"r"}, {"y"});
+  addOutput(g, "y");
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const ir::Node& n : r->nodes) EXPECT_STRNE(n.op->name, "Shape");
+  auto out = testing::runGraph(*r, {HostTensor::fromFloats({2, 3}, {1, 0, -1, 0, 1, 0})}, "cpu");
+  ASSERT_TRUE(out.ok()) << out.status().toString();
+  EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{0, 0, 3, 4}));  // relu([-4,-4],[3,4])
+}
+
+TEST(OnnxImport, BatchNormFoldsIntoConv) {
+  auto build = [](bool keep_conv_output) {
+    auto m = model();
+    auto* g = m.mutable_graph();
+    addInput(g, "x", {1, 2, 4, 4});
+    std::vector<float> w(3 * 2 * 3 * 3);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(i % 7) - 0.1f;
+    addInitializer(g, "w", {3, 2, 3, 3}, w);
+    addInitializer(g, "b", {3}, {0.1f, -0.2f, 0.3f});
+    addInitializer(g, "gamma", {3}, {1.5f, 0.5f, 2.0f});
+    addInitializer(g, "beta", {3}, {0.0f, 1.0f, -1.0f});
+    addInitializer(g, "mean", {3}, {0.2f, -0.1f, 0.0f});
+    addInitializer(g, "var", {3}, {1.0f, 0.5f, 2.0f});
+    auto* conv = addNode(g, "Conv", {"x", "w", "b"}, {"c"});
+    auto* pads = conv->add_attribute();
+    pads->set_name("pads");
+    pads->set_type(onnx::AttributeProto::INTS);
+    for (int k = 0; k < 4; ++k) pads->add_ints(1);
+    addNode(g, "BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"});
+    addOutput(g, "y");
+    if (keep_conv_output) addOutput(g, "c");
+    return m;
+  };
+  auto folded = import(build(false));
+  auto plain = import(build(true));
+  ASSERT_TRUE(folded.ok() && plain.ok()) << folded.status().toString() << plain.status().toString();
+  std::vector<std::string> ops;
+  for (const ir::Node& n : folded->nodes) ops.push_back(n.op->name);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv2D"}));
+  std::vector<float> xv(32);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
+  const HostTensor x = HostTensor::fromFloats({1, 2, 4, 4}, xv);
+  auto a = testing::runGraph(*folded, {x});
+  auto b = testing::runGraph(*plain, {x});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(testing::compareTensors((*a)[0], (*b)[0], 1e-5, 1e-6), "");
+}
+
+TEST(OnnxImport, ListsEveryUnsupportedOpAtOnce) {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {4});
+  addNode(g, "NonZero", {"x"}, {"a"});
+  addNode(g, "TopK", {"x"}, {"b", "c"});
+  addNode(g, "Relu", {"x"}, {"y"});
+  addOutput(g, "y");
+  expectError(import(m), {"unsupported ONNX ops (opset 17):", "NonZero", "TopK", "[nodes: NonZero_1"});
+}
+
+TEST(OnnxImport, HostileFiles) {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {4});
+  addNode(g, "Relu", {"x"}, {"y"});
+  addOutput(g, "y");
+  const std::string good = m.SerializeAsString();
+  expectError(importBytes(good.substr(0, good.size() / 2)), {"not a valid ONNX model"});
+  expectError(importBytes("\x08\x96\x01garbage-garbage"), {"not a valid ONNX model"});
+  expectError(importOnnxFile("/nonexistent.onnx"), {"cannot open"});
+
+  auto huge = m;  // dims with 2^50 elements: refused before any allocation
+  auto* t = huge.mutable_graph()->add_initializer();
+  t->set_name("big");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(int64_t{1} << 25);
+  t->add_dims(int64_t{1} << 25);
+  expectError(import(huge), {"initializer 'big'", "2^40"});
+
+  auto negative = m;
+  auto* nt = negative.mutable_graph()->add_initializer();
+  nt->set_name("neg");
+  nt->set_data_type(onnx::TensorProto::FLOAT);
+  nt->add_dims(-3);
+  expectError(import(negative), {"negative dim -3"});
+
+  auto short_data = m;
+  auto* st = short_data.mutable_graph()->add_initializer();
+  st->set_name("short");
+  st->set_data_type(onnx::TensorProto::FLOAT);
+  st->add_dims(4);
+  st->set_raw_data(std::string(6, '\0'));
+  expectError(import(short_data), {"'short' holds 6 bytes", "needs 16"});
+
+  auto missing = m;  // a node reading a value nobody defines
+  addNode(missing.mutable_graph(), "Add", {"y", "nowhere"}, {"z"});
+  expectError(import(missing), {"input 'nowhere' is not produced", "missing initializer"});
+
+  auto cycle = model();  // a -> b -> a
+  auto* cg = cycle.mutable_graph();
+  addInput(cg, "x", {4});
+  addNode(cg, "Add", {"x", "b"}, {"a"});
+  addNode(cg, "Relu", {"a"}, {"b"});
+  addOutput(cg, "b");
+  expectError(import(cycle), {"input 'b' is not produced by an earlier node", "cycle"});
+
+  auto escape = m;  // external data must stay beside the model
+  auto* et = escape.mutable_graph()->add_initializer();
+  et->set_name("ext");
+  et->set_data_type(onnx::TensorProto::FLOAT);
+  et->add_dims(1);
+  et->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = et->add_external_data();
+  kv->set_key("location");
+  kv->set_value("../../etc/passwd");
+  expectError(import(escape), {"must be a file beside the model"});
+
+  auto dynamic = model();
+  auto* dg = dynamic.mutable_graph();
+  auto* v = dg->add_input();
+  v->set_name("x");
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("batch");
+  addNode(dg, "Relu", {"x"}, {"y"});
+  addOutput(dg, "y");
+  expectError(import(dynamic), {"input 'x' has dynamic shape ?", "--input-shape x="});
+  OnnxImportOptions o;
+  o.input_shapes["x"] = {3};
+  EXPECT_TRUE(import(dynamic, o).ok());
+}
+
+TEST(OnnxImport, ExternalDataBesideTheModel) {
+  auto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {2});
+  auto* t = g->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(2);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value("weights.bin");
+  const float w[2] = {3.0f, -1.0f};
+  std::ofstream(::testing::TempDir() + "/weights.bin", std::ios::binary).write(reinterpret_cast<const char*>(w), 8);
+  addNode(g, "Mul", {"x", "w"}, {"y"});
+  addOutput(g, "y");
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  auto out = testing::runGraph(*r, {HostTensor::fromFloats({2}, {2, 2})});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{6, -2}));
+}
+
+}  // namespace
+}  // namespace gkrt
