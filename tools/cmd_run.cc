@@ -59,7 +59,12 @@ Status run(const RunArgs& a) {
   for (const TensorInfo& info : session->outputs()) {
     ASSIGN_OR_RETURN(HostTensor out, session->output(info.name));
     if (a.print || a.output_dir.empty()) std::cout << info.name << ": " << formatArray(out) << "\n";
-    if (!a.output_dir.empty()) RETURN_IF_ERROR(writeNpy(a.output_dir + "/" + info.name + ".npy", out));
+    if (!a.output_dir.empty()) {  // a name with '/' ("gpu_0/softmax") gets subfolders
+      const std::filesystem::path file = std::filesystem::path(a.output_dir) / (info.name + ".npy");
+      std::error_code ec;
+      std::filesystem::create_directories(file.parent_path(), ec);
+      RETURN_IF_ERROR(writeNpy(file.string(), out));
+    }
   }
   return Status::Ok();
 }

@@ -1,0 +1,34 @@
+// Helpers shared by the ONNX op converters.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/ir/ops/op_helpers.h"
+#include "tools/onnx/onnx_context.h"
+#include "tools/onnx/onnx_import.h"
+
+namespace gkrt::onnx_import {
+
+using Node = onnx::NodeProto;
+using Outs = std::vector<Value>;
+
+inline Status unsupported(const Node& n, const std::string& what) {
+  return makeError(StatusCode::kUnsupported, n.op_type(), ": ", what);
+}
+inline Shape shapeOf(Context& c, Value v) { return c.tensor(v).shape; }
+inline DType dtypeOf(Context& c, Value v) { return c.tensor(v).dtype; }
+inline Value scalarLike(Context& c, float v, Value like) {
+  HostTensor t(dtypeOf(c, like), {});
+  ops::storeF(t.data(), t.dtype(), 0, v);
+  return c.constant(t);
+}
+StatusOr<DType> onnxDType(const Node& n, int64_t t);
+// Axes from the input `input` (opset >= since_opset) or the `axes` attribute.
+StatusOr<Ints> axesOf(Context& c, const Node& n, int input, int64_t since_opset);
+
+void registerElementwiseConverters(std::map<std::string, Converter>& t);
+void registerNNConverters(std::map<std::string, Converter>& t);
+void registerTensorConverters(std::map<std::string, Converter>& t);
+
+}  // namespace gkrt::onnx_import

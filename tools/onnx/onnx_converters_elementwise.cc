@@ -1,0 +1,226 @@
+// Elementwise ONNX ops: math, activations, comparisons, logic, Cast.
+#include <cmath>
+#include <map>
+
+#include "tools/onnx/onnx_converter_helpers.h"
+
+namespace gkrt::onnx_import {
+
+StatusOr<DType> onnxDType(const Node& n, int64_t t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::kFloat32;
+    case onnx::TensorProto::FLOAT16: return DType::kFloat16;
+    case onnx::TensorProto::INT8: return DType::kInt8;
+    case onnx::TensorProto::UINT8: return DType::kUInt8;
+    case onnx::TensorProto::INT32: return DType::kInt32;
+    case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default: return makeError(StatusCode::kUnsupported, n.op_type(), ": element type ", t, " is not supported");
+  }
+}
+
+namespace {
+
+template <const char* kOp> Status unaryOp(Context& c, const Node& n, Outs& o) {
+  o = {c.op1(kOp, {c.in(n, 0)})};
+  return Status::Ok();
+}
+template <const char* kOp> Status binaryOp(Context& c, const Node& n, Outs& o) {
+  o = {c.op1(kOp, {c.in(n, 0), c.in(n, 1)})};
+  return Status::Ok();
+}
+
+#define NAME(var, text) constexpr char var[] = text
+NAME(kAbs, "Abs"); NAME(kNeg, "Neg"); NAME(kExp, "Exp"); NAME(kLog, "Log"); NAME(kSqrt, "Sqrt");
+NAME(kReciprocal, "Reciprocal"); NAME(kFloor, "Floor"); NAME(kCeil, "Ceil"); NAME(kRound, "Round");
+NAME(kSin, "Sin"); NAME(kCos, "Cos"); NAME(kTan, "Tan"); NAME(kAsin, "Asin"); NAME(kAcos, "ACos");
+NAME(kAtan, "Atan"); NAME(kSinh, "Sinh"); NAME(kCosh, "Cosh"); NAME(kAsinh, "Asinh"); NAME(kAcosh, "Acosh");
+NAME(kTanh, "Tanh"); NAME(kSigmoid, "Sigmoid"); NAME(kRelu, "ReLU"); NAME(kSign, "Sign"); NAME(kErf, "Erf");
+NAME(kIsNaN, "IsNan"); NAME(kNot, "LogicalNot"); NAME(kSoftsign, "Softsign"); NAME(kHardSwish, "HSwish");
+NAME(kIdentity, "IdentityMath");
+NAME(kAdd, "Add"); NAME(kSub, "Sub"); NAME(kMul, "Mul"); NAME(kDiv, "Div"); NAME(kEqual, "Equal");
+NAME(kGreater, "Greater"); NAME(kGreaterEqual, "GreaterEqual"); NAME(kLess, "Less"); NAME(kLessEqual, "LessEqual");
+NAME(kAnd, "LogicalAnd"); NAME(kOr, "LogicalOr"); NAME(kXor, "LogicalXor");
+#undef NAME
+
+Status pow(Context& c, const Node& n, Outs& o) {
+  Value base = c.in(n, 0), e = c.in(n, 1);
+  if (dtypeOf(c, e) != dtypeOf(c, base)) e = c.op1("Cast", {e}, CastAttrs{dtypeOf(c, base)});
+  o = {c.op1("Pow", {base, e})};
+  return Status::Ok();
+}
+Status mod(Context& c, const Node& n, Outs& o) {
+  o = {c.op1(attrInt(n, "fmod", 0) ? "Mod" : "FloorMod", {c.in(n, 0), c.in(n, 1)})};
+  return Status::Ok();
+}
+Status where(Context& c, const Node& n, Outs& o) {
+  o = {c.op1("Select", {c.in(n, 0), c.in(n, 1), c.in(n, 2)})};
+  return Status::Ok();
+}
+template <bool kMax> Status variadicMinMax(Context& c, const Node& n, Outs& o) {
+  Value acc = c.in(n, 0);
+  for (int k = 1; k < n.input_size(); ++k) acc = c.op1(kMax ? "Maximum" : "Minimum", {acc, c.in(n, k)});
+  o = {acc};
+  return Status::Ok();
+}
+Status sum(Context& c, const Node& n, Outs& o) {
+  std::vector<Value> ins;
+  for (int k = 0; k < n.input_size(); ++k) ins.push_back(c.in(n, k));
+  o = {ins.size() == 1 ? c.op1("IdentityMath", ins) : c.op1("AddN", ins)};
+  return Status::Ok();
+}
+Status mean(Context& c, const Node& n, Outs& o) {
+  RETURN_IF_ERROR(sum(c, n, o));
+  o[0] = c.op1("Mul", {o[0], scalarLike(c, 1.0f / static_cast<float>(n.input_size()), o[0])});
+  return Status::Ok();
+}
+
+Status leakyRelu(Context& c, const Node& n, Outs& o) {
+  o = {c.op1("LeakyReLU", {c.in(n, 0)}, AlphaAttrs{attrFloat(n, "alpha", 0.01f)})};
+  return Status::Ok();
+}
+Status elu(Context& c, const Node& n, Outs& o) {
+  o = {c.op1("Elu", {c.in(n, 0)}, AlphaAttrs{attrFloat(n, "alpha", 1.0f)})};
+  return Status::Ok();
+}
+Status selu(Context& c, const Node& n, Outs& o) {
+  Value e = c.op1("Elu", {c.in(n, 0)}, AlphaAttrs{attrFloat(n, "alpha", 1.67326319217681884765625f)});
+  o = {c.op1("Mul", {e, scalarLike(c, attrFloat(n, "gamma", 1.05070102214813232421875f), e)})};
+  return Status::Ok();
+}
+Status hardSigmoid(Context& c, const Node& n, Outs& o) {  // max(0, min(1, alpha x + beta))
+  const float alpha = attrFloat(n, "alpha", 0.2f), beta = attrFloat(n, "beta", 0.5f);
+  Value x = c.in(n, 0);
+  Value lin = c.op1("Add", {c.op1("Mul", {x, scalarLike(c, alpha, x)}), scalarLike(c, beta, x)});
+  o = {c.op1("Clip", {lin}, ClipAttrs{0.0f, 1.0f})};
+  return Status::Ok();
+}
+Status softplus(Context& c, const Node& n, Outs& o) {
+  o = {c.op1("Softplus", {c.in(n, 0)}, SoftplusAttrs{1.0f, 20.0f})};
+  return Status::Ok();
+}
+Status gelu(Context& c, const Node& n, Outs& o) {
+  const std::string a = attrString(n, "approximate", "none");
+  o = {c.op1("GeLU", {c.in(n, 0)}, GeluAttrs{a == "tanh" ? GeluApprox::kTanh : GeluApprox::kNone})};
+  return Status::Ok();
+}
+Status prelu(Context& c, const Node& n, Outs& o) {
+  Value x = c.in(n, 0), slope = c.in(n, 1);
+  Value neg = c.op1("Less", {x, scalarLike(c, 0, x)});
+  o = {c.op1("Select", {neg, c.op1("Mul", {x, slope}), x})};
+  return Status::Ok();
+}
+Status isInf(Context& c, const Node& n, Outs& o) {
+  if (!attrInt(n, "detect_negative", 1) || !attrInt(n, "detect_positive", 1)) {
+    return unsupported(n, "detect_negative/detect_positive = 0 is not supported");
+  }
+  o = {c.op1("IsInf", {c.in(n, 0)})};
+  return Status::Ok();
+}
+Status clip(Context& c, const Node& n, Outs& o) {
+  ClipAttrs a;
+  if (c.opset() < 11) {
+    a.min = attrFloat(n, "min", a.min);
+    a.max = attrFloat(n, "max", a.max);
+  } else {
+    if (c.present(n, 1)) {
+      ASSIGN_OR_RETURN(a.min, c.constFloat(c.in(n, 1), "Clip min"));
+    }
+    if (c.present(n, 2)) {
+      ASSIGN_OR_RETURN(a.max, c.constFloat(c.in(n, 2), "Clip max"));
+    }
+  }
+  if (!isFloat(dtypeOf(c, c.in(n, 0)))) return unsupported(n, "integer inputs are not supported");
+  o = {c.op1("Clip", {c.in(n, 0)}, a)};
+  return Status::Ok();
+}
+
+
+Status cast(Context& c, const Node& n, Outs& o) {
+  ASSIGN_OR_RETURN(DType to, onnxDType(n, attrInt(n, "to", 1)));
+  o = {c.op1("Cast", {c.in(n, 0)}, CastAttrs{to})};
+  return Status::Ok();
+}
+Status castLike(Context& c, const Node& n, Outs& o) {
+  o = {c.op1("Cast", {c.in(n, 0)}, CastAttrs{dtypeOf(c, c.in(n, 1))})};
+  return Status::Ok();
+}
+// Inference: the identity, and an all-true mask. training_mode must be absent or false.
+Status dropout(Context& c, const Node& n, Outs& o) {
+  if (c.present(n, 2)) {
+    ASSIGN_OR_RETURN(Ints training, c.constInts(c.in(n, 2), "Dropout training_mode"));
+    if (!training.empty() && training[0]) return unsupported(n, "training_mode=true is not supported");
+  }
+  Value x = c.in(n, 0);
+  HostTensor yes(DType::kBool, {});
+  yes.as<uint8_t>()[0] = 1;
+  o = {c.op1("IdentityMath", {x}), c.op1("BroadcastTo", {c.constant(yes)}, ShapeAttrs{shapeOf(c, x)})};
+  return Status::Ok();
+}
+
+}  // namespace
+
+void registerElementwiseConverters(std::map<std::string, Converter>& t) {
+  t["Abs"] = unaryOp<kAbs>;
+  t["Neg"] = unaryOp<kNeg>;
+  t["Exp"] = unaryOp<kExp>;
+  t["Log"] = unaryOp<kLog>;
+  t["Sqrt"] = unaryOp<kSqrt>;
+  t["Reciprocal"] = unaryOp<kReciprocal>;
+  t["Floor"] = unaryOp<kFloor>;
+  t["Ceil"] = unaryOp<kCeil>;
+  t["Round"] = unaryOp<kRound>;
+  t["Sin"] = unaryOp<kSin>;
+  t["Cos"] = unaryOp<kCos>;
+  t["Tan"] = unaryOp<kTan>;
+  t["Asin"] = unaryOp<kAsin>;
+  t["Acos"] = unaryOp<kAcos>;
+  t["Atan"] = unaryOp<kAtan>;
+  t["Sinh"] = unaryOp<kSinh>;
+  t["Cosh"] = unaryOp<kCosh>;
+  t["Asinh"] = unaryOp<kAsinh>;
+  t["Acosh"] = unaryOp<kAcosh>;
+  t["Tanh"] = unaryOp<kTanh>;
+  t["Sigmoid"] = unaryOp<kSigmoid>;
+  t["Relu"] = unaryOp<kRelu>;
+  t["Sign"] = unaryOp<kSign>;
+  t["Erf"] = unaryOp<kErf>;
+  t["IsNaN"] = unaryOp<kIsNaN>;
+  t["Not"] = unaryOp<kNot>;
+  t["Softsign"] = unaryOp<kSoftsign>;
+  t["HardSwish"] = unaryOp<kHardSwish>;
+  t["Identity"] = unaryOp<kIdentity>;
+  t["Add"] = binaryOp<kAdd>;
+  t["Sub"] = binaryOp<kSub>;
+  t["Mul"] = binaryOp<kMul>;
+  t["Div"] = binaryOp<kDiv>;
+  t["Equal"] = binaryOp<kEqual>;
+  t["Greater"] = binaryOp<kGreater>;
+  t["GreaterOrEqual"] = binaryOp<kGreaterEqual>;
+  t["Less"] = binaryOp<kLess>;
+  t["LessOrEqual"] = binaryOp<kLessEqual>;
+  t["And"] = binaryOp<kAnd>;
+  t["Or"] = binaryOp<kOr>;
+  t["Xor"] = binaryOp<kXor>;
+  t["Pow"] = pow;
+  t["Mod"] = mod;
+  t["Where"] = where;
+  t["Max"] = variadicMinMax<true>;
+  t["Min"] = variadicMinMax<false>;
+  t["Sum"] = sum;
+  t["Mean"] = mean;
+  t["LeakyRelu"] = leakyRelu;
+  t["Elu"] = elu;
+  t["Selu"] = selu;
+  t["HardSigmoid"] = hardSigmoid;
+  t["Softplus"] = softplus;
+  t["Gelu"] = gelu;
+  t["PRelu"] = prelu;
+  t["IsInf"] = isInf;
+  t["Clip"] = clip;
+  t["Cast"] = cast;
+  t["CastLike"] = castLike;
+  t["Dropout"] = dropout;
+}
+
+}  // namespace gkrt::onnx_import

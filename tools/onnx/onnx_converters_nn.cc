@@ -1,0 +1,281 @@
+// ONNX linear algebra, convolution, pooling, normalisation, reductions and Resize.
+#include <cmath>
+#include <map>
+
+#include "tools/onnx/onnx_converter_helpers.h"
+
+namespace gkrt::onnx_import {
+
+namespace {
+
+// ---- linear algebra ------------------------------------------------------------
+Status matmul(Context& c, const Node& n, Outs& o) {
+  Value a = c.in(n, 0), b = c.in(n, 1);
+  const Shape sa = shapeOf(c, a), sb = shapeOf(c, b);
+  if (sa.empty() || sb.empty()) return unsupported(n, "scalar operands");
+  const bool va = sa.size() == 1, vb = sb.size() == 1;
+  if (va) a = c.op1("Reshape", {a}, ShapeAttrs{{1, sa[0]}});
+  if (vb) b = c.op1("Reshape", {b}, ShapeAttrs{{sb[0], 1}});
+  const bool batched = shapeOf(c, a).size() > 2 || shapeOf(c, b).size() > 2;
+  Value y = c.op1(batched ? "BatchMatMul" : "MatMul", {a, b}, MatMulAttrs{});
+  if (va || vb) {
+    Shape s = shapeOf(c, y);
+    if (vb) s.erase(s.end() - 1);
+    if (va) s.erase(s.end() - (vb ? 1 : 2));
+    y = c.op1("Reshape", {y}, ShapeAttrs{s});
+  }
+  o = {y};
+  return Status::Ok();
+}
+Status gemm(Context& c, const Node& n, Outs& o) {
+  GemmAttrs a{attrFloat(n, "alpha", 1.0f), attrFloat(n, "beta", 1.0f), attrInt(n, "transA", 0) != 0,
+              attrInt(n, "transB", 0) != 0};
+  std::vector<Value> ins = {c.in(n, 0), c.in(n, 1)};
+  if (c.present(n, 2)) ins.push_back(c.in(n, 2));
+  o = {c.op1("Gemm", ins, a)};
+  return Status::Ok();
+}
+
+// auto_pad -> explicit {begin..., end...} for the spatial dims.
+StatusOr<Ints> spatialPads(const Node& n, const Shape& x, const Ints& kernel, const Ints& strides, const Ints& dil) {
+  const std::string auto_pad = attrString(n, "auto_pad", "NOTSET");
+  const size_t r = kernel.size();
+  Ints pads = attrInts(n, "pads", Ints(2 * r, 0));
+  if (auto_pad == "NOTSET") return pads;
+  if (auto_pad == "VALID") return Ints(2 * r, 0);
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
+    return makeError(StatusCode::kUnsupported, n.op_type(), ": auto_pad ", auto_pad, " is not supported");
+  }
+  for (size_t d = 0; d < r; ++d) {
+    const int64_t in = x[2 + d], out = (in + strides[d] - 1) / strides[d];
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - in);
+    const int64_t small = total / 2, large = total - small;
+    pads[d] = auto_pad == "SAME_UPPER" ? small : large;
+    pads[d + r] = auto_pad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+Status conv(Context& c, const Node& n, Outs& o) {
+  Value x = c.in(n, 0), w = c.in(n, 1);
+  const Shape xs = shapeOf(c, x);
+  if (xs.size() != 4) return unsupported(n, "only 2-D convolution (4-D input) is supported, got " + shapeToString(xs));
+  const Shape ws = shapeOf(c, w);
+  Conv2DAttrs a;
+  a.strides = attrInts(n, "strides", {1, 1});
+  a.dilations = attrInts(n, "dilations", {1, 1});
+  a.groups = attrInt(n, "group", 1);
+  ASSIGN_OR_RETURN(a.pads, spatialPads(n, xs, {ws[2], ws[3]}, a.strides, a.dilations));
+  std::vector<Value> ins = {x, w, c.present(n, 2) ? c.in(n, 2) : Value{}};
+  o = {c.op1("Conv2D", ins, a)};
+  c.convs()[o[0].id] = {x, w, ins[2], a};
+  return Status::Ok();
+}
+
+// Conv -> BatchNormalization with constant parameters, the Conv output read only by
+// the BN: scale the weights and shift the bias instead (w' = w s, b' = (b - mean) s +
+// beta with s = gamma / sqrt(var + eps)).
+bool foldIntoConv(Context& c, const Node& n, float eps, Outs& o) {
+  const Value y = c.in(n, 0);
+  auto it = c.convs().find(y.id);
+  if (it == c.convs().end() || c.uses(n.input(0)) != 1 || !c.isConstant(it->second.w)) return false;
+  for (int k = 1; k <= 4; ++k) if (!c.isConstant(c.in(n, k)) || dtypeOf(c, c.in(n, k)) != DType::kFloat32) return false;
+  const auto& conv = it->second;
+  if (dtypeOf(c, conv.w) != DType::kFloat32 || (conv.b.id >= 0 && !c.isConstant(conv.b))) return false;
+  HostTensor w = *c.constant(conv.w, "w");
+  const auto gamma = c.constant(c.in(n, 1), "")->toFloats(), beta = c.constant(c.in(n, 2), "")->toFloats();
+  const auto mean = c.constant(c.in(n, 3), "")->toFloats(), var = c.constant(c.in(n, 4), "")->toFloats();
+  const int64_t out_ch = w.shape()[0], per = w.size() / std::max<int64_t>(out_ch, 1);
+  if (static_cast<int64_t>(gamma.size()) != out_ch) return false;
+  std::vector<float> bias(out_ch, 0.0f);
+  if (conv.b.id >= 0) bias = c.constant(conv.b, "")->toFloats();
+  HostTensor nb(DType::kFloat32, {out_ch});
+  for (int64_t ch = 0; ch < out_ch; ++ch) {
+    const double s = gamma[ch] / std::sqrt(static_cast<double>(var[ch]) + eps);
+    for (int64_t i = 0; i < per; ++i) w.as<float>()[ch * per + i] = static_cast<float>(w.as<float>()[ch * per + i] * s);
+    nb.as<float>()[ch] = static_cast<float>((bias[ch] - mean[ch]) * s + beta[ch]);
+  }
+  o = {c.op1("Conv2D", {conv.x, c.constant(w), c.constant(nb)}, conv.attrs)};  // the old Conv is dead now
+  return true;
+}
+
+template <bool kMax> Status pool(Context& c, const Node& n, Outs& o) {
+  Value x = c.in(n, 0);
+  const Shape xs = shapeOf(c, x);
+  if (xs.size() != 4) return unsupported(n, "only 2-D pooling (4-D input) is supported");
+  if (n.output_size() > 1 && !n.output(1).empty()) return unsupported(n, "the Indices output is not supported");
+  for (int64_t d : attrInts(n, "dilations", {1, 1})) if (d != 1) return unsupported(n, "dilations other than 1");
+  PoolAttrs a;
+  a.kernel = attrInts(n, "kernel_shape");
+  a.strides = attrInts(n, "strides", {1, 1});
+  a.ceil_mode = attrInt(n, "ceil_mode", 0) != 0;
+  a.count_include_pad = attrInt(n, "count_include_pad", 0) != 0;
+  ASSIGN_OR_RETURN(a.pads, spatialPads(n, xs, a.kernel, a.strides, {1, 1}));
+  o = {c.op1(kMax ? "MaxPool" : "AvgPool", {x}, a)};
+  return Status::Ok();
+}
+// LRN: x / (bias + alpha / size * sum over a window of `size` channels of x^2)^beta.
+// The channel-window sum is a 1x1 convolution with a banded 0/1 weight matrix.
+Status lrn(Context& c, const Node& n, Outs& o) {
+  Value x = c.in(n, 0);
+  const Shape xs = shapeOf(c, x);
+  if (xs.size() != 4 || dtypeOf(c, x) != DType::kFloat32) return unsupported(n, "only 4-D float32 inputs are supported");
+  const int64_t size = attrInt(n, "size", 0), ch = xs[1];
+  if (size <= 0) return unsupported(n, "size must be positive");
+  const float alpha = attrFloat(n, "alpha", 1e-4f), beta = attrFloat(n, "beta", 0.75f), bias = attrFloat(n, "bias", 1.0f);
+  HostTensor band(DType::kFloat32, {ch, ch, 1, 1});
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;  // window [c - lo, c + hi]
+  for (int64_t i = 0; i < ch; ++i)
+    for (int64_t j = std::max<int64_t>(0, i - lo); j <= std::min(ch - 1, i + hi); ++j) band.as<float>()[i * ch + j] = 1.0f;
+  Value sq = c.op1("Mul", {x, x});
+  Value window = c.op1("Conv2D", {sq, c.constant(band), Value{}}, Conv2DAttrs{});
+  Value denom = c.op1("Add", {c.op1("Mul", {window, scalarLike(c, alpha / static_cast<float>(size), x)}), scalarLike(c, bias, x)});
+  o = {c.op1("RealDiv", {x, c.op1("Pow", {denom, scalarLike(c, beta, x)})})};
+  return Status::Ok();
+}
+
+Status globalAvgPool(Context& c, const Node& n, Outs& o) {
+  o = {c.op1("GlobalAvgPool", {c.in(n, 0)})};
+  return Status::Ok();
+}
+Status globalMaxPool(Context& c, const Node& n, Outs& o) {
+  Ints axes;
+  for (size_t d = 2; d < shapeOf(c, c.in(n, 0)).size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  o = {c.op1("ReduceMax", {c.in(n, 0)}, AxesAttrs{axes, true})};
+  return Status::Ok();
+}
+Status batchNorm(Context& c, const Node& n, Outs& o) {
+  if (attrInt(n, "training_mode", 0)) return unsupported(n, "training_mode=1 is not supported (inference only)");
+  if (n.output_size() > 1) return unsupported(n, "running mean/var outputs are not supported (inference only)");
+  if (foldIntoConv(c, n, attrFloat(n, "epsilon", 1e-5f), o)) return Status::Ok();
+  o = {c.op1("BatchNorm", {c.in(n, 0), c.in(n, 1), c.in(n, 2), c.in(n, 3), c.in(n, 4)},
+             NormAttrs{1, attrFloat(n, "epsilon", 1e-5f)})};
+  return Status::Ok();
+}
+
+// ---- normalisation and reductions ----------------------------------------------------
+template <bool kLog> Status softmax(Context& c, const Node& n, Outs& o) {
+  Value x = c.in(n, 0);
+  const Shape xs = shapeOf(c, x);
+  const char* op = kLog ? "LogSoftmax" : "Softmax";
+  if (c.opset() >= 13) {
+    o = {c.op1(op, {x}, AxisAttrs{attrInt(n, "axis", -1), false})};
+    return Status::Ok();
+  }
+  int64_t axis = attrInt(n, "axis", 1);  // before 13: coerce to 2-D at axis
+  if (axis < 0) axis += static_cast<int64_t>(xs.size());
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= xs[d];
+  Value flat = c.op1("Reshape", {x}, ShapeAttrs{{outer, numElements(xs) / std::max<int64_t>(outer, 1)}});
+  o = {c.op1("Reshape", {c.op1(op, {flat}, AxisAttrs{1, false})}, ShapeAttrs{xs})};
+  return Status::Ok();
+}
+Status layerNorm(Context& c, const Node& n, Outs& o) {
+  const float eps = attrFloat(n, "epsilon", 1e-5f);
+  std::vector<Value> ins = {c.in(n, 0), c.in(n, 1), c.present(n, 2) ? c.in(n, 2) : Value{}};
+  auto outs = c.op("LayerNorm", ins, NormAttrs{attrInt(n, "axis", -1), eps}, 3);
+  Value inv = c.op1("Rsqrt", {c.op1("Add", {outs[2], scalarLike(c, eps, outs[2])})});
+  o = {outs[0], outs[1], inv};
+  return Status::Ok();
+}
+Status rmsNorm(Context& c, const Node& n, Outs& o) {  // SimplifiedLayerNormalization (contrib-style)
+  o = {c.op1("RmsNorm", {c.in(n, 0), c.in(n, 1)}, NormAttrs{attrInt(n, "axis", -1), attrFloat(n, "epsilon", 1e-5f)})};
+  return Status::Ok();
+}
+
+enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp };
+template <Red kRed> Status reduce(Context& c, const Node& n, Outs& o) {
+  const int64_t axes_input_since = kRed == Red::kSum ? 13 : 18;
+  ASSIGN_OR_RETURN(Ints axes, axesOf(c, n, 1, axes_input_since));
+  const bool keep = attrInt(n, "keepdims", 1) != 0;
+  Value x = c.in(n, 0);
+  if (axes.empty() && attrInt(n, "noop_with_empty_axes", 0)) {
+    o = {c.op1("IdentityMath", {x})};
+    return Status::Ok();
+  }
+  const AxesAttrs a{axes, keep};
+  switch (kRed) {
+    case Red::kSum: o = {c.op1("ReduceSum", {x}, a)}; break;
+    case Red::kMean: o = {c.op1("ReduceMean", {x}, a)}; break;
+    case Red::kMax: o = {c.op1("ReduceMax", {x}, a)}; break;
+    case Red::kMin: o = {c.op1("ReduceMin", {x}, a)}; break;
+    case Red::kProd: o = {c.op1("ReduceProd", {x}, a)}; break;
+    case Red::kL1: o = {c.op1("ReduceSum", {c.op1("Abs", {x})}, a)}; break;
+    case Red::kL2: o = {c.op1("Sqrt", {c.op1("ReduceSum", {c.op1("Mul", {x, x})}, a)})}; break;
+    case Red::kSumSquare: o = {c.op1("ReduceSum", {c.op1("Mul", {x, x})}, a)}; break;
+    case Red::kLogSumExp: o = {c.op1("Log", {c.op1("ReduceSum", {c.op1("Exp", {x})}, a)})}; break;
+  }
+  return Status::Ok();
+}
+template <bool kMax> Status argReduce(Context& c, const Node& n, Outs& o) {
+  if (attrInt(n, "select_last_index", 0)) return unsupported(n, "select_last_index=1 is not supported");
+  o = {c.op1(kMax ? "ArgMax" : "ArgMin", {c.in(n, 0)}, AxisAttrs{attrInt(n, "axis", 0), attrInt(n, "keepdims", 1) != 0})};
+  return Status::Ok();
+}
+
+Status resize(Context& c, const Node& n, Outs& o) {
+  Value x = c.in(n, 0);
+  const Shape xs = shapeOf(c, x);
+  if (xs.size() != 4) return unsupported(n, "only 4-D NCHW inputs are supported");
+  ResizeAttrs a;
+  const std::string mode = attrString(n, "mode", "nearest");
+  if (mode == "linear") a.mode = ResizeMode::kLinear;
+  else if (mode != "nearest") return unsupported(n, "mode '" + mode + "' is not supported");
+  const std::string ct = attrString(n, "coordinate_transformation_mode", "half_pixel");
+  const std::map<std::string, CoordTransform> cts = {{"half_pixel", CoordTransform::kHalfPixel},
+      {"asymmetric", CoordTransform::kAsymmetric}, {"align_corners", CoordTransform::kAlignCorners},
+      {"pytorch_half_pixel", CoordTransform::kPytorchHalfPixel}};
+  if (!cts.count(ct)) return unsupported(n, "coordinate_transformation_mode '" + ct + "' is not supported");
+  a.coordinate_transformation = cts.at(ct);
+  const std::string nm = attrString(n, "nearest_mode", "round_prefer_floor");
+  const std::map<std::string, NearestMode> nms = {{"round_prefer_floor", NearestMode::kRoundPreferFloor},
+      {"round_prefer_ceil", NearestMode::kRoundPreferCeil}, {"floor", NearestMode::kFloor}, {"ceil", NearestMode::kCeil}};
+  if (!nms.count(nm)) return unsupported(n, "nearest_mode '" + nm + "' is not supported");
+  a.nearest_mode = nms.at(nm);
+  if (attrInt(n, "antialias", 0)) return unsupported(n, "antialias=1 is not supported");
+  if (findAttr(n, "axes")) return unsupported(n, "the axes attribute is not supported");
+  if (c.opset() >= 11 && c.present(n, 3)) {
+    ASSIGN_OR_RETURN(Ints sizes, c.constInts(c.in(n, 3), "Resize sizes"));
+    if (sizes.size() != 4 || sizes[0] != xs[0] || sizes[1] != xs[1]) return unsupported(n, "sizes must keep N and C");
+    a.sizes = {sizes[2], sizes[3]};
+  } else {
+    ASSIGN_OR_RETURN(HostTensor scales, c.constant(c.in(n, c.opset() >= 11 ? 2 : 1), "Resize scales"));
+    const auto s = scales.toFloats();
+    if (s.size() != 4 || s[0] != 1.0f || s[1] != 1.0f) return unsupported(n, "scales must be 1 on N and C");
+    a.sizes = {static_cast<int64_t>(std::floor(xs[2] * s[2])), static_cast<int64_t>(std::floor(xs[3] * s[3]))};
+  }
+  o = {c.op1("Resize", {x}, a)};
+  return Status::Ok();
+}
+
+}  // namespace
+
+void registerNNConverters(std::map<std::string, Converter>& t) {
+  t["MatMul"] = matmul;
+  t["Gemm"] = gemm;
+  t["Conv"] = conv;
+  t["MaxPool"] = pool<true>;
+  t["AveragePool"] = pool<false>;
+  t["GlobalAveragePool"] = globalAvgPool;
+  t["GlobalMaxPool"] = globalMaxPool;
+  t["BatchNormalization"] = batchNorm;
+  t["Softmax"] = softmax<false>;
+  t["LogSoftmax"] = softmax<true>;
+  t["LayerNormalization"] = layerNorm;
+  t["SimplifiedLayerNormalization"] = rmsNorm;
+  t["ReduceSum"] = reduce<Red::kSum>;
+  t["ReduceL1"] = reduce<Red::kL1>;
+  t["ReduceL2"] = reduce<Red::kL2>;
+  t["ReduceMean"] = reduce<Red::kMean>;
+  t["ReduceMax"] = reduce<Red::kMax>;
+  t["ReduceMin"] = reduce<Red::kMin>;
+  t["ReduceProd"] = reduce<Red::kProd>;
+  t["ReduceSumSquare"] = reduce<Red::kSumSquare>;
+  t["ReduceLogSumExp"] = reduce<Red::kLogSumExp>;
+  t["ArgMax"] = argReduce<true>;
+  t["ArgMin"] = argReduce<false>;
+  t["Resize"] = resize;
+  t["LRN"] = lrn;
+}
+
+}  // namespace gkrt::onnx_import
