@@ -2,8 +2,8 @@
 """The "light" models shipped in the onnx package (onnx/backend/test/data/light:
 AlexNet, DenseNet-121, Inception v1/v2, ResNet-50, ShuffleNet, SqueezeNet, VGG-19,
 ZFNet-512) with their stripped weights filled in: each ConstantOfShape that stands in
-for a weight becomes a random initializer (He-scaled; BatchNorm scale/variance
-positive). Writes OUT/<model>.onnx, an input and onnxruntime's outputs, like
+for a weight becomes a random initializer (He-scaled; BatchNorm scales small and
+variances positive, so deep residual nets do not saturate their softmax). Writes OUT/<model>.onnx, an input and onnxruntime's outputs, like
 make_models.py.
 
     python tests/models/make_light_models.py OUT [model ...]"""
@@ -38,7 +38,9 @@ for path in sorted(glob.glob(os.path.join(light, "light_*.onnx"))):
         if node.op_type == "ConstantOfShape" and node.input[0] in inits:
             shape = [int(d) for d in inits[node.input[0]]]
             uses = users.get(node.output[0], [])
-            if any(op == "BatchNormalization" and k in (1, 4) for op, k in uses):
+            if any(op == "BatchNormalization" and k == 1 for op, k in uses):  # small scales keep residual sums bounded
+                w = rng.uniform(0.2, 0.4, shape)
+            elif any(op == "BatchNormalization" and k == 4 for op, k in uses):  # variances positive
                 w = rng.uniform(0.5, 1.5, shape)
             else:
                 fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
