@@ -14,5 +14,6 @@ Command addInfoCommand(CLI::App& app);
 Command addOpsCommand(CLI::App& app);
 Command addDumpCommand(CLI::App& app);
 Command addConvertCommand(CLI::App& app);
+Command addCompareCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

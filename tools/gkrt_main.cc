@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addDumpCommand);
 #ifdef GKRT_HAVE_ONNX
   add(gkrt::tools::addConvertCommand);
+  add(gkrt::tools::addCompareCommand);
 #endif
   try {
     app.parse(argc, argv);
