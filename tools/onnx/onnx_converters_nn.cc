@@ -56,19 +56,40 @@ StatusOr<Ints> spatialPads(const Node& n, const Shape& x, const Ints& kernel, co
   return pads;
 }
 
+// A 1-D window attribute list as its 2-D form with a height of 1.
+Ints as2D(const Ints& v, int64_t fill) { return v.size() == 1 ? Ints{fill, v[0]} : v; }
+Ints pads2D(const Ints& p) { return p.size() == 2 ? Ints{0, p[0], 0, p[1]} : p; }
+Shape with1(Shape s) {  // [N, C, L] -> [N, C, 1, L]
+  s.insert(s.begin() + 2, 1);
+  return s;
+}
+
 Status conv(Context& c, const Node& n, Outs& o) {
   Value x = c.in(n, 0), w = c.in(n, 1);
-  const Shape xs = shapeOf(c, x);
-  if (xs.size() != 4) return unsupported(n, "only 2-D convolution (4-D input) is supported, got " + shapeToString(xs));
-  const Shape ws = shapeOf(c, w);
+  Shape xs = shapeOf(c, x), ws = shapeOf(c, w);
+  const bool one_d = xs.size() == 3;
+  if (xs.size() != 4 && !one_d) return unsupported(n, "only 1-D and 2-D convolution are supported, got " + shapeToString(xs));
+  if (one_d) {
+    x = c.op1("Reshape", {x}, ShapeAttrs{with1(xs)});
+    w = c.op1("Reshape", {w}, ShapeAttrs{with1(ws)});
+    xs = with1(xs);
+    ws = with1(ws);
+  }
   Conv2DAttrs a;
-  a.strides = attrInts(n, "strides", {1, 1});
-  a.dilations = attrInts(n, "dilations", {1, 1});
+  a.strides = as2D(attrInts(n, "strides", {1, 1}), 1);
+  a.dilations = as2D(attrInts(n, "dilations", {1, 1}), 1);
   a.groups = attrInt(n, "group", 1);
-  ASSIGN_OR_RETURN(a.pads, spatialPads(n, xs, {ws[2], ws[3]}, a.strides, a.dilations));
+  ASSIGN_OR_RETURN(Ints pads, spatialPads(n, xs, {ws[2], ws[3]}, a.strides, a.dilations));
+  a.pads = pads2D(pads);
   std::vector<Value> ins = {x, w, c.present(n, 2) ? c.in(n, 2) : Value{}};
   o = {c.op1("Conv2D", ins, a)};
-  c.convs()[o[0].id] = {x, w, ins[2], a};
+  if (one_d) {
+    Shape ys = shapeOf(c, o[0]);
+    ys.erase(ys.begin() + 2);
+    o = {c.op1("Reshape", {o[0]}, ShapeAttrs{ys})};
+  } else {
+    c.convs()[o[0].id] = {x, w, ins[2], a};
+  }
   return Status::Ok();
 }
 
@@ -101,17 +122,28 @@ bool foldIntoConv(Context& c, const Node& n, float eps, Outs& o) {
 
 template <bool kMax> Status pool(Context& c, const Node& n, Outs& o) {
   Value x = c.in(n, 0);
-  const Shape xs = shapeOf(c, x);
-  if (xs.size() != 4) return unsupported(n, "only 2-D pooling (4-D input) is supported");
+  Shape xs = shapeOf(c, x);
+  const bool one_d = xs.size() == 3;
+  if (xs.size() != 4 && !one_d) return unsupported(n, "only 1-D and 2-D pooling are supported");
+  if (one_d) {
+    x = c.op1("Reshape", {x}, ShapeAttrs{with1(xs)});
+    xs = with1(xs);
+  }
   if (n.output_size() > 1 && !n.output(1).empty()) return unsupported(n, "the Indices output is not supported");
   for (int64_t d : attrInts(n, "dilations", {1, 1})) if (d != 1) return unsupported(n, "dilations other than 1");
   PoolAttrs a;
-  a.kernel = attrInts(n, "kernel_shape");
-  a.strides = attrInts(n, "strides", {1, 1});
+  a.kernel = as2D(attrInts(n, "kernel_shape"), 1);
+  a.strides = as2D(attrInts(n, "strides", one_d ? Ints{1} : Ints{1, 1}), 1);
   a.ceil_mode = attrInt(n, "ceil_mode", 0) != 0;
   a.count_include_pad = attrInt(n, "count_include_pad", 0) != 0;
-  ASSIGN_OR_RETURN(a.pads, spatialPads(n, xs, a.kernel, a.strides, {1, 1}));
+  ASSIGN_OR_RETURN(Ints pads, spatialPads(n, xs, a.kernel, a.strides, {1, 1}));
+  a.pads = pads2D(pads);
   o = {c.op1(kMax ? "MaxPool" : "AvgPool", {x}, a)};
+  if (one_d) {
+    Shape ys = shapeOf(c, o[0]);
+    ys.erase(ys.begin() + 2);
+    o = {c.op1("Reshape", {o[0]}, ShapeAttrs{ys})};
+  }
   return Status::Ok();
 }
 // LRN: x / (bias + alpha / size * sum over a window of `size` channels of x^2)^beta.
@@ -207,9 +239,21 @@ template <Red kRed> Status reduce(Context& c, const Node& n, Outs& o) {
   }
   return Status::Ok();
 }
+// select_last_index=1: the first extreme of the reversed axis, counted from the end.
 template <bool kMax> Status argReduce(Context& c, const Node& n, Outs& o) {
-  if (attrInt(n, "select_last_index", 0)) return unsupported(n, "select_last_index=1 is not supported");
-  o = {c.op1(kMax ? "ArgMax" : "ArgMin", {c.in(n, 0)}, AxisAttrs{attrInt(n, "axis", 0), attrInt(n, "keepdims", 1) != 0})};
+  const AxisAttrs a{attrInt(n, "axis", 0), attrInt(n, "keepdims", 1) != 0};
+  Value x = c.in(n, 0);
+  if (!attrInt(n, "select_last_index", 0)) {
+    o = {c.op1(kMax ? "ArgMax" : "ArgMin", {x}, a)};
+    return Status::Ok();
+  }
+  const Shape xs = shapeOf(c, x);
+  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(a.axis, static_cast<int64_t>(xs.size())));
+  Value flipped = c.op1("StridedSlice", {x}, StridedSliceAttrs{{-1}, {INT64_MIN}, {axis}, {-1}});
+  Value idx = c.op1(kMax ? "ArgMax" : "ArgMin", {flipped}, a);
+  HostTensor last(DType::kInt64, {});
+  last.as<int64_t>()[0] = xs[axis] - 1;
+  o = {c.op1("Sub", {c.constant(last), idx})};
   return Status::Ok();
 }
 
