@@ -58,13 +58,8 @@ Status compare(const CompareArgs& a) {
   ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
   OnnxImportOptions import_options;
   import_options.input_shapes = opts.input_shapes;
-  std::map<std::string, HostTensor> given;
-  for (const std::string& spec : a.inputs) {
-    std::string name, path;
-    RETURN_IF_ERROR(splitAssignment(spec, "--input", &name, &path));
-    ASSIGN_OR_RETURN(given[name], readNpy(path));
-    import_options.input_shapes[name] = given[name].shape();
-  }
+  ASSIGN_OR_RETURN(auto given, readInputArgs(a.inputs));
+  for (const auto& [name, t] : given) import_options.input_shapes[name] = t.shape();
   auto g = importOnnxFile(a.model, import_options);
   if (!g.ok()) return g.status().withContext(a.model);
   ASSIGN_OR_RETURN(auto session, Session::create(*g, opts));

@@ -25,14 +25,9 @@ struct RunArgs {
 Status run(const RunArgs& a) {
   ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
   ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
-  std::map<std::string, HostTensor> given;
-  for (const std::string& spec : a.inputs) {
-    std::string name, path;
-    RETURN_IF_ERROR(splitAssignment(spec, "--input", &name, &path));
-    auto t = readNpy(path);
-    if (!t.ok()) return t.status().withContext("--input " + name);
-    given[name] = std::move(t).value();
-    if (!opts.input_shapes.count(name)) opts.input_shapes[name] = given[name].shape();
+  ASSIGN_OR_RETURN(auto given, readInputArgs(a.inputs));
+  for (const auto& [name, t] : given) {
+    if (!opts.input_shapes.count(name)) opts.input_shapes[name] = t.shape();
   }
   for (int t : model.inputs) {  // inputs with no file and no dims to fill are an error
     if (!given.count(model.tensors[t].name)) {

@@ -1,5 +1,7 @@
 #include "tools/parse_args.h"
 
+#include "tools/npy.h"
+
 #include <stdexcept>
 
 namespace gkrt::tools {
@@ -50,6 +52,18 @@ StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const st
 }  // namespace gkrt::tools
 
 namespace gkrt::tools {
+
+StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std::string>& specs) {
+  std::map<std::string, HostTensor> inputs;
+  for (const std::string& spec : specs) {
+    std::string name, path;
+    RETURN_IF_ERROR(splitAssignment(spec, "--input", &name, &path));
+    auto t = readNpy(path);
+    if (!t.ok()) return t.status().withContext("--input " + name);
+    inputs[name] = std::move(t).value();
+  }
+  return inputs;
+}
 
 void SessionArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--backend", backend, "backend to compile for (reference, cpu)");

@@ -3,9 +3,11 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "fusion/fusion_options.h"
+#include "runtime/host_tensor.h"
 #include "runtime/session.h"
 #include "runtime/ir/shape.h"
 
@@ -17,6 +19,9 @@ Status parseShapeAssignment(const std::string& text, std::string* name, Shape* s
 Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value);
 // Environment flags (MS_DEV_GRAPH_KERNEL_FLAGS), then --flags, then --fusion-profile.
 StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const std::string& profile);
+
+// "--input name=file.npy" values, read.
+StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std::string>& specs);
 
 // The options gkrt run and gkrt dump share.
 struct SessionArgs {

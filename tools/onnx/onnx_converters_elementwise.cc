@@ -7,16 +7,9 @@
 namespace gkrt::onnx_import {
 
 StatusOr<DType> onnxDType(const Node& n, int64_t t) {
-  switch (t) {
-    case onnx::TensorProto::FLOAT: return DType::kFloat32;
-    case onnx::TensorProto::FLOAT16: return DType::kFloat16;
-    case onnx::TensorProto::INT8: return DType::kInt8;
-    case onnx::TensorProto::UINT8: return DType::kUInt8;
-    case onnx::TensorProto::INT32: return DType::kInt32;
-    case onnx::TensorProto::INT64: return DType::kInt64;
-    case onnx::TensorProto::BOOL: return DType::kBool;
-    default: return makeError(StatusCode::kUnsupported, n.op_type(), ": element type ", t, " is not supported");
-  }
+  auto d = dtypeFromOnnx(static_cast<int>(t));
+  if (!d.ok()) return d.status().withContext(n.op_type());
+  return d;
 }
 
 namespace {

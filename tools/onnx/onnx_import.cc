@@ -14,7 +14,6 @@
 #include "tools/onnx/onnx_context.h"
 
 namespace gkrt {
-namespace {
 
 StatusOr<DType> dtypeFromOnnx(int t) {
   switch (t) {
@@ -35,8 +34,6 @@ StatusOr<DType> dtypeFromOnnx(int t) {
     }
   }
 }
-
-}  // namespace
 
 StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::string& base_dir) {
   ASSIGN_OR_RETURN(DType dtype, dtypeFromOnnx(t.data_type()));

@@ -37,6 +37,8 @@ struct OnnxImportOptions {
 StatusOr<ir::Graph> importOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
 StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::string& base_dir,
                                     const OnnxImportOptions& options = {});
+// gkrt's dtype for an ONNX TensorProto element type, or kUnsupported naming it.
+StatusOr<DType> dtypeFromOnnx(int onnx_element_type);
 // A TensorProto's data (raw, typed fields or external file relative to base_dir).
 StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::string& base_dir);
 StatusOr<HostTensor> readTensorProtoFile(const std::string& path);
