@@ -1,5 +1,6 @@
 #include "runtime/ir/graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <queue>
 #include <sstream>
@@ -9,7 +10,7 @@
 namespace gkrt::ir {
 
 std::shared_ptr<const ConstData> ConstData::copyOf(const void* bytes, size_t size) {
-  auto storage = std::make_shared<std::vector<uint8_t>>(size);
+  auto storage = std::make_shared<std::vector<uint8_t>>(std::max<size_t>(size, 1));  // never a null data pointer
   if (size) std::memcpy(storage->data(), bytes, size);
   auto c = std::make_shared<ConstData>();
   c->data = storage->data();

@@ -31,7 +31,8 @@ Status interpretGraph(const Graph& g, const std::vector<TensorView>& inputs,
   }
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const Tensor& t = g.tensors[g.outputs[k]];
-    std::memcpy(outputs[k].data, where[g.outputs[k]], numElements(t.shape) * dtypeSize(t.dtype));
+    const size_t bytes = numElements(t.shape) * dtypeSize(t.dtype);
+    if (bytes) std::memcpy(outputs[k].data, where[g.outputs[k]], bytes);
   }
   return Status::Ok();
 }

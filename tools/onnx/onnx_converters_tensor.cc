@@ -20,8 +20,9 @@ namespace {
 Status reshape(Context& c, const Node& n, Outs& o) {
   Value x = c.in(n, 0);
   Ints shape;
-  if (c.opset() < 5) shape = attrInts(n, "shape");
-  else {
+  if (c.opset() < 5) {
+    shape = attrInts(n, "shape");
+  } else {
     ASSIGN_OR_RETURN(shape, c.constInts(c.in(n, 1), "Reshape shape"));
   }
   const Shape xs = shapeOf(c, x);

@@ -10,9 +10,8 @@ namespace gkrt::ops {
 namespace {
 
 Status copyKernel(const KernelContext& c) {  // Reshape/ExpandDims/Squeeze share row-major order
-  if (c.out(0).data != c.in(0).data) {
-    std::memcpy(c.out(0).data, c.in(0).data, c.in(0).size() * dtypeSize(c.in(0).dtype));
-  }
+  const size_t bytes = c.in(0).size() * dtypeSize(c.in(0).dtype);
+  if (bytes && c.out(0).data != c.in(0).data) std::memcpy(c.out(0).data, c.in(0).data, bytes);
   return Status::Ok();
 }
 
@@ -163,7 +162,7 @@ Status concatKernel(const KernelContext& c) {
   int64_t offset = 0;
   for (const TensorView& x : c.inputs) {
     const int64_t ext = x.shape[axis];
-    for (int64_t outer = 0; outer < o.outer; ++outer) {
+    for (int64_t outer = 0; outer < o.outer && ext * o.inner > 0; ++outer) {
       std::memcpy(static_cast<uint8_t*>(c.out(0).data) + ((outer * o.extent + offset) * o.inner) * es,
                   static_cast<const uint8_t*>(x.data) + outer * ext * o.inner * es, ext * o.inner * es);
     }
@@ -215,7 +214,7 @@ Status splitKernel(const KernelContext& c) {
   const size_t es = dtypeSize(c.in(0).dtype);
   int64_t offset = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    for (int64_t outer = 0; outer < in.outer; ++outer) {
+    for (int64_t outer = 0; outer < in.outer && sizes[k] * in.inner > 0; ++outer) {
       std::memcpy(static_cast<uint8_t*>(c.out(k).data) + outer * sizes[k] * in.inner * es,
                   static_cast<const uint8_t*>(c.in(0).data) + ((outer * in.extent + offset) * in.inner) * es,
                   sizes[k] * in.inner * es);
