@@ -68,7 +68,7 @@ case "${1:-run}" in
   test)
     if [ -x build/tests/onnx_conformance ]; then  # the ONNX conformance summary, for the CI log
       .venv/bin/python tests/conformance/generate_node_tests.py build/onnx_node_tests
-      build/tests/onnx_conformance build/onnx_node_tests tests/conformance/expected_results.txt | grep -E "node tests:|converts:|of those|regressions"
+      build/tests/onnx_conformance build/onnx_node_tests tests/conformance/expected_results.txt | grep -E "node tests:|converts:|of those|regressions" || true
       .venv/bin/python tests/models/make_models.py build/zoo > /dev/null
       .venv/bin/python tests/models/check_models.py build/tools/gkrt build/zoo || true  # ctest below judges
     fi
