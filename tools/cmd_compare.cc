@@ -131,14 +131,7 @@ Command addCompareCommand(CLI::App& app) {
   cmd->add_option("--input", args->inputs, "an input as name=file.npy (others are random)");
   args->session.addTo(cmd);
   cmd->add_option("--python", args->python, "Python with onnxruntime (default: $GKRT_PYTHON, .venv/bin/python, python3)");
-  return [args]() {
-    Status s = compare(*args);
-    if (!s.ok()) {
-      std::cerr << "gkrt compare: " << s.toString() << "\n";
-      return 1;
-    }
-    return 0;
-  };
+  return reportingCommand("compare", [args]() { return compare(*args); });
 }
 
 }  // namespace gkrt::tools

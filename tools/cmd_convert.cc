@@ -68,14 +68,7 @@ Command addConvertCommand(CLI::App& app) {
   cmd->add_option("--fuse-for", args->fuse_for, "save the graph pre-fused for this backend (reference, cpu)");
   cmd->add_option("--flags", args->flags, "fusion flags for --fuse-for, MS_DEV_GRAPH_KERNEL_FLAGS syntax");
   cmd->add_option("--freeze", args->freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
-  return [args]() {
-    Status s = convert(*args);
-    if (!s.ok()) {
-      std::cerr << "gkrt convert: " << s.toString() << "\n";
-      return 1;
-    }
-    return 0;
-  };
+  return reportingCommand("convert", [args]() { return convert(*args); });
 }
 
 }  // namespace gkrt::tools

@@ -63,14 +63,7 @@ Command addDumpCommand(CLI::App& app) {
   cmd->add_option("model", args->model, "the .gkm model")->required();
   args->session.addTo(cmd);
   cmd->add_flag("--json", args->json, "print the summary as one JSON object");
-  return [args]() {
-    Status s = dump(*args);
-    if (!s.ok()) {
-      std::cerr << "gkrt dump: " << s.toString() << "\n";
-      return 1;
-    }
-    return 0;
-  };
+  return reportingCommand("dump", [args]() { return dump(*args); });
 }
 
 }  // namespace gkrt::tools

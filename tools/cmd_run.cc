@@ -74,14 +74,7 @@ Command addRunCommand(CLI::App& app) {
   args->session.addTo(cmd);
   cmd->add_flag("--print", args->print, "print each output numpy-style (default when no --output-dir)");
   cmd->add_option("--output-dir", args->output_dir, "write each output as DIR/<output name>.npy");
-  return [args]() {
-    Status s = run(*args);
-    if (!s.ok()) {
-      std::cerr << "gkrt run: " << s.toString() << "\n";
-      return 1;
-    }
-    return 0;
-  };
+  return reportingCommand("run", [args]() { return run(*args); });
 }
 
 }  // namespace gkrt::tools

@@ -4,10 +4,23 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <iostream>
+
+#include "runtime/ir/status.h"
 
 namespace gkrt::tools {
 
 using Command = std::function<int()>;
+
+// A command that runs `body` and, on failure, prints "gkrt NAME: <error>" and exits 1.
+template <class Body> Command reportingCommand(const char* name, Body body) {
+  return [name, body]() {
+    Status s = body();
+    if (s.ok()) return 0;
+    std::cerr << "gkrt " << name << ": " << s.toString() << "\n";
+    return 1;
+  };
+}
 
 Command addRunCommand(CLI::App& app);
 Command addInfoCommand(CLI::App& app);

@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import numpy_helper
+from zoo_common import save_case
 
 OUT = sys.argv[1]
 wanted = set(sys.argv[2:])
@@ -60,9 +60,5 @@ for path in sorted(glob.glob(os.path.join(light, "light_*.onnx"))):
             continue
         shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
         feeds[i.name] = rng.standard_normal(shape).astype(np.float32)
-    for k, v in feeds.items():
-        np.save(os.path.join(OUT, f"{name}_input_{k.replace('/', '%')}.npy"), v)
-    sess = ort.InferenceSession(out_path, providers=["CPUExecutionProvider"])
-    for i, out in enumerate(sess.run(None, feeds)):
-        np.save(os.path.join(OUT, f"{name}_expected_{i}.npy"), out)
+    save_case(OUT, name, out_path, feeds)
     print("wrote", name)

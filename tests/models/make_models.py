@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from zoo_common import save_case
 
 OUT = sys.argv[1]
 os.makedirs(OUT, exist_ok=True)
@@ -92,10 +92,5 @@ for name, make in (("mlp", mlp), ("transformer_block", transformer_block)):
     onnx.checker.check_model(model)
     path = os.path.join(OUT, name + ".onnx")
     onnx.save(model, path)
-    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
-    for k, v in feeds.items():
-        np.save(os.path.join(OUT, f"{name}_input_{k}.npy"), v)
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    for i, out in enumerate(sess.run(None, feeds)):
-        np.save(os.path.join(OUT, f"{name}_expected_{i}.npy"), out)
+    save_case(OUT, name, path, {k: v.astype(np.float32) for k, v in feeds.items()})
 print("wrote mlp, transformer_block to", OUT)
