@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   python3-venv
 )
 PY_PACKAGES=(numpy onnx onnxruntime tokenizers)
@@ -73,6 +74,10 @@ case "${1:-run}" in
       .venv/bin/python tests/models/check_models.py build/tools/gkrt build/zoo || true  # ctest below judges
     fi
     ctest --preset host
+    # The aarch64 cross build, its tests run under qemu-aarch64 (README: Building for a board).
+    cmake --preset aarch64 >/dev/null
+    cmake --build --preset aarch64
+    ctest --preset aarch64
     ;;
   *)
     echo "usage: ./setup.sh [run|test]" >&2
