@@ -277,17 +277,39 @@ Status resize(Context& c, const Node& n, Outs& o) {
   if (!nms.count(nm)) return unsupported(n, "nearest_mode '" + nm + "' is not supported");
   a.nearest_mode = nms.at(nm);
   if (attrInt(n, "antialias", 0)) return unsupported(n, "antialias=1 is not supported");
-  if (findAttr(n, "axes")) return unsupported(n, "the axes attribute is not supported");
+  // Sizes or scales name the listed axes (all by default); gkrt resizes H and W only.
+  Ints axes = attrInts(n, "axes", {0, 1, 2, 3});
+  for (int64_t& ax : axes) {
+    if (ax < 0) ax += 4;
+    if (ax < 0 || ax > 3) return unsupported(n, "axis out of range");
+  }
+  Shape out = xs;
   if (c.opset() >= 11 && c.present(n, 3)) {
     ASSIGN_OR_RETURN(Ints sizes, c.constInts(c.in(n, 3), "Resize sizes"));
-    if (sizes.size() != 4 || sizes[0] != xs[0] || sizes[1] != xs[1]) return unsupported(n, "sizes must keep N and C");
-    a.sizes = {sizes[2], sizes[3]};
+    if (sizes.size() != axes.size()) return unsupported(n, "sizes and axes differ in length");
+    const std::string policy = attrString(n, "keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      for (size_t k = 0; k < axes.size(); ++k) out[axes[k]] = sizes[k];
+    } else if (policy == "not_larger" || policy == "not_smaller") {
+      double scale = policy == "not_larger" ? 1e300 : 0.0;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        const double r = static_cast<double>(sizes[k]) / static_cast<double>(xs[axes[k]]);
+        scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+      }
+      for (int64_t ax : axes) out[ax] = static_cast<int64_t>(std::round(scale * static_cast<double>(xs[ax])));
+    } else {
+      return unsupported(n, "keep_aspect_ratio_policy '" + policy + "' is not supported");
+    }
   } else {
     ASSIGN_OR_RETURN(HostTensor scales, c.constant(c.in(n, c.opset() >= 11 ? 2 : 1), "Resize scales"));
-    const auto s = scales.toFloats();
-    if (s.size() != 4 || s[0] != 1.0f || s[1] != 1.0f) return unsupported(n, "scales must be 1 on N and C");
-    a.sizes = {static_cast<int64_t>(std::floor(xs[2] * s[2])), static_cast<int64_t>(std::floor(xs[3] * s[3]))};
+    const auto sc = scales.toFloats();
+    if (sc.size() != axes.size()) return unsupported(n, "scales and axes differ in length");
+    for (size_t k = 0; k < axes.size(); ++k) {
+      out[axes[k]] = static_cast<int64_t>(std::floor(static_cast<double>(xs[axes[k]]) * sc[k]));
+    }
   }
+  if (out[0] != xs[0] || out[1] != xs[1]) return unsupported(n, "only H and W may be resized");
+  a.sizes = {out[2], out[3]};
   o = {c.op1("Resize", {x}, a)};
   return Status::Ok();
 }
