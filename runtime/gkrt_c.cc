@@ -69,6 +69,22 @@ size_t gkrt_session_input_count(const gkrt_session* s) { return s ? s->session->
 const char* gkrt_session_input_name(const gkrt_session* s, size_t i) {
   return s && i < s->session->inputs().size() ? s->session->inputs()[i].name.c_str() : nullptr;
 }
+gkrt_status gkrt_session_input_shape(const gkrt_session* s, size_t i, int64_t* dims, size_t capacity, size_t* rank) {
+  if (!s || !dims || !rank) return nullArg("session, dims or rank");
+  if (i >= s->session->inputs().size()) {
+    return report(gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "input index ", i, " is out of range; the model has ",
+                                  s->session->inputs().size(), " inputs"));
+  }
+  const gkrt::Shape& shape = s->session->inputs()[i].shape;
+  if (shape.size() > capacity) {
+    return report(gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "input ", i, " has rank ", shape.size(),
+                                  ", more than the ", capacity, " dims given"));
+  }
+  for (size_t d = 0; d < shape.size(); ++d) dims[d] = shape[d];
+  *rank = shape.size();
+  return report(gkrt::Status::Ok());
+}
+
 size_t gkrt_session_output_count(const gkrt_session* s) { return s ? s->session->outputs().size() : 0; }
 const char* gkrt_session_output_name(const gkrt_session* s, size_t i) {
   return s && i < s->session->outputs().size() ? s->session->outputs()[i].name.c_str() : nullptr;

@@ -45,6 +45,9 @@ void gkrt_session_free(gkrt_session* session);
 
 size_t gkrt_session_input_count(const gkrt_session* session);
 const char* gkrt_session_input_name(const gkrt_session* session, size_t index);
+/* The input's shape as compiled: up to `capacity` dims into `dims`, the rank into *rank. */
+gkrt_status gkrt_session_input_shape(const gkrt_session* session, size_t index, int64_t* dims, size_t capacity,
+                                     size_t* rank);
 size_t gkrt_session_output_count(const gkrt_session* session);
 const char* gkrt_session_output_name(const gkrt_session* session, size_t index);
 
