@@ -26,7 +26,8 @@ typedef struct gkrt_model gkrt_model;
 typedef struct gkrt_session gkrt_session;
 
 typedef enum {
-  GKRT_FLOAT32 = 0, GKRT_FLOAT16, GKRT_INT8, GKRT_UINT8, GKRT_INT32, GKRT_INT64, GKRT_BOOL
+  GKRT_FLOAT32 = 0, GKRT_FLOAT16, GKRT_INT8, GKRT_UINT8, GKRT_INT32, GKRT_INT64, GKRT_BOOL,
+  GKRT_FLOAT64, GKRT_INT16, GKRT_UINT16, GKRT_UINT32, GKRT_UINT64, GKRT_BFLOAT16
 } gkrt_dtype;
 
 typedef enum {

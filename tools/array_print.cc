@@ -1,5 +1,7 @@
 #include "tools/array_print.h"
 
+#include "runtime/ir/ops/op_helpers.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -70,8 +72,7 @@ std::string formatArray(const HostTensor& t) {
   }
   for (int64_t i = 0; i < n; ++i) {
     if (t.dtype() == DType::kBool) items[i] = values[i] != 0 ? "True" : "False";
-    else if (t.dtype() == DType::kInt64) items[i] = std::to_string(t.as<int64_t>()[i]);
-    else if (!is_float) items[i] = std::to_string(static_cast<int64_t>(values[i]));
+    else if (!is_float) ops::withIntegerType(t.dtype(), [&](auto tag) { items[i] = std::to_string(t.as<decltype(tag)>()[i]); });
     else items[i] = scientific ? formatScientific(values[i]) : formatFloat(values[i]);
   }
   if (is_float && !scientific) {  // pad the fraction so the points line up, as numpy does

@@ -18,16 +18,22 @@ const char* npyDescr(DType t) {
     case DType::kInt32: return "<i4";
     case DType::kInt64: return "<i8";
     case DType::kBool: return "|b1";
+    case DType::kFloat64: return "<f8";
+    case DType::kInt16: return "<i2";
+    case DType::kUInt16: return "<u2";
+    case DType::kUInt32: return "<u4";
+    case DType::kUInt64: return "<u8";
+    case DType::kBFloat16: return "";  // numpy has no bfloat16
   }
   return "";
 }
 
 StatusOr<DType> dtypeFromDescr(const std::string& d) {
   for (int i = 0; i < kNumDTypes; ++i) {
-    if (d == npyDescr(static_cast<DType>(i))) return static_cast<DType>(i);
+    if (*npyDescr(static_cast<DType>(i)) && d == npyDescr(static_cast<DType>(i))) return static_cast<DType>(i);
   }
-  return makeError(StatusCode::kUnsupported, "npy dtype '", d,
-                   "' is not supported; use float32, float16, int8, uint8, int32, int64 or bool (little-endian)");
+  return makeError(StatusCode::kUnsupported, "npy dtype '", d, "' is not supported; use one of ", dtypeList(),
+                   " (little-endian; bfloat16 has no .npy form)");
 }
 
 }  // namespace
@@ -80,7 +86,11 @@ StatusOr<HostTensor> readNpy(const std::string& path) {
   return t;
 }
 
-Status writeNpy(const std::string& path, const HostTensor& t) {
+Status writeNpy(const std::string& path, const HostTensor& tensor) {
+  // numpy has no bfloat16: such tensors are written as float32, which holds them exactly.
+  const HostTensor widened = tensor.dtype() == DType::kBFloat16 ? HostTensor::fromFloats(tensor.shape(), tensor.toFloats())
+                                                              : HostTensor();
+  const HostTensor& t = tensor.dtype() == DType::kBFloat16 ? widened : tensor;
   std::string shape;
   for (int64_t d : t.shape()) shape += std::to_string(d) + ", ";
   if (t.shape().size() > 1) shape.resize(shape.size() - 1);  // "(4,)" for rank 1, "(4, 4)" otherwise

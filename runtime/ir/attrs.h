@@ -152,9 +152,10 @@ struct GeluAttrs { GKRT_ATTR("Gelu", kGelu);
 struct ResizeAttrs { GKRT_ATTR("Resize", kResize);
   ResizeMode mode = ResizeMode::kNearest; CoordTransform coordinate_transformation = CoordTransform::kHalfPixel;
   NearestMode nearest_mode = NearestMode::kRoundPreferFloor; Ints sizes;
+  float scale_h = 0, scale_w = 0;  // output/input scale when given; 0: sizes / input dims
   template <class S, class V> static void fields(S& s, V& v) {
     v("mode", s.mode); v("coordinate_transformation", s.coordinate_transformation);
-    v("nearest_mode", s.nearest_mode); v("sizes", s.sizes);
+    v("nearest_mode", s.nearest_mode); v("sizes", s.sizes); v("scale_h", s.scale_h); v("scale_w", s.scale_w);
   }
 };
 struct SplitAttrs { GKRT_ATTR("Split", kSplit);

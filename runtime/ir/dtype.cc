@@ -6,10 +6,10 @@ namespace gkrt {
 
 size_t dtypeSize(DType t) {
   switch (t) {
-    case DType::kFloat32: case DType::kInt32: return 4;
-    case DType::kFloat16: return 2;
+    case DType::kFloat32: case DType::kInt32: case DType::kUInt32: return 4;
+    case DType::kFloat16: case DType::kBFloat16: case DType::kInt16: case DType::kUInt16: return 2;
     case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
-    case DType::kInt64: return 8;
+    case DType::kInt64: case DType::kUInt64: case DType::kFloat64: return 8;
   }
   return 0;
 }
@@ -23,6 +23,12 @@ const char* dtypeName(DType t) {
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
+    case DType::kFloat64: return "float64";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
+    case DType::kUInt32: return "uint32";
+    case DType::kUInt64: return "uint64";
+    case DType::kBFloat16: return "bfloat16";
   }
   return "?";
 }
@@ -31,13 +37,34 @@ StatusOr<DType> parseDType(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i) {
     if (name == dtypeName(static_cast<DType>(i))) return static_cast<DType>(i);
   }
-  return makeError(StatusCode::kInvalidArgument, "unknown dtype '", name,
-                   "'; valid: float32, float16, int8, uint8, int32, int64, bool");
+  return makeError(StatusCode::kInvalidArgument, "unknown dtype '", name, "'; valid: ", dtypeList());
 }
 
-bool isFloat(DType t) { return t == DType::kFloat32 || t == DType::kFloat16; }
-bool isInteger(DType t) {
-  return t == DType::kInt8 || t == DType::kUInt8 || t == DType::kInt32 || t == DType::kInt64;
+std::string dtypeList() {
+  std::string s;
+  for (int i = 0; i < kNumDTypes; ++i) s += (i ? ", " : "") + std::string(dtypeName(static_cast<DType>(i)));
+  return s;
+}
+
+bool isFloat(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kFloat64 || t == DType::kBFloat16;
+}
+bool isInteger(DType t) { return !isFloat(t) && t != DType::kBool; }
+bool is16BitFloat(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+uint16_t floatToBFloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bfloat16ToFloat(uint16_t h) {
+  const uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
 }
 
 uint16_t floatToHalf(float f) {

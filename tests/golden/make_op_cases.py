@@ -132,6 +132,13 @@ case("Cast_bool_f32", "Cast", [bools], [bools.astype(np.float32)], {"to": "float
 case("Cast_f32_f16", "Cast", [x], [x.astype(np.float16)], {"to": "float16"}, rtol=0, atol=0)
 case("Cast_f16_f32", "Cast", [x.astype(np.float16)], [x.astype(np.float16).astype(np.float32)], {"to": "float32"})
 case("Cast_i32_i8", "Cast", [xi], [xi.astype(np.int8)], {"to": "int8"})
+case("Cast_f64_i16", "Cast", [x.astype(np.float64) * 100], [np.trunc(x.astype(np.float64) * 100).astype(np.int16)],
+     {"to": "int16"})
+case("Cast_u16_f64", "Cast", [np.array([0, 7, 65535], np.uint16)], [np.array([0, 7, 65535], np.float64)], {"to": "float64"})
+case("Cast_i64_f64_exact", "Cast", [np.array([2**53 - 1, -3], np.int64)], [np.array([2**53 - 1, -3], np.float64)],
+     {"to": "float64"}, rtol=0, atol=0)
+case("Cast_f32_u32_saturates", "Cast", [np.array([-5.5, 3.7, 5e9, np.nan], np.float32)],
+     [np.array([0, 3, 2**32 - 1, 0], np.uint32)], {"to": "uint32"})
 
 # ---- binary, ternary, variadic ------------------------------------------------------
 a, b = f32(2, 3, 4), f32(3, 1)
@@ -170,6 +177,12 @@ case("Select_int32", "Select", [cond, ai, bi], [np.where(cond, ai, np.broadcast_
 c3 = f32(2, 3, 4)
 case("AddN", "AddN", [a, c3, a], [as32(d64 + c3 + d64)])
 case("AddN_int32", "AddN", [ai, ai, ai], [ai * 3])
+big = np.array([2**40 + 1, 2**63 + 5, 7], np.uint64)
+case("Add_uint64_exact", "Add", [big, np.array([1], np.uint64)], [big + np.uint64(1)], rtol=0, atol=0)
+case("Mul_int16", "Mul", [ai.astype(np.int16), bi.astype(np.int16)], [(ai * bi).astype(np.int16)])
+case("Sub_uint16_wraps", "Sub", [np.array([1, 5], np.uint16), np.array([2, 1], np.uint16)],
+     [np.array([65535, 4], np.uint16)])
+case("Add_float64", "Add", [d64, e64], [d64 + e64])
 case("FusedMulAdd", "FusedMulAdd", [a, b, c3], [as32(d64 * e64 + c3)])
 val = np.array(0.5, np.float32)
 case("Addcmul", "Addcmul", [c3, a, b, val], [as32(c3 + 0.5 * d64 * e64)])
@@ -179,6 +192,9 @@ r = f32(3, 4, 5)
 r64 = r.astype(np.float64)
 case("ReduceSum", "ReduceSum", [r], [as32(r64.sum(axis=1, keepdims=True))], {"axes": "1", "keep_dims": "true"})
 case("ReduceSum_int32", "ReduceSum", [ai], [ai.sum(axis=(0, 2)).astype(np.int32)], {"axes": "0,2"})
+u32 = np.abs(ai).astype(np.uint32) * np.uint32(100000)
+case("ReduceSum_uint32", "ReduceSum", [u32], [u32.sum(axis=(0, 2), dtype=np.uint32)], {"axes": "0,2"})
+case("ReduceMax_int16", "ReduceMax", [ai.astype(np.int16)], [ai.astype(np.int16).max(axis=1)], {"axes": "1"})
 case("ReduceMean_all", "ReduceMean", [r], [as32(r64.mean())])
 case("MeanExt", "MeanExt", [r], [as32(r64.mean(axis=(0, 2)))], {"axes": "0,2"})
 case("ReduceMax", "ReduceMax", [r], [r.max(axis=(0, 2))], {"axes": "0,-1"})

@@ -173,7 +173,7 @@ TEST(Loader, EnumValueOutOfRange) {
     };
     s.nodes.push_back(cast);
     s.outputs = {4};
-  }, {"node 2", "attribute 'to' has value 99", "valid are 0..6"});
+  }, {"node 2", "attribute 'to' has value 99", "valid are 0..12"});
 }
 TEST(Loader, Cycle) {
   expectSpecError([](Spec& s) { s.nodes[0].inputs[0] = 3; }, {"cycle"});

@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests: run a graph on a backend, compare tensors.
 #pragma once
 
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,14 +47,20 @@ inline std::string compareTensors(const HostTensor& got, const HostTensor& want,
     return "shape " + shapeToString(got.shape()) + " != expected " + shapeToString(want.shape());
   }
   const std::vector<float> g = got.toFloats(), w = want.toFloats();
-  const bool exact = !isFloat(got.dtype());
+  const size_t es = dtypeSize(got.dtype());
+  const auto* gb = static_cast<const char*>(got.data());
+  const auto* wb = static_cast<const char*>(want.data());
   for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
-    if (got.dtype() == DType::kInt64 && got.as<int64_t>()[i] == want.as<int64_t>()[i]) continue;
-    const double diff = std::fabs(static_cast<double>(g[i]) - w[i]);
-    const bool ok = exact ? diff == 0 : (diff <= atol + rtol * std::fabs(w[i]) || (std::isinf(w[i]) && g[i] == w[i]));
-    if (!ok) {
+    if (!isFloat(got.dtype())) {  // integers and bool: bit-exact, at any width
+      if (std::memcmp(gb + i * es, wb + i * es, es) == 0) continue;
       return "element " + std::to_string(i) + ": got " + std::to_string(g[i]) + ", expected " + std::to_string(w[i]);
+    }
+    const double gd = got.dtype() == DType::kFloat64 ? got.as<double>()[i] : g[i];
+    const double wd = want.dtype() == DType::kFloat64 ? want.as<double>()[i] : w[i];
+    if (std::isnan(wd) && std::isnan(gd)) continue;
+    const double diff = std::fabs(gd - wd);
+    if (!(diff <= atol + rtol * std::fabs(wd) || (std::isinf(wd) && gd == wd))) {
+      return "element " + std::to_string(i) + ": got " + std::to_string(gd) + ", expected " + std::to_string(wd);
     }
   }
   return "";

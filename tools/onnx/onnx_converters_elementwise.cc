@@ -104,13 +104,20 @@ Status prelu(Context& c, const Node& n, Outs& o) {
   return Status::Ok();
 }
 Status isInf(Context& c, const Node& n, Outs& o) {
-  if (!attrInt(n, "detect_negative", 1) || !attrInt(n, "detect_positive", 1)) {
-    return unsupported(n, "detect_negative/detect_positive = 0 is not supported");
-  }
-  o = {c.op1("IsInf", {c.in(n, 0)})};
+  Value x = c.in(n, 0), r = c.op1("IsInf", {x});
+  if (!attrInt(n, "detect_negative", 1)) r = c.op1("LogicalAnd", {r, c.op1("Greater", {x, scalarLike(c, 0, x)})});
+  if (!attrInt(n, "detect_positive", 1)) r = c.op1("LogicalAnd", {r, c.op1("Less", {x, scalarLike(c, 0, x)})});
+  o = {r};
   return Status::Ok();
 }
 Status clip(Context& c, const Node& n, Outs& o) {
+  if (!isFloat(dtypeOf(c, c.in(n, 0))) && c.opset() >= 11) {  // integers: exact, bounds in their own type
+    Value y = c.in(n, 0);
+    if (c.present(n, 1)) y = c.op1("Maximum", {y, c.in(n, 1)});
+    if (c.present(n, 2)) y = c.op1("Minimum", {y, c.in(n, 2)});
+    o = {y};
+    return Status::Ok();
+  }
   ClipAttrs a;
   if (c.opset() < 11) {
     a.min = attrFloat(n, "min", a.min);

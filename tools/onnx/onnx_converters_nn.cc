@@ -306,6 +306,8 @@ Status resize(Context& c, const Node& n, Outs& o) {
     if (sc.size() != axes.size()) return unsupported(n, "scales and axes differ in length");
     for (size_t k = 0; k < axes.size(); ++k) {
       out[axes[k]] = static_cast<int64_t>(std::floor(static_cast<double>(xs[axes[k]]) * sc[k]));
+      if (axes[k] == 2) a.scale_h = sc[k];
+      if (axes[k] == 3) a.scale_w = sc[k];
     }
   }
   if (out[0] != xs[0] || out[1] != xs[1]) return unsupported(n, "only H and W may be resized");

@@ -1,4 +1,5 @@
 // ONNX shape and data-movement ops, constants and index ops.
+#include <cstring>
 #include <cmath>
 #include <map>
 
@@ -212,9 +213,20 @@ Status range(Context& c, const Node& n, Outs& o) {
 Status oneHot(Context& c, const Node& n, Outs& o) {
   ASSIGN_OR_RETURN(float depth, c.constFloat(c.in(n, 1), "OneHot depth"));
   ASSIGN_OR_RETURN(HostTensor values, c.constant(c.in(n, 2), "OneHot values"));
-  if (values.size() != 2 || values.dtype() != DType::kFloat32) return unsupported(n, "values must be 2 float32 values");
-  const auto v = values.toFloats();
-  o = {c.op1("OneHot", {c.in(n, 0)}, OneHotAttrs{static_cast<int64_t>(depth), attrInt(n, "axis", -1), v[1], v[0]})};
+  if (values.size() != 2) return unsupported(n, "values must hold 2 values (off, on)");
+  const OneHotAttrs a{static_cast<int64_t>(depth), attrInt(n, "axis", -1), 1.0f, 0.0f};
+  if (values.dtype() == DType::kFloat32) {
+    const auto v = values.toFloats();
+    o = {c.op1("OneHot", {c.in(n, 0)}, OneHotAttrs{a.depth, a.axis, v[1], v[0]})};
+    return Status::Ok();
+  }
+  // Other value types: a 0/1 mask selecting between the values, exact in their type.
+  HostTensor off(values.dtype(), {}), on(values.dtype(), {});
+  const size_t es = dtypeSize(values.dtype());
+  std::memcpy(off.data(), values.data(), es);
+  std::memcpy(on.data(), static_cast<const char*>(values.data()) + es, es);
+  Value mask = c.op1("Cast", {c.op1("OneHot", {c.in(n, 0)}, a)}, CastAttrs{DType::kBool});
+  o = {c.op1("Select", {mask, c.constant(on), c.constant(off)})};
   return Status::Ok();
 }
 Status cumSum(Context& c, const Node& n, Outs& o) {

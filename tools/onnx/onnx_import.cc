@@ -24,13 +24,19 @@ StatusOr<DType> dtypeFromOnnx(int t) {
     case onnx::TensorProto::INT32: return DType::kInt32;
     case onnx::TensorProto::INT64: return DType::kInt64;
     case onnx::TensorProto::BOOL: return DType::kBool;
+    case onnx::TensorProto::DOUBLE: return DType::kFloat64;
+    case onnx::TensorProto::INT16: return DType::kInt16;
+    case onnx::TensorProto::UINT16: return DType::kUInt16;
+    case onnx::TensorProto::UINT32: return DType::kUInt32;
+    case onnx::TensorProto::UINT64: return DType::kUInt64;
+    case onnx::TensorProto::BFLOAT16: return DType::kBFloat16;
     default: {
       std::string name = onnx::TensorProto::DataType_IsValid(t)
                              ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
                              : "";
       if (name.empty()) name = "#" + std::to_string(t);
-      return makeError(StatusCode::kUnsupported, "ONNX element type ", name,
-                       " is not supported (gkrt has float32, float16, int8, uint8, int32, int64, bool)");
+      return makeError(StatusCode::kUnsupported, "ONNX element type ", name, " is not supported (gkrt has ",
+                       dtypeList(), ")");
     }
   }
 }
@@ -80,25 +86,35 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
     return have == n ? Status::Ok() : makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' holds ", have,
                                                 " values, shape ", shapeToString(shape), " needs ", n);
   };
+  // Typed fields (TensorProto's comments): float_data, double_data, int64_data,
+  // uint64_data (uint32 too); every narrower type in int32_data (16-bit floats as bits).
   switch (dtype) {
     case DType::kFloat32:
       RETURN_IF_ERROR(need(t.float_data_size()));
       for (int64_t i = 0; i < n; ++i) h.as<float>()[i] = t.float_data(static_cast<int>(i));
       break;
+    case DType::kFloat64:
+      RETURN_IF_ERROR(need(t.double_data_size()));
+      for (int64_t i = 0; i < n; ++i) h.as<double>()[i] = t.double_data(static_cast<int>(i));
+      break;
     case DType::kInt64:
       RETURN_IF_ERROR(need(t.int64_data_size()));
       for (int64_t i = 0; i < n; ++i) h.as<int64_t>()[i] = t.int64_data(static_cast<int>(i));
       break;
-    default:  // int32, int8, uint8, bool, float16 live in int32_data
+    case DType::kUInt64: case DType::kUInt32:
+      RETURN_IF_ERROR(need(t.uint64_data_size()));
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t v = t.uint64_data(static_cast<int>(i));
+        if (dtype == DType::kUInt64) h.as<uint64_t>()[i] = v;
+        else h.as<uint32_t>()[i] = static_cast<uint32_t>(v);
+      }
+      break;
+    default:
       RETURN_IF_ERROR(need(t.int32_data_size()));
       for (int64_t i = 0; i < n; ++i) {
         const int32_t v = t.int32_data(static_cast<int>(i));
-        switch (dtype) {
-          case DType::kFloat16: h.as<uint16_t>()[i] = static_cast<uint16_t>(v); break;
-          case DType::kInt32: h.as<int32_t>()[i] = v; break;
-          case DType::kInt8: h.as<int8_t>()[i] = static_cast<int8_t>(v); break;
-          default: h.as<uint8_t>()[i] = static_cast<uint8_t>(v); break;  // uint8, bool
-        }
+        if (is16BitFloat(dtype)) h.as<uint16_t>()[i] = static_cast<uint16_t>(v);
+        else ops::withIntegerType(dtype, [&](auto tag) { h.as<decltype(tag)>()[i] = static_cast<decltype(tag)>(v); });
       }
   }
   return h;

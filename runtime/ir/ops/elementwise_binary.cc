@@ -91,7 +91,7 @@ template <class F> Status binaryKernel(const KernelContext& c) {
     });
     return Status::Ok();
   }
-  withStorageType(a.dtype, [&](auto tag) {
+  withIntegerType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     forEachBroadcast<2>(y.shape, shapes, [&](int64_t i, const std::array<int64_t, 2>& o) {
       y.as<T>()[i] = f(a.as<T>()[o[0]], b.as<T>()[o[1]]);
@@ -106,7 +106,7 @@ template <class F> Status compareKernel(const KernelContext& c) {
   const TensorView& b = c.in(1);
   uint8_t* y = c.out(0).as<uint8_t>();
   const std::array<const Shape*, 2> shapes{&a.shape, &b.shape};
-  if (a.dtype == DType::kFloat16) {
+  if (is16BitFloat(a.dtype)) {
     forEachBroadcast<2>(c.out(0).shape, shapes, [&](int64_t i, const std::array<int64_t, 2>& o) {
       y[i] = f(loadF(a.data, a.dtype, o[0]), loadF(b.data, b.dtype, o[1]));
     });
@@ -161,7 +161,7 @@ Status addNKernel(const KernelContext& c) {
     for (int64_t i = 0; i < n; ++i) storeF(y.data, y.dtype, i, acc[i]);
     return Status::Ok();
   }
-  withStorageType(y.dtype, [&](auto tag) {  // integers: exact sum in the tensor's type
+  withIntegerType(y.dtype, [&](auto tag) {  // integers: exact sum in the tensor's type
     using T = decltype(tag);
     for (int64_t i = 0; i < n; ++i) y.as<T>()[i] = 0;
     for (const TensorView& x : c.inputs) {

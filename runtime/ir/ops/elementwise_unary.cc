@@ -32,7 +32,7 @@ template <class F> Status numericUnaryKernel(const KernelContext& c) {
     for (int64_t i = 0; i < n; ++i) storeF(y.data, y.dtype, i, f(loadF(x.data, x.dtype, i)));
     return Status::Ok();
   }
-  withStorageType(x.dtype, [&](auto tag) {
+  withIntegerType(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     for (int64_t i = 0; i < n; ++i) y.as<T>()[i] = f(x.as<T>()[i]);
   });
@@ -150,35 +150,28 @@ Status logicalNotKernel(const KernelContext& c) {
   return Status::Ok();
 }
 
-template <class Dst, class Src> Dst castValue(Src v) {
-  if constexpr (std::is_floating_point_v<Src> && std::is_integral_v<Dst>) {
-    if (std::isnan(v)) return Dst(0);
-    constexpr double lo = static_cast<double>(std::numeric_limits<Dst>::lowest());
-    constexpr double hi = static_cast<double>(std::numeric_limits<Dst>::max());
-    const double d = static_cast<double>(v);
-    return d <= lo ? std::numeric_limits<Dst>::lowest() : d >= hi ? std::numeric_limits<Dst>::max() : static_cast<Dst>(d);
-  } else {
-    return static_cast<Dst>(v);
-  }
-}
-
 // Float-to-int casts truncate toward zero and saturate (NaN -> 0); to bool is "!= 0".
+// 16-bit floats go through float32; every other pair converts directly.
 Status castKernel(const KernelContext& c) {
   const TensorView& x = c.in(0);
   const MutableTensorView& y = c.out(0);
   const int64_t n = x.size();
-  if (x.dtype == DType::kFloat16 || y.dtype == DType::kFloat16 || y.dtype == DType::kBool) {
-    for (int64_t i = 0; i < n; ++i) {
-      float v = loadF(x.data, x.dtype, i);
-      if (y.dtype == DType::kBool) {
-        bool nonzero = x.dtype == DType::kInt64 ? x.as<int64_t>()[i] != 0 : v != 0.0f;
-        y.as<uint8_t>()[i] = nonzero;
-      } else if (y.dtype == DType::kFloat16 || y.dtype == DType::kFloat32) {
-        storeF(y.data, y.dtype, i, x.dtype == DType::kInt64 ? static_cast<float>(x.as<int64_t>()[i]) : v);
-      } else {
-        withStorageType(y.dtype, [&](auto d) { y.as<decltype(d)>()[i] = castValue<decltype(d)>(v); });
+  if (y.dtype == DType::kBool) {
+    const size_t es = dtypeSize(x.dtype);
+    const auto* xb = static_cast<const uint8_t*>(x.data);
+    if (isFloat(x.dtype)) {
+      for (int64_t i = 0; i < n; ++i) y.as<uint8_t>()[i] = loadF(x.data, x.dtype, i) != 0.0f;
+    } else {  // any nonzero byte: exact for every integer width
+      for (int64_t i = 0; i < n; ++i) {
+        bool nz = false;
+        for (size_t k = 0; k < es; ++k) nz |= xb[i * es + k] != 0;
+        y.as<uint8_t>()[i] = nz;
       }
     }
+    return Status::Ok();
+  }
+  if (is16BitFloat(x.dtype) || is16BitFloat(y.dtype)) {
+    for (int64_t i = 0; i < n; ++i) storeF(y.data, y.dtype, i, loadF(x.data, x.dtype, i));
     return Status::Ok();
   }
   withStorageType(x.dtype, [&](auto s) {

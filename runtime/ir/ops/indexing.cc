@@ -213,14 +213,17 @@ Status shapeResize(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   out = {Shape{in[0]->shape[0], in[0]->shape[1], a.sizes[0], a.sizes[1]}};
   return Status::Ok();
 }
-double sourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len) {
-  const double scale = static_cast<double>(out_len) / static_cast<double>(in_len);
+// ONNX Resize's coordinate transforms. With a given scale, ONNX takes the resized
+// length as in_len * scale, unrounded (it matters for align_corners).
+double sourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len, float given_scale) {
+  const double scale = given_scale > 0 ? given_scale : static_cast<double>(out_len) / static_cast<double>(in_len);
+  const double resized = given_scale > 0 ? in_len * scale : static_cast<double>(out_len);
   switch (t) {
     case CoordTransform::kHalfPixel: return (o + 0.5) / scale - 0.5;
     case CoordTransform::kAsymmetric: return o / scale;
     case CoordTransform::kAlignCorners:
-      return out_len > 1 ? o * static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1) : 0.0;
-    case CoordTransform::kPytorchHalfPixel: return out_len > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+      return resized > 1 ? o * static_cast<double>(in_len - 1) / (resized - 1) : 0.0;
+    case CoordTransform::kPytorchHalfPixel: return resized > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
   }
   return 0.0;
 }
@@ -241,9 +244,9 @@ Status resizeKernel(const KernelContext& c) {
   const int64_t oh = a.sizes[0], ow = a.sizes[1];
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t h = 0; h < oh; ++h) {
-      const double sy = sourceCoord(a.coordinate_transformation, h, ih, oh);
+      const double sy = sourceCoord(a.coordinate_transformation, h, ih, oh, a.scale_h);
       for (int64_t w = 0; w < ow; ++w) {
-        const double sx = sourceCoord(a.coordinate_transformation, w, iw, ow);
+        const double sx = sourceCoord(a.coordinate_transformation, w, iw, ow, a.scale_w);
         const int64_t dst = (p * oh + h) * ow + w;
         if (a.mode == ResizeMode::kNearest) {
           copyElement(c.out(0), dst, x, (p * ih + nearestIndex(a.nearest_mode, sy, ih)) * iw +

@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/ir/op_def.h"
@@ -31,14 +33,37 @@ Status shapeBroadcast(const ir::Node& n, const In& in, std::vector<Shape>& out);
 Status shapeScalar(const ir::Node& n, const In& in, std::vector<Shape>& out);      // every output rank 0
 
 // ---- element access ------------------------------------------------------------
+// Float-to-integer conversion truncating toward zero and saturating at the type's
+// range (NaN -> 0): never the undefined behaviour of an out-of-range static_cast.
+template <class Dst, class Src> Dst castValue(Src v) {
+  if constexpr (std::is_floating_point_v<Src> && std::is_integral_v<Dst>) {
+    if (std::isnan(v)) return Dst(0);
+    constexpr double lo = static_cast<double>(std::numeric_limits<Dst>::lowest());
+    constexpr double hi = static_cast<double>(std::numeric_limits<Dst>::max());
+    const double d = static_cast<double>(v);
+    return d <= lo ? std::numeric_limits<Dst>::lowest() : d >= hi ? std::numeric_limits<Dst>::max() : static_cast<Dst>(d);
+  } else {
+    return static_cast<Dst>(v);
+  }
+}
+
+// Reference kernels compute float math in float32: every dtype widens to it and narrows
+// back (float64 keeps float32 precision through such kernels; exact paths use the
+// storage type).
 inline float loadF(const void* p, DType t, int64_t i) {
   switch (t) {
     case DType::kFloat32: return static_cast<const float*>(p)[i];
     case DType::kFloat16: return halfToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DType::kBFloat16: return bfloat16ToFloat(static_cast<const uint16_t*>(p)[i]);
+    case DType::kFloat64: return static_cast<float>(static_cast<const double*>(p)[i]);
     case DType::kInt8: return static_cast<const int8_t*>(p)[i];
     case DType::kUInt8: return static_cast<const uint8_t*>(p)[i];
+    case DType::kInt16: return static_cast<const int16_t*>(p)[i];
+    case DType::kUInt16: return static_cast<const uint16_t*>(p)[i];
     case DType::kInt32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case DType::kUInt32: return static_cast<float>(static_cast<const uint32_t*>(p)[i]);
     case DType::kInt64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
+    case DType::kUInt64: return static_cast<float>(static_cast<const uint64_t*>(p)[i]);
     case DType::kBool: return static_cast<const uint8_t*>(p)[i] ? 1.0f : 0.0f;
   }
   return 0.0f;
@@ -47,35 +72,53 @@ inline void storeF(void* p, DType t, int64_t i, float v) {
   switch (t) {
     case DType::kFloat32: static_cast<float*>(p)[i] = v; break;
     case DType::kFloat16: static_cast<uint16_t*>(p)[i] = floatToHalf(v); break;
-    case DType::kInt8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
-    case DType::kUInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
-    case DType::kInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case DType::kInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case DType::kBFloat16: static_cast<uint16_t*>(p)[i] = floatToBFloat16(v); break;
+    case DType::kFloat64: static_cast<double*>(p)[i] = v; break;
+    case DType::kInt8: static_cast<int8_t*>(p)[i] = castValue<int8_t>(v); break;
+    case DType::kUInt8: static_cast<uint8_t*>(p)[i] = castValue<uint8_t>(v); break;
+    case DType::kInt16: static_cast<int16_t*>(p)[i] = castValue<int16_t>(v); break;
+    case DType::kUInt16: static_cast<uint16_t*>(p)[i] = castValue<uint16_t>(v); break;
+    case DType::kInt32: static_cast<int32_t*>(p)[i] = castValue<int32_t>(v); break;
+    case DType::kUInt32: static_cast<uint32_t*>(p)[i] = castValue<uint32_t>(v); break;
+    case DType::kInt64: static_cast<int64_t*>(p)[i] = castValue<int64_t>(v); break;
+    case DType::kUInt64: static_cast<uint64_t*>(p)[i] = castValue<uint64_t>(v); break;
     case DType::kBool: static_cast<uint8_t*>(p)[i] = v != 0.0f; break;
   }
 }
-// Integer read of an index tensor (int32/int64/int8/uint8).
-inline int64_t loadIndex(const TensorView& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kInt32: return t.as<int32_t>()[i];
-    case DType::kInt64: return t.as<int64_t>()[i];
-    case DType::kInt8: return t.as<int8_t>()[i];
-    case DType::kUInt8: return t.as<uint8_t>()[i];
-    default: return static_cast<int64_t>(loadF(t.data, t.dtype, i));
+
+// Calls fn(T{}) with the C++ type holding the elements of integer or bool `t`.
+template <class Fn> void withIntegerType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kInt8: fn(int8_t{}); break;
+    case DType::kUInt8: case DType::kBool: fn(uint8_t{}); break;
+    case DType::kInt16: fn(int16_t{}); break;
+    case DType::kUInt16: fn(uint16_t{}); break;
+    case DType::kInt32: fn(int32_t{}); break;
+    case DType::kUInt32: fn(uint32_t{}); break;
+    case DType::kInt64: fn(int64_t{}); break;
+    case DType::kUInt64: fn(uint64_t{}); break;
+    default: break;  // float types: callers take their float path first
   }
 }
-
-// Calls fn(T{}) with the C++ type holding `t`'s elements (float16 as uint16_t bits).
+// Calls fn(T{}) with the C++ type holding `t`'s elements, 16-bit floats excluded
+// (callers handle those through loadF/storeF).
 template <class Fn> void withStorageType(DType t, Fn&& fn) {
   switch (t) {
     case DType::kFloat32: fn(float{}); break;
-    case DType::kFloat16: fn(uint16_t{}); break;
-    case DType::kInt8: fn(int8_t{}); break;
-    case DType::kUInt8: fn(uint8_t{}); break;
-    case DType::kInt32: fn(int32_t{}); break;
-    case DType::kInt64: fn(int64_t{}); break;
-    case DType::kBool: fn(uint8_t{}); break;
+    case DType::kFloat64: fn(double{}); break;
+    case DType::kFloat16: case DType::kBFloat16: break;
+    default: withIntegerType(t, fn);
   }
+}
+
+// Integer read of an index tensor.
+inline int64_t loadIndex(const TensorView& t, int64_t i) {
+  int64_t v = 0;
+  if (isInteger(t.dtype) || t.dtype == DType::kBool) {
+    withIntegerType(t.dtype, [&](auto tag) { v = static_cast<int64_t>(t.as<decltype(tag)>()[i]); });
+    return v;
+  }
+  return castValue<int64_t>(loadF(t.data, t.dtype, i));
 }
 
 // ---- broadcast iteration -------------------------------------------------------

@@ -27,7 +27,7 @@ void reduceInto(const TensorView& x, const std::vector<int64_t>& axes, ReduceKin
                                   : is_max ? -std::numeric_limits<double>::infinity()
                                   : is_min ? std::numeric_limits<double>::infinity() : 0.0);
   std::vector<int64_t> acc_i(n_out, kind == ReduceKind::kProd ? 1 : 0);
-  const bool exact_int = x.dtype == DType::kInt64 || x.dtype == DType::kInt32;
+  const bool exact_int = isInteger(x.dtype) && isInteger(y.dtype);
   std::vector<char> seen(n_out, 0);
   forEachBroadcast<1>(x.shape, {&kept}, [&](int64_t i, const std::array<int64_t, 1>& o) {
     const int64_t j = o[0];
@@ -42,7 +42,7 @@ void reduceInto(const TensorView& x, const std::vector<int64_t>& axes, ReduceKin
       seen[j] = 1;
       return;
     }
-    const double v = loadF(x.data, x.dtype, i);
+    const double v = x.dtype == DType::kFloat64 ? x.as<double>()[i] : loadF(x.data, x.dtype, i);
     switch (kind) {
       case ReduceKind::kSum: case ReduceKind::kMean: acc[j] += v; break;
       case ReduceKind::kProd: acc[j] *= v; break;
@@ -55,15 +55,21 @@ void reduceInto(const TensorView& x, const std::vector<int64_t>& axes, ReduceKin
   for (int64_t j = 0; j < n_out; ++j) {
     if (exact_int) {
       int64_t v = kind == ReduceKind::kMean ? (count ? acc_i[j] / count : 0) : acc_i[j];
-      if (y.dtype == DType::kInt64) y.as<int64_t>()[j] = v;
-      else y.as<int32_t>()[j] = static_cast<int32_t>(v);
+      if (count == 0 && (is_max || is_min)) {  // empty set: the type's lowest / highest
+        withIntegerType(y.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          y.as<T>()[j] = is_max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+        });
+        continue;
+      }
+      withIntegerType(y.dtype, [&](auto tag) { y.as<decltype(tag)>()[j] = static_cast<decltype(tag)>(v); });
       continue;
     }
     double v = kind == ReduceKind::kMean ? acc[j] / static_cast<double>(count) : acc[j];
-    if (count == 0 && (is_max || is_min) && !isFloat(y.dtype)) {  // empty set: the type's lowest / highest
-      if (y.dtype == DType::kBool) v = is_min ? 1 : 0;
-      else if (y.dtype == DType::kInt8) v = is_max ? -128 : 127;
-      else if (y.dtype == DType::kUInt8) v = is_max ? 0 : 255;
+    if (count == 0 && (is_max || is_min) && y.dtype == DType::kBool) v = is_min ? 1 : 0;
+    if (y.dtype == DType::kFloat64) {
+      y.as<double>()[j] = v;
+      continue;
     }
     storeF(y.data, y.dtype, j, static_cast<float>(v));
   }
