@@ -181,6 +181,11 @@ TEST(OnnxImport, HostileFiles) {
   kv->set_key("location");
   kv->set_value("../../etc/passwd");
   expectError(import(escape), {"must be a file beside the model"});
+  kv->set_value("weights.bin");
+  auto* off = et->add_external_data();
+  off->set_key("offset");
+  off->set_value("12abc");
+  expectError(import(escape), {"external data offset '12abc' is not a non-negative integer"});
 
   auto dynamic = model();
   auto* dg = dynamic.mutable_graph();

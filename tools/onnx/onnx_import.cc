@@ -1,5 +1,6 @@
 #include "tools/onnx/onnx_import.h"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -60,9 +61,19 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
     std::string location;
     int64_t offset = 0, length = -1;
     for (const auto& kv : t.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      if (kv.key() == "location") {
+        location = kv.value();
+        continue;
+      }
+      if (kv.key() != "offset" && kv.key() != "length") continue;
+      int64_t v = -1;
+      const char* end = kv.value().data() + kv.value().size();
+      auto [p, ec] = std::from_chars(kv.value().data(), end, v);
+      if (ec != std::errc() || p != end || v < 0) {
+        return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "': external data ", kv.key(), " '",
+                         kv.value(), "' is not a non-negative integer");
+      }
+      (kv.key() == "offset" ? offset : length) = v;
     }
     if (location.empty() || location.find("..") != std::string::npos || location[0] == '/') {
       return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "': external data location '", location,
