@@ -74,6 +74,13 @@ case "${1:-run}" in
       .venv/bin/python tests/models/check_models.py build/tools/gkrt build/zoo || true  # ctest below judges
     fi
     ctest --preset host
+    # The minimal build (README: A minimal build) runs the transformer block as the full one.
+    cmake --preset minimal >/dev/null
+    cmake --build --preset minimal
+    tb=build/zoo/transformer_block.gkm
+    full=$(build/tiny_run "$tb" 0.3) && minimal=$(build-minimal/tiny_run "$tb" 0.3)
+    echo "minimal build, transformer block: $minimal (full build: $full)"
+    [ "$full" = "$minimal" ] || { echo "the minimal build's output differs from the full build's" >&2; exit 1; }
     # The aarch64 cross build, its tests run under qemu-aarch64 (README: Building for a board).
     cmake --preset aarch64 >/dev/null
     cmake --build --preset aarch64

@@ -56,6 +56,10 @@ int Emitter::op(const char* name, std::vector<int> inputs, Attrs attrs, int num_
   ir::Node n;
   n.name = node_.name + "/" + name + "_" + std::to_string(nodes_.size());
   n.op = findOp(name);
+  if (!n.op || declined_) {
+    declined_ = true;
+    return -1;
+  }
   n.attrs = std::move(attrs);
   n.inputs = std::move(inputs);
   const int nout = num_outputs > 0 ? num_outputs : n.op->min_outputs;
@@ -95,6 +99,7 @@ bool Emitter::outputUsed(size_t k) const {
 }
 
 ExpandResult Emitter::outputs(std::vector<int> ids) const {
+  if (declined_) return std::nullopt;
   for (int id : ids) if (id < 0) return std::nullopt;
   return ids;
 }
@@ -107,6 +112,10 @@ StatusOr<bool> expandNode(ir::Graph& g, int index, ExpanderFn fn) {
   const size_t tensors_before = g.tensors.size();
   Emitter e(g, original);
   ExpandResult result = fn(e);
+  if (e.declined()) {
+    g.tensors.resize(tensors_before);
+    return false;
+  }
   if (!e.status().ok() || !result || result->size() != original.outputs.size()) {
     g.tensors.resize(tensors_before);  // drop what a declined expansion made
     if (!e.status().ok()) return e.status();
@@ -134,7 +143,7 @@ StatusOr<bool> expandNode(ir::Graph& g, int index, ExpanderFn fn) {
     if (!producer || shared) {  // an input or constant passed through: copy it
       ir::Node copy;
       copy.name = original.name + "/copy_" + std::to_string(k);
-      copy.op = findOp("Reshape");
+      copy.op = findOp("Reshape");  // always in minimal builds (`gkrt convert --emit-op-list`)
       copy.attrs = ShapeAttrs{wt.shape};
       copy.inputs = {have};
       copy.outputs = {want};

@@ -62,6 +62,9 @@ class Emitter {
   int mulScalar(int a, float v) { return mul(a, scalar(v, a)); }
 
   const Status& status() const { return status_; }
+  // True when the expansion needs an op this build lacks (minimal builds): the node
+  // then stays as it is.
+  bool declined() const { return declined_; }
   std::vector<ir::Node>& emitted() { return nodes_; }
 
  private:
@@ -69,6 +72,7 @@ class Emitter {
   const ir::Node& node_;
   std::vector<ir::Node> nodes_;
   Status status_;
+  bool declined_ = false;
 };
 
 using ExpanderFn = ExpandResult (*)(Emitter& e);

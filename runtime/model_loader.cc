@@ -108,6 +108,11 @@ class GraphDecoder {
     if (fn.name()) n.name = fn.name()->str();
     const std::string op_name = fn.op()->str();
     n.op = findOp(op_name);
+    if (!n.op && kMinimalOpSet) {
+      return makeError(StatusCode::kUnsupported, who, ": op '", op_name, "' is not in this minimal build (it has ",
+                       allOps().size(), " ops); rebuild with this model's list: gkrt convert MODEL.onnx -o MODEL.gkm "
+                       "--emit-op-list ops.txt, then cmake -DGKRT_OP_LIST=ops.txt");
+    }
     if (!n.op) {
       return makeError(StatusCode::kInvalidModel, who, ": unknown op '", op_name, "' (did you mean '",
                        closestOpName(op_name), "'? `gkrt ops` lists every op)");

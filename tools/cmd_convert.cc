@@ -1,4 +1,5 @@
 // gkrt convert MODEL.onnx -o MODEL.gkm [--input-shape name=1,3,224,224 ...] [--fuse-for BACKEND]
+//              [--emit-op-list OPS.txt]
 #include <iostream>
 #include <memory>
 
@@ -7,6 +8,7 @@
 #include "tools/commands.h"
 #include "tools/onnx/onnx_import.h"
 #include "tools/npy.h"
+#include "tools/op_list.h"
 #include "tools/parse_args.h"
 
 namespace gkrt::tools {
@@ -19,6 +21,7 @@ struct ConvertArgs {
   std::string fuse_for;
   std::string flags;
   std::vector<std::string> freeze;
+  std::string op_list;
 };
 
 Status convert(const ConvertArgs& a) {
@@ -39,6 +42,11 @@ Status convert(const ConvertArgs& a) {
   auto imported = importOnnxFile(a.model, o);
   if (!imported.ok()) return imported.status().withContext(a.model);
   ir::Graph g = std::move(imported).value();
+  if (!a.op_list.empty()) {
+    ASSIGN_OR_RETURN(auto ops, opListFor(g));
+    RETURN_IF_ERROR(writeOpList(a.op_list, ops));
+    std::cout << "wrote " << a.op_list << ": " << ops.size() << " ops the model needs\n";
+  }
   size_t fused_kernels = 0;
   if (!a.fuse_for.empty()) {  // save the graph as that backend would run it
     ASSIGN_OR_RETURN(auto backend, createBackend(a.fuse_for));
@@ -67,6 +75,8 @@ Command addConvertCommand(CLI::App& app) {
   cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
   cmd->add_option("--fuse-for", args->fuse_for, "save the graph pre-fused for this backend (reference, cpu)");
   cmd->add_option("--flags", args->flags, "fusion flags for --fuse-for, MS_DEV_GRAPH_KERNEL_FLAGS syntax");
+  cmd->add_option("--emit-op-list", args->op_list,
+                  "write the ops the model needs, for a minimal build (cmake -DGKRT_OP_LIST=FILE)");
   cmd->add_option("--freeze", args->freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
   return reportingCommand("convert", [args]() { return convert(*args); });
 }

@@ -26,11 +26,15 @@ bool sameType(const ir::Graph& g, int a, int b) {
 
 bool is(const ir::Node& n, const char* op) { return std::string(n.op->name) == op; }
 
-// Rewrites node i in place to `op(inputs)` keeping its outputs.
-void rewrite(ir::Node& n, const char* op, std::vector<int> inputs, Attrs attrs = {}) {
-  n.op = findOp(op);
+// Rewrites node i in place to `op(inputs)` keeping its outputs; false (and nothing
+// changed) when `op` is not in this build (minimal builds register only some ops).
+bool rewrite(ir::Node& n, const char* op, std::vector<int> inputs, Attrs attrs = {}) {
+  const OpDef* def = findOp(op);
+  if (!def) return false;
+  n.op = def;
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
+  return true;
 }
 
 // Result equals input `a`: forward readers to it (unless the output is a graph output,
@@ -41,8 +45,7 @@ bool forward(ir::Graph& g, size_t i, int a) {
   if (!sameType(g, out, a)) return false;
   if (isGraphOutput(g, out)) {
     if (is(n, "Reshape") && n.inputs[0] == a) return false;  // already minimal
-    rewrite(n, "Reshape", {a}, ShapeAttrs{g.tensors[out].shape});
-    return true;
+    return rewrite(n, "Reshape", {a}, ShapeAttrs{g.tensors[out].shape});
   }
   replaceUses(g, out, a);
   return true;
@@ -72,10 +75,10 @@ bool simplifyNode(ir::Graph& g, size_t i) {
     if (p >= 0 && is(g.nodes[p], "Neg")) return forward(g, i, g.nodes[p].inputs[0]);
   } else if (is(n, "Pow") && isFloat(g.tensors[in(0)].dtype) && sameType(g, n.outputs[0], in(0))) {
     if (isConstantEqual(g, in(1), 1)) return forward(g, i, in(0));     // A ^ 1 = A
-    if (isConstantEqual(g, in(1), 2)) { rewrite(n, "Mul", {in(0), in(0)}); return true; }
-    if (isConstantEqual(g, in(1), 0.5f)) { rewrite(n, "Sqrt", {in(0)}); return true; }
-    if (isConstantEqual(g, in(1), -0.5f)) { rewrite(n, "Rsqrt", {in(0)}); return true; }
-    if (isConstantEqual(g, in(1), -1)) { rewrite(n, "Reciprocal", {in(0)}); return true; }
+    if (isConstantEqual(g, in(1), 2)) { if (rewrite(n, "Mul", {in(0), in(0)})) return true; }
+    if (isConstantEqual(g, in(1), 0.5f)) { if (rewrite(n, "Sqrt", {in(0)})) return true; }
+    if (isConstantEqual(g, in(1), -0.5f)) { if (rewrite(n, "Rsqrt", {in(0)})) return true; }
+    if (isConstantEqual(g, in(1), -1)) { if (rewrite(n, "Reciprocal", {in(0)})) return true; }
   } else if (is(n, "Cast") && g.tensors[in(0)].dtype == n.attrs.get<CastAttrs>().to) {  // no-op Cast
     return forward(g, i, in(0));
   }
@@ -97,8 +100,7 @@ bool optimizeTransformNode(ir::Graph& g, size_t i) {
   if (is(n, "Reshape") || is(n, "ExpandDims") || is(n, "Squeeze")) {
     if (g.tensors[x].shape == g.tensors[n.outputs[0]].shape) return forward(g, i, x);  // to the same shape
     if (p >= 0 && (is(g.nodes[p], "Reshape") || is(g.nodes[p], "ExpandDims") || is(g.nodes[p], "Squeeze"))) {
-      rewrite(n, "Reshape", {g.nodes[p].inputs[0]}, ShapeAttrs{g.tensors[n.outputs[0]].shape});  // reshape of reshape
-      return true;
+      return rewrite(n, "Reshape", {g.nodes[p].inputs[0]}, ShapeAttrs{g.tensors[n.outputs[0]].shape});  // reshape of reshape
     }
   } else if (is(n, "Transpose")) {
     const size_t rank = g.tensors[x].shape.size();
@@ -110,8 +112,7 @@ bool optimizeTransformNode(ir::Graph& g, size_t i) {
       const Ints inner = normalizedPerm(g.nodes[p], rank);
       Ints combined(rank);
       for (size_t d = 0; d < rank; ++d) combined[d] = inner[perm[d]];
-      rewrite(n, "Transpose", {g.nodes[p].inputs[0]}, PermAttrs{combined});
-      return true;
+      return rewrite(n, "Transpose", {g.nodes[p].inputs[0]}, PermAttrs{combined});
     }
   }
   return false;

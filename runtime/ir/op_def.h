@@ -9,6 +9,7 @@
 
 #include "runtime/ir/attrs.h"
 #include "runtime/ir/graph.h"
+#include "runtime/ir/op_selection.h"
 #include "runtime/ir/tensor_view.h"
 
 namespace gkrt {
@@ -59,6 +60,8 @@ const OpDef* findOp(std::string_view name);
 const std::vector<OpDef>& allOps();
 // Alias -> canonical name pairs.
 const std::vector<std::pair<std::string, std::string>>& opAliases();
+// Ops that are another op under a second name (SoftplusExt of Softplus, ...): {twin, of}.
+const std::vector<std::pair<const char*, const char*>>& opTwins();
 // The known op name closest to `name` (edit distance), for "did you mean" hints.
 std::string closestOpName(std::string_view name);
 

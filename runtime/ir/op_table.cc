@@ -48,9 +48,10 @@ struct OpTable {
     ops::registerFusedOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
-    for (const auto& [name, of] : std::vector<std::pair<const char*, const char*>>{
-             {"SoftplusExt", "Softplus"}, {"SoftplusGradExt", "SoftplusGrad"}, {"MeanExt", "ReduceMean"}}) {
-      OpDef twin = *std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return std::string(d.name) == of; });
+    for (const auto& [name, of] : opTwins()) {
+      auto base = std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return std::string(d.name) == of; });
+      if (!opSelected(name) || base == ops.end()) continue;  // minimal builds: `of` is listed with `name`
+      OpDef twin = *base;
       twin.name = name;
       ops.push_back(twin);
     }
@@ -66,7 +67,9 @@ struct OpTable {
         {"SimplifiedLayerNormalization", "RmsNorm"}, {"LayerNormalization", "LayerNorm"},
     };
     for (const OpDef& op : ops) by_name[op.name] = &op;
-    for (const auto& [alias, canonical] : aliases) by_name[alias] = by_name.at(canonical);
+    for (const auto& [alias, canonical] : aliases) {
+      if (by_name.count(canonical)) by_name[alias] = by_name.at(canonical);
+    }
   }
 };
 
@@ -84,6 +87,12 @@ const OpDef* findOp(std::string_view name) {
 }
 
 const std::vector<OpDef>& allOps() { return table().ops; }
+
+const std::vector<std::pair<const char*, const char*>>& opTwins() {
+  static const std::vector<std::pair<const char*, const char*>> twins = {
+      {"SoftplusExt", "Softplus"}, {"SoftplusGradExt", "SoftplusGrad"}, {"MeanExt", "ReduceMean"}};
+  return twins;
+}
 
 const std::vector<std::pair<std::string, std::string>>& opAliases() { return table().aliases; }
 

@@ -4,9 +4,13 @@ backend with fusion on and off, and compares with onnxruntime's outputs. Prints 
 line per run with the max abs and max rel error; exits 1 past the tolerance.
 
     python tests/models/check_models.py GKRT_BINARY MODEL_DIR [--diagonal]
+        [--models mlp,transformer_block] [--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu"]
 
 --diagonal runs (reference, fusion off) and (cpu, fusion on) only: both backends and
-both fusion states at half the time, for the large models."""
+both fusion states at half the time, for the large models. --runner runs a cross-built
+GKRT_BINARY under an emulator on the .gkm files the host build converted (a cross
+build has no ONNX import), so a board's outputs are checked against onnxruntime's."""
+import argparse
 import glob
 import os
 import subprocess
@@ -14,16 +18,29 @@ import sys
 
 import numpy as np
 
-gkrt, model_dir = sys.argv[1], sys.argv[2]
-diagonal = "--diagonal" in sys.argv[3:]
+ap = argparse.ArgumentParser()
+ap.add_argument("gkrt")
+ap.add_argument("model_dir")
+ap.add_argument("--diagonal", action="store_true")
+ap.add_argument("--models", default="")
+ap.add_argument("--runner", default="")
+args = ap.parse_args()
+gkrt, model_dir, diagonal = args.gkrt, args.model_dir, args.diagonal
+runner = args.runner.split(";") if ";" in args.runner else args.runner.split()
+wanted = set(filter(None, args.models.split(",")))
 RTOL, ATOL = 1e-3, 1e-4
 BACKENDS = ["reference", "cpu"]
 ok = True
 runs = 0
 for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):
     name = os.path.splitext(os.path.basename(onnx_path))[0]
+    if wanted and name not in wanted:
+        continue
     gkm = os.path.join(model_dir, name + ".gkm")
-    subprocess.run([gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+    if not runner:
+        subprocess.run([gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+    elif not os.path.exists(gkm):
+        sys.exit(f"{gkm} is missing: the host build converts the zoo (ctest --preset host) before a cross build checks it")
     inputs = []
     for path in sorted(glob.glob(os.path.join(model_dir, f"{name}_input_*.npy"))):
         inputs += ["--input", path[len(os.path.join(model_dir, name + "_input_")):-4].replace("%", "/") + "=" + path]
@@ -37,8 +54,8 @@ for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):
         combos = [("reference", "--opt_level=0"), ("cpu", "--opt_level=2")]
     for backend, fusion in combos:
         if True:
-            out_dir = os.path.join(model_dir, f"out_{name}_{backend}_{fusion[-1]}")
-            subprocess.run([gkrt, "run", gkm, *inputs, "--backend", backend, "--flags", fusion, "--output-dir", out_dir],
+            out_dir = os.path.join(model_dir, f"out_{name}_{backend}_{fusion[-1]}" + ("_target" if runner else ""))
+            subprocess.run([*runner, gkrt, "run", gkm, *inputs, "--backend", backend, "--flags", fusion, "--output-dir", out_dir],
                            check=True, stdout=subprocess.DEVNULL)
             outs = sorted(glob.glob(os.path.join(out_dir, "**", "*.npy"), recursive=True))
             for want, got_path in zip(expected, outs):
@@ -48,7 +65,15 @@ for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):
                 good = got.shape == want.shape and np.allclose(got, want, rtol=RTOL, atol=ATOL)
                 ok = ok and good
                 runs += 1
+                host_note = ""
+                host_path = got_path.replace(out_dir, out_dir[:-len("_target")]) if runner else ""
+                if host_path and os.path.exists(host_path):  # the board against the host, same model and flags
+                    host = np.load(host_path)
+                    same = host.shape == got.shape and np.allclose(got, host, rtol=1e-4, atol=1e-5)
+                    ok = ok and same
+                    host_note = f"  vs host max abs {float(np.max(np.abs(got.astype(np.float64) - host))):.2e}" + \
+                        ("" if same else " MISMATCH")
                 print(f"{name:18s} {backend:9s} fusion {'on ' if fusion.endswith('2') else 'off'} "
-                      f"max abs err {abs_err:.2e}  max rel err {rel_err:.2e}  {'ok' if good else 'MISMATCH'}")
+                      f"max abs err {abs_err:.2e}  max rel err {rel_err:.2e}  {'ok' if good else 'MISMATCH'}{host_note}")
 print(f"zoo: {runs if ok else 0} runs within rtol {RTOL} atol {ATOL}")
 sys.exit(0 if ok else 1)

@@ -186,38 +186,38 @@ OpDef logicalOp(const char* name, ReferenceKernel k, const char* summary) {
 }  // namespace
 
 void registerElementwiseBinaryOps(std::vector<OpDef>& t) {
-  t.push_back(binaryOp("Add", binaryKernel<AddFn>, "x + y"));
-  t.push_back(binaryOp("Sub", binaryKernel<SubFn>, "x - y"));
-  t.push_back(binaryOp("Mul", binaryKernel<MulFn>, "x * y"));
-  t.push_back(binaryOp("Div", binaryKernel<DivFn>, "x / y (integers truncate; /0 gives 0)"));
-  t.push_back({"RealDiv", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
+  if constexpr (opSelected("Add")) t.push_back(binaryOp("Add", binaryKernel<AddFn>, "x + y"));
+  if constexpr (opSelected("Sub")) t.push_back(binaryOp("Sub", binaryKernel<SubFn>, "x - y"));
+  if constexpr (opSelected("Mul")) t.push_back(binaryOp("Mul", binaryKernel<MulFn>, "x * y"));
+  if constexpr (opSelected("Div")) t.push_back(binaryOp("Div", binaryKernel<DivFn>, "x / y (integers truncate; /0 gives 0)"));
+  if constexpr (opSelected("RealDiv")) t.push_back({"RealDiv", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
                floatNaryKernel<2, RealDivFn>, "x / y, float only"});
-  t.push_back(binaryOp("Maximum", binaryKernel<MaximumFn>, "max(x, y), nan-propagating"));
-  t.push_back(binaryOp("Minimum", binaryKernel<MinimumFn>, "min(x, y), nan-propagating"));
-  t.push_back(binaryOp("Pow", binaryKernel<PowFn>, "x ^ y"));
-  t.push_back(binaryOp("FloorDiv", binaryKernel<FloorDivFn>, "floor(x / y)"));
-  t.push_back(binaryOp("FloorMod", binaryKernel<FloorModFn>, "x - floor(x/y)*y (sign of y)"));
-  t.push_back(binaryOp("Mod", binaryKernel<ModFn>, "fmod(x, y) (sign of x)"));
-  t.push_back(binaryOp("SquaredDifference", binaryKernel<SquaredDifferenceFn>, "(x - y)^2"));
-  t.push_back(binaryOp("DivMod", binaryKernel<DivModFn>, "x / y rounded by `mode` (trunc or floor)", AttrKind::kRounding));
-  t.push_back({"Atan2", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
+  if constexpr (opSelected("Maximum")) t.push_back(binaryOp("Maximum", binaryKernel<MaximumFn>, "max(x, y), nan-propagating"));
+  if constexpr (opSelected("Minimum")) t.push_back(binaryOp("Minimum", binaryKernel<MinimumFn>, "min(x, y), nan-propagating"));
+  if constexpr (opSelected("Pow")) t.push_back(binaryOp("Pow", binaryKernel<PowFn>, "x ^ y"));
+  if constexpr (opSelected("FloorDiv")) t.push_back(binaryOp("FloorDiv", binaryKernel<FloorDivFn>, "floor(x / y)"));
+  if constexpr (opSelected("FloorMod")) t.push_back(binaryOp("FloorMod", binaryKernel<FloorModFn>, "x - floor(x/y)*y (sign of y)"));
+  if constexpr (opSelected("Mod")) t.push_back(binaryOp("Mod", binaryKernel<ModFn>, "fmod(x, y) (sign of x)"));
+  if constexpr (opSelected("SquaredDifference")) t.push_back(binaryOp("SquaredDifference", binaryKernel<SquaredDifferenceFn>, "(x - y)^2"));
+  if constexpr (opSelected("DivMod")) t.push_back(binaryOp("DivMod", binaryKernel<DivModFn>, "x / y rounded by `mode` (trunc or floor)", AttrKind::kRounding));
+  if constexpr (opSelected("Atan2")) t.push_back({"Atan2", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
                floatNaryKernel<2, Atan2Fn>, "atan2(y=x0, x=x1)"});
-  t.push_back(compareOp("Equal", compareKernel<EqualFn>, "x == y"));
-  t.push_back(compareOp("NotEqual", compareKernel<NotEqualFn>, "x != y"));
-  t.push_back(compareOp("Greater", compareKernel<GreaterFn>, "x > y"));
-  t.push_back(compareOp("GreaterEqual", compareKernel<GreaterEqualFn>, "x >= y"));
-  t.push_back(compareOp("Less", compareKernel<LessFn>, "x < y"));
-  t.push_back(compareOp("LessEqual", compareKernel<LessEqualFn>, "x <= y"));
-  t.push_back(logicalOp("LogicalAnd", compareKernel<LogicalAndFn>, "x && y"));
-  t.push_back(logicalOp("LogicalOr", compareKernel<LogicalOrFn>, "x || y"));
-  t.push_back(logicalOp("LogicalXor", compareKernel<LogicalXorFn>, "x != y on bools"));
-  t.push_back({"Select", OpClass::kElementwise, 3, 3, 1, 1, AttrKind::kNone, dtypeSelect, shapeBroadcast, selectKernel,
+  if constexpr (opSelected("Equal")) t.push_back(compareOp("Equal", compareKernel<EqualFn>, "x == y"));
+  if constexpr (opSelected("NotEqual")) t.push_back(compareOp("NotEqual", compareKernel<NotEqualFn>, "x != y"));
+  if constexpr (opSelected("Greater")) t.push_back(compareOp("Greater", compareKernel<GreaterFn>, "x > y"));
+  if constexpr (opSelected("GreaterEqual")) t.push_back(compareOp("GreaterEqual", compareKernel<GreaterEqualFn>, "x >= y"));
+  if constexpr (opSelected("Less")) t.push_back(compareOp("Less", compareKernel<LessFn>, "x < y"));
+  if constexpr (opSelected("LessEqual")) t.push_back(compareOp("LessEqual", compareKernel<LessEqualFn>, "x <= y"));
+  if constexpr (opSelected("LogicalAnd")) t.push_back(logicalOp("LogicalAnd", compareKernel<LogicalAndFn>, "x && y"));
+  if constexpr (opSelected("LogicalOr")) t.push_back(logicalOp("LogicalOr", compareKernel<LogicalOrFn>, "x || y"));
+  if constexpr (opSelected("LogicalXor")) t.push_back(logicalOp("LogicalXor", compareKernel<LogicalXorFn>, "x != y on bools"));
+  if constexpr (opSelected("Select")) t.push_back({"Select", OpClass::kElementwise, 3, 3, 1, 1, AttrKind::kNone, dtypeSelect, shapeBroadcast, selectKernel,
                "cond ? x : y"});
-  t.push_back({"AddN", OpClass::kElementwise, 1, kVariadic, 1, 1, AttrKind::kNone, dtypeNumericSame, shapeBroadcast,
+  if constexpr (opSelected("AddN")) t.push_back({"AddN", OpClass::kElementwise, 1, kVariadic, 1, 1, AttrKind::kNone, dtypeNumericSame, shapeBroadcast,
                addNKernel, "x0 + x1 + ... + xn"});
-  t.push_back({"FusedMulAdd", OpClass::kElementwise, 3, 3, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
+  if constexpr (opSelected("FusedMulAdd")) t.push_back({"FusedMulAdd", OpClass::kElementwise, 3, 3, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
                floatNaryKernel<3, FusedMulAddFn>, "x * y + z"});
-  t.push_back({"Addcmul", OpClass::kElementwise, 4, 4, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
+  if constexpr (opSelected("Addcmul")) t.push_back({"Addcmul", OpClass::kElementwise, 4, 4, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeBroadcast,
                floatNaryKernel<4, AddcmulFn>, "input + value * x1 * x2 (inputs: input, x1, x2, value)"});
 }
 

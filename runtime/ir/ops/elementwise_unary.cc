@@ -202,63 +202,63 @@ OpDef numericOp(const char* name, ReferenceKernel k, const char* summary) {
 }  // namespace
 
 void registerElementwiseUnaryOps(std::vector<OpDef>& t) {
-  t.push_back(floatOp("Exp", floatUnaryKernel<ExpFn>, "e^x"));
-  t.push_back(floatOp("Log", floatUnaryKernel<LogFn>, "ln x"));
-  t.push_back(floatOp("Sqrt", floatUnaryKernel<SqrtFn>, "sqrt(x)"));
-  t.push_back(floatOp("Rsqrt", floatUnaryKernel<RsqrtFn>, "1/sqrt(x)"));
-  t.push_back(floatOp("Reciprocal", floatUnaryKernel<ReciprocalFn>, "1/x"));
-  t.push_back(floatOp("Floor", floatUnaryKernel<FloorFn>, "floor(x)"));
-  t.push_back(floatOp("Ceil", floatUnaryKernel<CeilFn>, "ceil(x)"));
-  t.push_back(floatOp("Trunc", floatUnaryKernel<TruncFn>, "x rounded toward zero"));
-  t.push_back(floatOp("Round", floatUnaryKernel<RoundFn>, "x rounded half to even"));
-  t.push_back(floatOp("Sin", floatUnaryKernel<SinFn>, "sin(x)"));
-  t.push_back(floatOp("Cos", floatUnaryKernel<CosFn>, "cos(x)"));
-  t.push_back(floatOp("Tan", floatUnaryKernel<TanFn>, "tan(x)"));
-  t.push_back(floatOp("Tanh", floatUnaryKernel<TanhFn>, "tanh(x)"));
-  t.push_back(floatOp("ACos", floatUnaryKernel<AcosFn>, "acos(x)"));
-  t.push_back(floatOp("Acosh", floatUnaryKernel<AcoshFn>, "acosh(x)"));
-  t.push_back(floatOp("Asin", floatUnaryKernel<AsinFn>, "asin(x)"));
-  t.push_back(floatOp("Asinh", floatUnaryKernel<AsinhFn>, "asinh(x)"));
-  t.push_back(floatOp("Atan", floatUnaryKernel<AtanFn>, "atan(x)"));
-  t.push_back(floatOp("Cosh", floatUnaryKernel<CoshFn>, "cosh(x)"));
-  t.push_back(floatOp("Sinh", floatUnaryKernel<SinhFn>, "sinh(x)"));
-  t.push_back(floatOp("Erf", floatUnaryKernel<ErfFn>, "erf(x)"));
-  t.push_back(floatOp("Erfc", floatUnaryKernel<ErfcFn>, "1 - erf(x)"));
-  t.push_back(floatOp("Expm1", floatUnaryKernel<Expm1Fn>, "e^x - 1"));
-  t.push_back(floatOp("Log1p", floatUnaryKernel<Log1pFn>, "ln(1 + x)"));
-  t.push_back(floatOp("Sigmoid", floatUnaryKernel<SigmoidFn>, "1/(1+e^-x)"));
-  t.push_back(floatOp("SiLU", floatUnaryKernel<SiLUFn>, "x*sigmoid(x)"));
-  t.push_back(floatOp("GeLU", floatUnaryKernel<GeLUFn>,
+  if constexpr (opSelected("Exp")) t.push_back(floatOp("Exp", floatUnaryKernel<ExpFn>, "e^x"));
+  if constexpr (opSelected("Log")) t.push_back(floatOp("Log", floatUnaryKernel<LogFn>, "ln x"));
+  if constexpr (opSelected("Sqrt")) t.push_back(floatOp("Sqrt", floatUnaryKernel<SqrtFn>, "sqrt(x)"));
+  if constexpr (opSelected("Rsqrt")) t.push_back(floatOp("Rsqrt", floatUnaryKernel<RsqrtFn>, "1/sqrt(x)"));
+  if constexpr (opSelected("Reciprocal")) t.push_back(floatOp("Reciprocal", floatUnaryKernel<ReciprocalFn>, "1/x"));
+  if constexpr (opSelected("Floor")) t.push_back(floatOp("Floor", floatUnaryKernel<FloorFn>, "floor(x)"));
+  if constexpr (opSelected("Ceil")) t.push_back(floatOp("Ceil", floatUnaryKernel<CeilFn>, "ceil(x)"));
+  if constexpr (opSelected("Trunc")) t.push_back(floatOp("Trunc", floatUnaryKernel<TruncFn>, "x rounded toward zero"));
+  if constexpr (opSelected("Round")) t.push_back(floatOp("Round", floatUnaryKernel<RoundFn>, "x rounded half to even"));
+  if constexpr (opSelected("Sin")) t.push_back(floatOp("Sin", floatUnaryKernel<SinFn>, "sin(x)"));
+  if constexpr (opSelected("Cos")) t.push_back(floatOp("Cos", floatUnaryKernel<CosFn>, "cos(x)"));
+  if constexpr (opSelected("Tan")) t.push_back(floatOp("Tan", floatUnaryKernel<TanFn>, "tan(x)"));
+  if constexpr (opSelected("Tanh")) t.push_back(floatOp("Tanh", floatUnaryKernel<TanhFn>, "tanh(x)"));
+  if constexpr (opSelected("ACos")) t.push_back(floatOp("ACos", floatUnaryKernel<AcosFn>, "acos(x)"));
+  if constexpr (opSelected("Acosh")) t.push_back(floatOp("Acosh", floatUnaryKernel<AcoshFn>, "acosh(x)"));
+  if constexpr (opSelected("Asin")) t.push_back(floatOp("Asin", floatUnaryKernel<AsinFn>, "asin(x)"));
+  if constexpr (opSelected("Asinh")) t.push_back(floatOp("Asinh", floatUnaryKernel<AsinhFn>, "asinh(x)"));
+  if constexpr (opSelected("Atan")) t.push_back(floatOp("Atan", floatUnaryKernel<AtanFn>, "atan(x)"));
+  if constexpr (opSelected("Cosh")) t.push_back(floatOp("Cosh", floatUnaryKernel<CoshFn>, "cosh(x)"));
+  if constexpr (opSelected("Sinh")) t.push_back(floatOp("Sinh", floatUnaryKernel<SinhFn>, "sinh(x)"));
+  if constexpr (opSelected("Erf")) t.push_back(floatOp("Erf", floatUnaryKernel<ErfFn>, "erf(x)"));
+  if constexpr (opSelected("Erfc")) t.push_back(floatOp("Erfc", floatUnaryKernel<ErfcFn>, "1 - erf(x)"));
+  if constexpr (opSelected("Expm1")) t.push_back(floatOp("Expm1", floatUnaryKernel<Expm1Fn>, "e^x - 1"));
+  if constexpr (opSelected("Log1p")) t.push_back(floatOp("Log1p", floatUnaryKernel<Log1pFn>, "ln(1 + x)"));
+  if constexpr (opSelected("Sigmoid")) t.push_back(floatOp("Sigmoid", floatUnaryKernel<SigmoidFn>, "1/(1+e^-x)"));
+  if constexpr (opSelected("SiLU")) t.push_back(floatOp("SiLU", floatUnaryKernel<SiLUFn>, "x*sigmoid(x)"));
+  if constexpr (opSelected("GeLU")) t.push_back(floatOp("GeLU", floatUnaryKernel<GeLUFn>,
                       "tanh: 0.5x(1+tanh(0.79788456(x+0.044715x^3))); none: 0.5x(1+erf(x/sqrt2))", AttrKind::kGelu));
-  t.push_back(floatOp("FastGeLU", floatUnaryKernel<FastGeLUFn>, "x*exp(0.851(x-|x|))/(1+exp(-1.702|x|))"));
-  t.push_back(floatOp("ReLU6", floatUnaryKernel<ReLU6Fn>, "min(max(x,0),6)"));
-  t.push_back(floatOp("HSigmoid", floatUnaryKernel<HSigmoidFn>, "clamp(x/6+0.5, 0, 1)"));
-  t.push_back(floatOp("HSwish", floatUnaryKernel<HSwishFn>, "x*min(max(x+3,0),6)/6"));
-  t.push_back(floatOp("Softsign", floatUnaryKernel<SoftsignFn>, "x/(1+|x|)"));
-  t.push_back(floatOp("Softplus", floatUnaryKernel<SoftplusFn>, "log(1+e^(beta x))/beta, x where beta x > threshold",
+  if constexpr (opSelected("FastGeLU")) t.push_back(floatOp("FastGeLU", floatUnaryKernel<FastGeLUFn>, "x*exp(0.851(x-|x|))/(1+exp(-1.702|x|))"));
+  if constexpr (opSelected("ReLU6")) t.push_back(floatOp("ReLU6", floatUnaryKernel<ReLU6Fn>, "min(max(x,0),6)"));
+  if constexpr (opSelected("HSigmoid")) t.push_back(floatOp("HSigmoid", floatUnaryKernel<HSigmoidFn>, "clamp(x/6+0.5, 0, 1)"));
+  if constexpr (opSelected("HSwish")) t.push_back(floatOp("HSwish", floatUnaryKernel<HSwishFn>, "x*min(max(x+3,0),6)/6"));
+  if constexpr (opSelected("Softsign")) t.push_back(floatOp("Softsign", floatUnaryKernel<SoftsignFn>, "x/(1+|x|)"));
+  if constexpr (opSelected("Softplus")) t.push_back(floatOp("Softplus", floatUnaryKernel<SoftplusFn>, "log(1+e^(beta x))/beta, x where beta x > threshold",
                       AttrKind::kSoftplus));
-  t.push_back(floatOp("LeakyReLU", floatUnaryKernel<LeakyReLUFn>, "x<0 ? alpha x : x", AttrKind::kAlpha));
-  t.push_back(floatOp("Elu", floatUnaryKernel<EluFn>, "x>0 ? x : alpha(e^x-1)", AttrKind::kAlpha));
-  t.push_back(floatOp("HShrink", floatUnaryKernel<HShrinkFn>, "|x|>alpha ? x : 0 (alpha = lambd)", AttrKind::kAlpha));
-  t.push_back(floatOp("Clip", floatUnaryKernel<ClipFn>, "min(max(x, min), max)", AttrKind::kClip));
-  t.push_back(numericOp("Abs", numericUnaryKernel<AbsFn>, "|x|"));
-  t.push_back(numericOp("Neg", numericUnaryKernel<NegFn>, "-x"));
-  t.push_back(numericOp("Sign", numericUnaryKernel<SignFn>, "-1, 0 or 1"));
-  t.push_back(numericOp("Square", numericUnaryKernel<SquareFn>, "x*x"));
-  t.push_back(numericOp("ReLU", numericUnaryKernel<ReLUFn>, "max(x, 0), NaN propagates"));
-  t.push_back(numericOp("OnesLike", numericUnaryKernel<OnesLikeFn>, "ones of x's shape and dtype"));
-  t.push_back(numericOp("ZerosLike", numericUnaryKernel<ZerosLikeFn>, "zeros of x's shape and dtype"));
-  t.push_back({"IdentityMath", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFirst, shapeSame,
+  if constexpr (opSelected("LeakyReLU")) t.push_back(floatOp("LeakyReLU", floatUnaryKernel<LeakyReLUFn>, "x<0 ? alpha x : x", AttrKind::kAlpha));
+  if constexpr (opSelected("Elu")) t.push_back(floatOp("Elu", floatUnaryKernel<EluFn>, "x>0 ? x : alpha(e^x-1)", AttrKind::kAlpha));
+  if constexpr (opSelected("HShrink")) t.push_back(floatOp("HShrink", floatUnaryKernel<HShrinkFn>, "|x|>alpha ? x : 0 (alpha = lambd)", AttrKind::kAlpha));
+  if constexpr (opSelected("Clip")) t.push_back(floatOp("Clip", floatUnaryKernel<ClipFn>, "min(max(x, min), max)", AttrKind::kClip));
+  if constexpr (opSelected("Abs")) t.push_back(numericOp("Abs", numericUnaryKernel<AbsFn>, "|x|"));
+  if constexpr (opSelected("Neg")) t.push_back(numericOp("Neg", numericUnaryKernel<NegFn>, "-x"));
+  if constexpr (opSelected("Sign")) t.push_back(numericOp("Sign", numericUnaryKernel<SignFn>, "-1, 0 or 1"));
+  if constexpr (opSelected("Square")) t.push_back(numericOp("Square", numericUnaryKernel<SquareFn>, "x*x"));
+  if constexpr (opSelected("ReLU")) t.push_back(numericOp("ReLU", numericUnaryKernel<ReLUFn>, "max(x, 0), NaN propagates"));
+  if constexpr (opSelected("OnesLike")) t.push_back(numericOp("OnesLike", numericUnaryKernel<OnesLikeFn>, "ones of x's shape and dtype"));
+  if constexpr (opSelected("ZerosLike")) t.push_back(numericOp("ZerosLike", numericUnaryKernel<ZerosLikeFn>, "zeros of x's shape and dtype"));
+  if constexpr (opSelected("IdentityMath")) t.push_back({"IdentityMath", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFirst, shapeSame,
                identityKernel, "x"});
-  t.push_back({"IsFinite", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
+  if constexpr (opSelected("IsFinite")) t.push_back({"IsFinite", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
                predicateKernel<isFinite>, "x is neither inf nor nan"});
-  t.push_back({"IsInf", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
+  if constexpr (opSelected("IsInf")) t.push_back({"IsInf", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
                predicateKernel<isInf>, "x is +-inf"});
-  t.push_back({"IsNan", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
+  if constexpr (opSelected("IsNan")) t.push_back({"IsNan", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatToBool, shapeSame,
                predicateKernel<isNan>, "x is nan"});
-  t.push_back({"LogicalNot", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeLogical, shapeSame,
+  if constexpr (opSelected("LogicalNot")) t.push_back({"LogicalNot", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeLogical, shapeSame,
                logicalNotKernel, "!x"});
-  t.push_back({"Cast", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kCast, dtypeCast, shapeSame, castKernel,
+  if constexpr (opSelected("Cast")) t.push_back({"Cast", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kCast, dtypeCast, shapeSame, castKernel,
                "x converted to `to`; float->int truncates and saturates"});
 }
 

@@ -40,7 +40,7 @@ Status fusedKernel(const KernelContext& c) { return ir::interpretGraph(*c.node.s
 }  // namespace
 
 void registerFusedOps(std::vector<OpDef>& t) {
-  t.push_back({"Fused", OpClass::kOpaque, 0, kVariadic, 1, 1024, AttrKind::kNone, dtypeFused, shapeFused, fusedKernel,
+  if constexpr (opSelected("Fused")) t.push_back({"Fused", OpClass::kOpaque, 0, kVariadic, 1, 1024, AttrKind::kNone, dtypeFused, shapeFused, fusedKernel,
                "a subgraph of basic ops run as one kernel"});
 }
 

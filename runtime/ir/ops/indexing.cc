@@ -275,17 +275,17 @@ Status dtypeResize(const ir::Node& n, const In& in, std::vector<DType>& out) {
 }  // namespace
 
 void registerIndexingOps(std::vector<OpDef>& t) {
-  t.push_back({"Slice", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kSlice, dtypeFirst, shapeSlice, sliceKernel,
+  if constexpr (opSelected("Slice")) t.push_back({"Slice", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kSlice, dtypeFirst, shapeSlice, sliceKernel,
                "x[begin : begin+size] per axis (size -1 = to the end)"});
-  t.push_back({"StridedSlice", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kStridedSlice, dtypeFirst, shapeSlice,
+  if constexpr (opSelected("StridedSlice")) t.push_back({"StridedSlice", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kStridedSlice, dtypeFirst, shapeSlice,
                sliceKernel, "x[begin:end:step] on `axes`, bounds clamped (ONNX Slice)"});
-  t.push_back({"Gather", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kAxis, dtypeGather, shapeGather, gatherKernel,
+  if constexpr (opSelected("Gather")) t.push_back({"Gather", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kAxis, dtypeGather, shapeGather, gatherKernel,
                "take indices (negative from the end) along axis"});
-  t.push_back({"Pad", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPad, dtypeFirst, shapePad, padKernel,
+  if constexpr (opSelected("Pad")) t.push_back({"Pad", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPad, dtypeFirst, shapePad, padKernel,
                "pad with a constant, by reflection or by edge copies"});
-  t.push_back({"OneHot", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kOneHot, dtypeOneHot, shapeOneHot, oneHotKernel,
+  if constexpr (opSelected("OneHot")) t.push_back({"OneHot", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kOneHot, dtypeOneHot, shapeOneHot, oneHotKernel,
                "float32 one-hot of indices (floats truncate); out-of-range rows are all off_value"});
-  t.push_back({"Resize", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kResize, dtypeResize, shapeResize, resizeKernel,
+  if constexpr (opSelected("Resize")) t.push_back({"Resize", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kResize, dtypeResize, shapeResize, resizeKernel,
                "NCHW resize of H, W to `sizes`, nearest or bilinear"});
 }
 

@@ -289,25 +289,25 @@ Status fillKernel(const KernelContext& c) {
 }  // namespace
 
 void registerLayoutOps(std::vector<OpDef>& t) {
-  t.push_back({"Reshape", OpClass::kReshape, 1, 1, 1, 1, AttrKind::kShape, dtypeFirst, shapeReshape, copyKernel,
+  if constexpr (opSelected("Reshape")) t.push_back({"Reshape", OpClass::kReshape, 1, 1, 1, 1, AttrKind::kShape, dtypeFirst, shapeReshape, copyKernel,
                "same elements, new shape (one -1 inferred)"});
-  t.push_back({"ExpandDims", OpClass::kReshape, 1, 1, 1, 1, AttrKind::kAxes, dtypeFirst, shapeExpandDims, copyKernel,
+  if constexpr (opSelected("ExpandDims")) t.push_back({"ExpandDims", OpClass::kReshape, 1, 1, 1, 1, AttrKind::kAxes, dtypeFirst, shapeExpandDims, copyKernel,
                "insert size-1 axes at the output positions `axes`"});
-  t.push_back({"Squeeze", OpClass::kReshape, 1, 1, 1, 1, AttrKind::kAxes, dtypeFirst, shapeSqueeze, copyKernel,
+  if constexpr (opSelected("Squeeze")) t.push_back({"Squeeze", OpClass::kReshape, 1, 1, 1, 1, AttrKind::kAxes, dtypeFirst, shapeSqueeze, copyKernel,
                "remove size-1 axes (all when `axes` is empty)"});
-  t.push_back({"BroadcastTo", OpClass::kBroadcast, 1, 1, 1, 1, AttrKind::kShape, dtypeFirst, shapeBroadcastTo,
+  if constexpr (opSelected("BroadcastTo")) t.push_back({"BroadcastTo", OpClass::kBroadcast, 1, 1, 1, 1, AttrKind::kShape, dtypeFirst, shapeBroadcastTo,
                broadcastToKernel, "numpy broadcast to `shape` (-1 keeps the input dim)"});
-  t.push_back({"Transpose", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPerm, dtypeFirst, shapeTranspose, transposeKernel,
+  if constexpr (opSelected("Transpose")) t.push_back({"Transpose", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPerm, dtypeFirst, shapeTranspose, transposeKernel,
                "out dim d = in dim perm[d] (empty perm reverses)"});
-  t.push_back({"Concat", OpClass::kOpaque, 1, kVariadic, 1, 1, AttrKind::kAxis, dtypeAnySame, shapeConcat,
+  if constexpr (opSelected("Concat")) t.push_back({"Concat", OpClass::kOpaque, 1, kVariadic, 1, 1, AttrKind::kAxis, dtypeAnySame, shapeConcat,
                concatKernel, "join inputs along axis"});
-  t.push_back({"Split", OpClass::kOpaque, 1, 1, 1, 1024, AttrKind::kSplit, dtypeFirst, shapeSplit, splitKernel,
+  if constexpr (opSelected("Split")) t.push_back({"Split", OpClass::kOpaque, 1, 1, 1, 1024, AttrKind::kSplit, dtypeFirst, shapeSplit, splitKernel,
                "cut along axis into `sizes` (equal parts when empty)"});
-  t.push_back({"Tile", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kTile, dtypeFirst, shapeTile, tileKernel,
+  if constexpr (opSelected("Tile")) t.push_back({"Tile", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kTile, dtypeFirst, shapeTile, tileKernel,
                "repeat the whole tensor `multiples` times per axis"});
-  t.push_back({"RepeatInterleaveInt", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kRepeat, dtypeFirst, shapeRepeat,
+  if constexpr (opSelected("RepeatInterleaveInt")) t.push_back({"RepeatInterleaveInt", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kRepeat, dtypeFirst, shapeRepeat,
                repeatKernel, "repeat each element `repeats` times along axis"});
-  t.push_back({"FillV2", OpClass::kBroadcast, 1, 1, 1, 1, AttrKind::kShape, dtypeFirst, shapeFill, fillKernel,
+  if constexpr (opSelected("FillV2")) t.push_back({"FillV2", OpClass::kBroadcast, 1, 1, 1, 1, AttrKind::kShape, dtypeFirst, shapeFill, fillKernel,
                "tensor of `shape` filled with the one-element input"});
 }
 

@@ -321,23 +321,23 @@ Status biasAddKernel(const KernelContext& c) {
 }  // namespace
 
 void registerLinearOps(std::vector<OpDef>& t) {
-  t.push_back({"MatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul, matMulKernel,
+  if constexpr (opSelected("MatMul")) t.push_back({"MatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul, matMulKernel,
                "2-D op(a) @ op(b), op = optional transpose"});
-  t.push_back({"BatchMatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul,
+  if constexpr (opSelected("BatchMatMul")) t.push_back({"BatchMatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul,
                matMulKernel, "batched op(a) @ op(b), batch dims broadcast"});
-  t.push_back({"Gemm", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kGemm, dtypeFloatData, shapeGemm, gemmKernel,
+  if constexpr (opSelected("Gemm")) t.push_back({"Gemm", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kGemm, dtypeFloatData, shapeGemm, gemmKernel,
                "alpha op(A) op(B) + beta C"});
-  t.push_back({"FullyConnected", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kNone, dtypeFloatData, shapeFullyConnected,
+  if constexpr (opSelected("FullyConnected")) t.push_back({"FullyConnected", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kNone, dtypeFloatData, shapeFullyConnected,
                fullyConnectedKernel, "x [..,K] @ w[N,K]^T + b"});
-  t.push_back({"Conv2D", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConv2D, dtypeFloatData, shapeConv2D, conv2DKernel,
+  if constexpr (opSelected("Conv2D")) t.push_back({"Conv2D", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConv2D, dtypeFloatData, shapeConv2D, conv2DKernel,
                "NCHW x OIHW convolution with stride, pad, dilation, groups, optional bias"});
-  t.push_back({"MaxPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeNumericSame, shapePool, poolKernel<true>,
+  if constexpr (opSelected("MaxPool")) t.push_back({"MaxPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeNumericSame, shapePool, poolKernel<true>,
                "NCHW max over windows (padding ignored)"});
-  t.push_back({"AvgPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeFloatData, shapePool, poolKernel<false>,
+  if constexpr (opSelected("AvgPool")) t.push_back({"AvgPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeFloatData, shapePool, poolKernel<false>,
                "NCHW mean over windows (count_include_pad chooses the divisor)"});
-  t.push_back({"GlobalAvgPool", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatData, shapeGlobalPool,
+  if constexpr (opSelected("GlobalAvgPool")) t.push_back({"GlobalAvgPool", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatData, shapeGlobalPool,
                globalAvgPoolKernel, "mean over all axes after N, C"});
-  t.push_back({"BiasAdd", OpClass::kBroadcast, 2, 2, 1, 1, AttrKind::kFormat, dtypeFloatData, shapeBiasAdd,
+  if constexpr (opSelected("BiasAdd")) t.push_back({"BiasAdd", OpClass::kBroadcast, 2, 2, 1, 1, AttrKind::kFormat, dtypeFloatData, shapeBiasAdd,
                biasAddKernel, "x + b along the channel axis"});
 }
 

@@ -317,27 +317,27 @@ Status shapeBce(const ir::Node& n, const In& in, std::vector<Shape>& out) {
 }  // namespace
 
 void registerNormalizationOps(std::vector<OpDef>& t) {
-  t.push_back({"Softmax", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
+  if constexpr (opSelected("Softmax")) t.push_back({"Softmax", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
                softmaxKernel<false>, "exp(x - max) / sum(exp(x - max)) along axis"});
-  t.push_back({"LogSoftmax", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
+  if constexpr (opSelected("LogSoftmax")) t.push_back({"LogSoftmax", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
                softmaxKernel<true>, "x - max - log(sum(exp(x - max))) along axis"});
-  t.push_back({"SoftmaxGradExt", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
+  if constexpr (opSelected("SoftmaxGradExt")) t.push_back({"SoftmaxGradExt", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
                softmaxGradKernel<false>, "(y, dy) -> (dy - sum(dy*y)) * y"});
-  t.push_back({"LogSoftmaxGrad", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
+  if constexpr (opSelected("LogSoftmaxGrad")) t.push_back({"LogSoftmaxGrad", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kAxis, dtypeFloatSame, shapeSoftmax,
                softmaxGradKernel<true>, "(y, dy) -> dy - exp(y) * sum(dy)"});
-  t.push_back({"LayerNorm", OpClass::kOpaque, 1, 3, 1, 3, AttrKind::kNorm, dtypeFloatSame, shapeNorm, layerNormKernel,
+  if constexpr (opSelected("LayerNorm")) t.push_back({"LayerNorm", OpClass::kOpaque, 1, 3, 1, 3, AttrKind::kNorm, dtypeFloatSame, shapeNorm, layerNormKernel,
                "(x, gamma?, beta?) -> ((x-mean)/sqrt(var+eps)*gamma+beta, mean, var) over axes [axis, rank)"});
-  t.push_back({"RmsNorm", OpClass::kOpaque, 2, 2, 1, 2, AttrKind::kNorm, dtypeFloatSame, shapeNorm, rmsNormKernel,
+  if constexpr (opSelected("RmsNorm")) t.push_back({"RmsNorm", OpClass::kOpaque, 2, 2, 1, 2, AttrKind::kNorm, dtypeFloatSame, shapeNorm, rmsNormKernel,
                "(x, gamma) -> (x / sqrt(mean(x^2)+eps) * gamma, rstd) over axes [axis, rank)"});
-  t.push_back({"BatchNorm", OpClass::kBroadcast, 5, 5, 1, 1, AttrKind::kNorm, dtypeFloatSame, shapeBatchNorm,
+  if constexpr (opSelected("BatchNorm")) t.push_back({"BatchNorm", OpClass::kBroadcast, 5, 5, 1, 1, AttrKind::kNorm, dtypeFloatSame, shapeBatchNorm,
                batchNormKernel, "(x, scale, bias, mean, var) -> (x-mean)/sqrt(var+eps)*scale+bias per channel `axis`"});
-  t.push_back({"LayerNormGrad", OpClass::kOpaque, 5, 5, 3, 3, AttrKind::kNorm, dtypeFloatSame, shapeLayerNormGrad,
+  if constexpr (opSelected("LayerNormGrad")) t.push_back({"LayerNormGrad", OpClass::kOpaque, 5, 5, 3, 3, AttrKind::kNorm, dtypeFloatSame, shapeLayerNormGrad,
                layerNormGradKernel, "(x, dy, var, mean, gamma) -> (dx, dgamma, dbeta)"});
-  t.push_back({"SoftmaxCrossEntropyWithLogits", OpClass::kOpaque, 2, 2, 1, 2, AttrKind::kNone, dtypeFloatSame,
+  if constexpr (opSelected("SoftmaxCrossEntropyWithLogits")) t.push_back({"SoftmaxCrossEntropyWithLogits", OpClass::kOpaque, 2, 2, 1, 2, AttrKind::kNone, dtypeFloatSame,
                shapeSoftmaxXent, softmaxXentKernel, "(logits, labels) -> (-sum(labels*logsoftmax), softmax-labels)"});
-  t.push_back({"BCEWithLogitsLoss", OpClass::kOpaque, 2, 4, 1, 1, AttrKind::kReduction, dtypeFloatSame, shapeBce,
+  if constexpr (opSelected("BCEWithLogitsLoss")) t.push_back({"BCEWithLogitsLoss", OpClass::kOpaque, 2, 4, 1, 1, AttrKind::kReduction, dtypeFloatSame, shapeBce,
                bceKernel<true>, "(x, z, weight?, pos_weight?) -> -(pw z log s(x) + (1-z) log(1-s(x))) w, reduced"});
-  t.push_back({"BinaryCrossEntropy", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kReduction, dtypeFloatSame, shapeBce,
+  if constexpr (opSelected("BinaryCrossEntropy")) t.push_back({"BinaryCrossEntropy", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kReduction, dtypeFloatSame, shapeBce,
                bceKernel<false>, "(p, z, weight?) -> -(z log p + (1-z) log(1-p)) w, reduced"});
 }
 

@@ -236,30 +236,30 @@ OpDef reduceOp(const char* name, ReferenceKernel k, const char* summary, DTypeRu
 }  // namespace
 
 void registerReduceOps(std::vector<OpDef>& t) {
-  t.push_back(reduceOp("ReduceSum", reduceKernel<ReduceKind::kSum>, "sum over axes (empty = all)"));
-  t.push_back(reduceOp("ReduceMean", reduceKernel<ReduceKind::kMean>, "mean over axes (empty = all)"));
-  t.push_back(reduceOp("ReduceMax", reduceKernel<ReduceKind::kMax>, "max over axes (empty = all; bool = any)", dtypeAnySame));
-  t.push_back(reduceOp("ReduceMin", reduceKernel<ReduceKind::kMin>, "min over axes (empty = all; bool = all)", dtypeAnySame));
-  t.push_back(reduceOp("ReduceProd", reduceKernel<ReduceKind::kProd>, "product over axes (empty = all)"));
-  t.push_back({"ArgMax", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<true>,
+  if constexpr (opSelected("ReduceSum")) t.push_back(reduceOp("ReduceSum", reduceKernel<ReduceKind::kSum>, "sum over axes (empty = all)"));
+  if constexpr (opSelected("ReduceMean")) t.push_back(reduceOp("ReduceMean", reduceKernel<ReduceKind::kMean>, "mean over axes (empty = all)"));
+  if constexpr (opSelected("ReduceMax")) t.push_back(reduceOp("ReduceMax", reduceKernel<ReduceKind::kMax>, "max over axes (empty = all; bool = any)", dtypeAnySame));
+  if constexpr (opSelected("ReduceMin")) t.push_back(reduceOp("ReduceMin", reduceKernel<ReduceKind::kMin>, "min over axes (empty = all; bool = all)", dtypeAnySame));
+  if constexpr (opSelected("ReduceProd")) t.push_back(reduceOp("ReduceProd", reduceKernel<ReduceKind::kProd>, "product over axes (empty = all)"));
+  if constexpr (opSelected("ArgMax")) t.push_back({"ArgMax", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<true>,
                "index (int64) of the first max along axis"});
-  t.push_back({"ArgMin", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<false>,
+  if constexpr (opSelected("ArgMin")) t.push_back({"ArgMin", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<false>,
                "index (int64) of the first min along axis"});
-  t.push_back({"ArgMaxWithValue", OpClass::kReduce, 1, 1, 1, 2, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<true>,
+  if constexpr (opSelected("ArgMaxWithValue")) t.push_back({"ArgMaxWithValue", OpClass::kReduce, 1, 1, 1, 2, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<true>,
                "(index, value) of the max along axis"});
-  t.push_back({"ArgMinWithValue", OpClass::kReduce, 1, 1, 1, 2, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<false>,
+  if constexpr (opSelected("ArgMinWithValue")) t.push_back({"ArgMinWithValue", OpClass::kReduce, 1, 1, 1, 2, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<false>,
                "(index, value) of the min along axis"});
-  t.push_back({"CumSum", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kCumSum, dtypeNumericSame, shapeCumSum, cumSumKernel,
+  if constexpr (opSelected("CumSum")) t.push_back({"CumSum", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kCumSum, dtypeNumericSame, shapeCumSum, cumSumKernel,
                "running sum along axis (exclusive/reverse)"});
-  t.push_back({"SquareSumAll", OpClass::kReduce, 2, 2, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeScalar,
+  if constexpr (opSelected("SquareSumAll")) t.push_back({"SquareSumAll", OpClass::kReduce, 2, 2, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeScalar,
                squareSumAllKernel, "(sum x^2, sum y^2)"});
-  t.push_back({"EqualCount", OpClass::kReduce, 2, 2, 1, 1, AttrKind::kNone, dtypeAnySame, shapeEqualCount,
+  if constexpr (opSelected("EqualCount")) t.push_back({"EqualCount", OpClass::kReduce, 2, 2, 1, 1, AttrKind::kNone, dtypeAnySame, shapeEqualCount,
                equalCountKernel, "[number of equal elements] in x's dtype"});
-  t.push_back({"BiasAddGrad", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kFormat, dtypeFloatSame, shapeBiasAddGrad,
+  if constexpr (opSelected("BiasAddGrad")) t.push_back({"BiasAddGrad", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kFormat, dtypeFloatSame, shapeBiasAddGrad,
                biasAddGradKernel, "dy summed over all axes but the channel"});
-  t.push_back({"MaximumGrad", OpClass::kReduce, 3, 3, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeMinMaxGrad,
+  if constexpr (opSelected("MaximumGrad")) t.push_back({"MaximumGrad", OpClass::kReduce, 3, 3, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeMinMaxGrad,
                minMaxGradKernel<true>, "(x,y,dout) -> dout routed to the larger input, summed to its shape"});
-  t.push_back({"MinimumGrad", OpClass::kReduce, 3, 3, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeMinMaxGrad,
+  if constexpr (opSelected("MinimumGrad")) t.push_back({"MinimumGrad", OpClass::kReduce, 3, 3, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeMinMaxGrad,
                minMaxGradKernel<false>, "(x,y,dout) -> dout routed to the smaller input, summed to its shape"});
 }
 

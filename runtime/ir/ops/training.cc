@@ -212,46 +212,46 @@ OpDef optimizer(const char* name, int nin, int nout, ReferenceKernel k, const ch
 }  // namespace
 
 void registerTrainingOps(std::vector<OpDef>& t) {
-  t.push_back(ew("SqrtGrad", 2, 2, floatNaryKernel<2, SqrtGradFn>, "(y, dy) -> dy / (2y)"));
-  t.push_back(ew("RsqrtGrad", 2, 2, floatNaryKernel<2, RsqrtGradFn>, "(y, dy) -> -0.5 y^3 dy"));
-  t.push_back(ew("TanhGrad", 2, 2, floatNaryKernel<2, TanhGradFn>, "(y, dy) -> dy (1 - y^2)"));
-  t.push_back(ew("SigmoidGrad", 2, 2, floatNaryKernel<2, SigmoidGradFn>, "(y, dy) -> (1 - y) y dy"));
-  t.push_back(ew("ReluGrad", 2, 2, floatNaryKernel<2, ReluGradFn>, "(dy, x) -> x > 0 ? dy : 0"));
-  t.push_back(ew("GeLUGrad", 2, 3, floatNaryKernel<2, GeLUGradFn>, "(dy, x[, y]) -> dy * GeLU'(x)", AttrKind::kGelu));
-  t.push_back(ew("FastGeLUGrad", 2, 2, floatNaryKernel<2, FastGeLUGradFn>, "(dy, x) -> dy * FastGeLU'(x)"));
-  t.push_back(ew("SiLUGrad", 2, 2, floatNaryKernel<2, SiLUGradFn>, "(dy, x) -> dy (s + x s (1 - s)), s = sigmoid(x)"));
-  t.push_back(ew("SoftplusGrad", 2, 2, floatNaryKernel<2, SoftplusGradFn>, "(dy, x) -> dy sigmoid(beta x)",
+  if constexpr (opSelected("SqrtGrad")) t.push_back(ew("SqrtGrad", 2, 2, floatNaryKernel<2, SqrtGradFn>, "(y, dy) -> dy / (2y)"));
+  if constexpr (opSelected("RsqrtGrad")) t.push_back(ew("RsqrtGrad", 2, 2, floatNaryKernel<2, RsqrtGradFn>, "(y, dy) -> -0.5 y^3 dy"));
+  if constexpr (opSelected("TanhGrad")) t.push_back(ew("TanhGrad", 2, 2, floatNaryKernel<2, TanhGradFn>, "(y, dy) -> dy (1 - y^2)"));
+  if constexpr (opSelected("SigmoidGrad")) t.push_back(ew("SigmoidGrad", 2, 2, floatNaryKernel<2, SigmoidGradFn>, "(y, dy) -> (1 - y) y dy"));
+  if constexpr (opSelected("ReluGrad")) t.push_back(ew("ReluGrad", 2, 2, floatNaryKernel<2, ReluGradFn>, "(dy, x) -> x > 0 ? dy : 0"));
+  if constexpr (opSelected("GeLUGrad")) t.push_back(ew("GeLUGrad", 2, 3, floatNaryKernel<2, GeLUGradFn>, "(dy, x[, y]) -> dy * GeLU'(x)", AttrKind::kGelu));
+  if constexpr (opSelected("FastGeLUGrad")) t.push_back(ew("FastGeLUGrad", 2, 2, floatNaryKernel<2, FastGeLUGradFn>, "(dy, x) -> dy * FastGeLU'(x)"));
+  if constexpr (opSelected("SiLUGrad")) t.push_back(ew("SiLUGrad", 2, 2, floatNaryKernel<2, SiLUGradFn>, "(dy, x) -> dy (s + x s (1 - s)), s = sigmoid(x)"));
+  if constexpr (opSelected("SoftplusGrad")) t.push_back(ew("SoftplusGrad", 2, 2, floatNaryKernel<2, SoftplusGradFn>, "(dy, x) -> dy sigmoid(beta x)",
                  AttrKind::kSoftplus));
-  t.push_back(ew("SigmoidCrossEntropyWithLogits", 2, 2, floatNaryKernel<2, SigmoidXentFn>,
+  if constexpr (opSelected("SigmoidCrossEntropyWithLogits")) t.push_back(ew("SigmoidCrossEntropyWithLogits", 2, 2, floatNaryKernel<2, SigmoidXentFn>,
                  "(x, z) -> max(x,0) - x z + log(1 + e^-|x|)"));
-  t.push_back(ew("SigmoidCrossEntropyWithLogitsGrad", 3, 3, floatNaryKernel<3, SigmoidXentGradFn>,
+  if constexpr (opSelected("SigmoidCrossEntropyWithLogitsGrad")) t.push_back(ew("SigmoidCrossEntropyWithLogitsGrad", 3, 3, floatNaryKernel<3, SigmoidXentGradFn>,
                  "(x, z, dout) -> (sigmoid(x) - z) dout"));
-  t.push_back(ew("ClipByNormNoDivSum", 4, 4, floatNaryKernel<4, ClipByNormNoDivSumFn>,
+  if constexpr (opSelected("ClipByNormNoDivSum")) t.push_back(ew("ClipByNormNoDivSum", 4, 4, floatNaryKernel<4, ClipByNormNoDivSumFn>,
                  "max(x0 > x1 ? sqrt(x0) : x0, x3)"));
-  t.push_back(ew("DropoutGrad", 2, 2, floatNaryKernel<2, DropoutGradFn>, "(dy, mask) -> dy mask / keep_prob",
+  if constexpr (opSelected("DropoutGrad")) t.push_back(ew("DropoutGrad", 2, 2, floatNaryKernel<2, DropoutGradFn>, "(dy, mask) -> dy mask / keep_prob",
                  AttrKind::kDropout));
-  t.push_back({"Assign", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeLikeFirst,
+  if constexpr (opSelected("Assign")) t.push_back({"Assign", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeLikeFirst,
                floatNaryKernel<2, AssignFn>, "(ref, value) -> value, as the new ref"});
-  t.push_back({"AssignAdd", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeLikeFirst,
+  if constexpr (opSelected("AssignAdd")) t.push_back({"AssignAdd", OpClass::kElementwise, 2, 2, 1, 1, AttrKind::kNone, dtypeFloatSame, shapeLikeFirst,
                floatNaryKernel<2, AssignAddFn>, "(ref, value) -> ref + value, as the new ref"});
-  t.push_back({"LambApplyWeightAssign", OpClass::kElementwise, 5, 5, 1, 1, AttrKind::kNone, dtypeFloatSame,
+  if constexpr (opSelected("LambApplyWeightAssign")) t.push_back({"LambApplyWeightAssign", OpClass::kElementwise, 5, 5, 1, 1, AttrKind::kNone, dtypeFloatSame,
                shapeBroadcast, floatNaryKernel<5, LambApplyWeightFn>,
                "(w_norm, g_norm, lr, update, param) -> param - lr * trust_ratio * update"});
-  t.push_back(optimizer("Adam", 10, 3, multiKernel<10, 3, AdamFn>,
+  if constexpr (opSelected("Adam")) t.push_back(optimizer("Adam", 10, 3, multiKernel<10, 3, AdamFn>,
                         "(var,m,v,b1^t,b2^t,lr,b1,b2,eps,grad) -> (var,m,v) updated", AttrKind::kOptimizer));
-  t.push_back(optimizer("AdamWeightDecay", 9, 3, multiKernel<9, 3, AdamWeightDecayFn>,
+  if constexpr (opSelected("AdamWeightDecay")) t.push_back(optimizer("AdamWeightDecay", 9, 3, multiKernel<9, 3, AdamWeightDecayFn>,
                         "(var,m,v,lr,b1,b2,eps,decay,grad) -> (var,m,v) updated"));
-  t.push_back(optimizer("ApplyMomentum", 5, 2, multiKernel<5, 2, ApplyMomentumFn>,
+  if constexpr (opSelected("ApplyMomentum")) t.push_back(optimizer("ApplyMomentum", 5, 2, multiKernel<5, 2, ApplyMomentumFn>,
                         "(var,accum,lr,grad,momentum) -> (var,accum) updated", AttrKind::kOptimizer));
-  t.push_back(optimizer("AdamApplyOneWithDecay", 11, 3, multiKernel<11, 3, AdamApplyOneWithDecayFn>,
+  if constexpr (opSelected("AdamApplyOneWithDecay")) t.push_back(optimizer("AdamApplyOneWithDecay", 11, 3, multiKernel<11, 3, AdamApplyOneWithDecayFn>,
                         "(grad,v,m,var,lr,mul0..mul4,add2_y) -> (v,m,var) updated"));
-  t.push_back(optimizer("LambApplyOptimizerAssign", 12, 3, multiKernel<12, 3, LambApplyOptimizerFn>,
+  if constexpr (opSelected("LambApplyOptimizerAssign")) t.push_back(optimizer("LambApplyOptimizerAssign", 12, 3, multiKernel<12, 3, LambApplyOptimizerFn>,
                         "(grad,v,m,var,b1,1-b1,b2,1-b2,eps,steps,use_w,wd) -> (update,v,m)"));
-  t.push_back({"Dropout", OpClass::kOpaque, 1, 1, 1, 2, AttrKind::kDropout, dtypeDropout, shapeSame, dropoutKernel,
+  if constexpr (opSelected("Dropout")) t.push_back({"Dropout", OpClass::kOpaque, 1, 1, 1, 2, AttrKind::kDropout, dtypeDropout, shapeSame, dropoutKernel,
                "(x) -> (x * mask / keep_prob, mask), mask from mt19937_64(seed)"});
-  t.push_back({"UniformReal", OpClass::kOpaque, 0, 0, 1, 1, AttrKind::kStandardNormal, dtypeStandardNormal,
+  if constexpr (opSelected("UniformReal")) t.push_back({"UniformReal", OpClass::kOpaque, 0, 0, 1, 1, AttrKind::kStandardNormal, dtypeStandardNormal,
                shapeStandardNormal, uniformRealKernel, "float32 U[0,1) samples of `shape` from mt19937_64(seed)"});
-  t.push_back({"StandardNormal", OpClass::kOpaque, 0, 0, 1, 1, AttrKind::kStandardNormal, dtypeStandardNormal,
+  if constexpr (opSelected("StandardNormal")) t.push_back({"StandardNormal", OpClass::kOpaque, 0, 0, 1, 1, AttrKind::kStandardNormal, dtypeStandardNormal,
                shapeStandardNormal, standardNormalKernel, "float32 N(0,1) samples of `shape` from mt19937_64(seed)"});
 }
 

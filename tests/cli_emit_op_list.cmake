@@ -1,0 +1,17 @@
+cmake_minimum_required(VERSION 3.20)
+# gkrt convert --emit-op-list writes the ops a model needs; the committed list of the
+# minimal presets must match what it writes (comment lines aside).
+execute_process(COMMAND ${GKRT} convert ${MODEL} -o ${OUT}.gkm --emit-op-list ${OUT} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gkrt convert --emit-op-list failed (${rc})")
+endif()
+file(STRINGS ${OUT} written REGEX "^[A-Za-z0-9_]+$")
+file(STRINGS ${COMMITTED} committed REGEX "^[A-Za-z0-9_]+$")
+foreach(op Fused Reshape BatchMatMul LayerNorm Softmax)
+  if(NOT op IN_LIST written)
+    message(FATAL_ERROR "the op list lacks ${op}: ${written}")
+  endif()
+endforeach()
+if(NOT written STREQUAL committed)
+  message(FATAL_ERROR "tools/minimal/transformer_block_ops.txt is stale: gkrt writes ${written}, committed ${committed}")
+endif()
