@@ -1,13 +1,24 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/fused_elementwise.h"
+#include "backends/cpu/matmul_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt {
 
+CpuBackend::CpuBackend(const BackendOptions& options)
+    : options_(options), pool_(std::make_unique<cpu::ThreadPool>(options.num_threads)) {}
+
+CpuBackend::~CpuBackend() = default;
+
 bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return node.op && node.op->reference; }
 
-StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph&, const ir::Node& node) {
+// Fast paths first: elementwise clusters and ops as one tiled loop, GEMMs on the packed
+// GEMM; every other node runs its reference kernel.
+StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
+  if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
+  if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   return makeReferenceKernel(node);
 }
 

@@ -1,0 +1,83 @@
+#include "backends/cpu/elementwise_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace gkrt::cpu {
+
+bool ewOpFor(const char* name, int num_inputs, EwOp* op) {
+  static const struct { const char* name; int inputs; EwOp op; } kOps[] = {
+      {"Add", 2, EwOp::kAdd}, {"Sub", 2, EwOp::kSub}, {"Mul", 2, EwOp::kMul}, {"Div", 2, EwOp::kDiv},
+      {"RealDiv", 2, EwOp::kDiv}, {"Maximum", 2, EwOp::kMaximum}, {"Minimum", 2, EwOp::kMinimum},
+      {"Pow", 2, EwOp::kPow}, {"SquaredDifference", 2, EwOp::kSquaredDifference}, {"Neg", 1, EwOp::kNeg},
+      {"Abs", 1, EwOp::kAbs}, {"Exp", 1, EwOp::kExp}, {"Log", 1, EwOp::kLog}, {"Sqrt", 1, EwOp::kSqrt},
+      {"Rsqrt", 1, EwOp::kRsqrt}, {"Reciprocal", 1, EwOp::kReciprocal}, {"Tanh", 1, EwOp::kTanh},
+      {"Sigmoid", 1, EwOp::kSigmoid}, {"ReLU", 1, EwOp::kReLU}, {"Erf", 1, EwOp::kErf},
+      {"Square", 1, EwOp::kSquare}, {"Sin", 1, EwOp::kSin}, {"Cos", 1, EwOp::kCos}, {"Floor", 1, EwOp::kFloor},
+      {"Ceil", 1, EwOp::kCeil}, {"SiLU", 1, EwOp::kSiLU}, {"IdentityMath", 1, EwOp::kCopy},
+  };
+  for (const auto& e : kOps) {
+    if (e.inputs == num_inputs && std::string(e.name) == name) {
+      *op = e.op;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+template <class F> inline void unary(float* y, const float* a, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i]);
+}
+template <class F> inline void binary(float* y, const float* a, const float* b, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+}
+
+void powConst(float* y, const float* a, int64_t n, float c) {
+  if (c == 1.0f) { if (y != a) std::memmove(y, a, n * sizeof(float)); return; }
+  if (c == 2.0f) return unary(y, a, n, [](float x) { return x * x; });
+  if (c == 3.0f) return unary(y, a, n, [](float x) { return x * x * x; });
+  if (c == 4.0f) return unary(y, a, n, [](float x) { float s = x * x; return s * s; });
+  if (c == 0.5f) return unary(y, a, n, [](float x) { return std::sqrt(x); });
+  if (c == -1.0f) return unary(y, a, n, [](float x) { return 1.0f / x; });
+  if (c == 0.0f) return unary(y, a, n, [](float) { return 1.0f; });
+  for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], c);
+}
+
+}  // namespace
+
+void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c) {
+  switch (op) {
+    case EwOp::kAdd: return binary(y, a, b, n, [](float p, float q) { return p + q; });
+    case EwOp::kSub: return binary(y, a, b, n, [](float p, float q) { return p - q; });
+    case EwOp::kMul: return binary(y, a, b, n, [](float p, float q) { return p * q; });
+    case EwOp::kDiv: return binary(y, a, b, n, [](float p, float q) { return p / q; });
+    case EwOp::kMaximum: return binary(y, a, b, n, [](float p, float q) { return (p != p || p > q) ? p : q; });
+    case EwOp::kMinimum: return binary(y, a, b, n, [](float p, float q) { return (p != p || p < q) ? p : q; });
+    case EwOp::kPow: for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]); return;
+    case EwOp::kSquaredDifference: return binary(y, a, b, n, [](float p, float q) { return (p - q) * (p - q); });
+    case EwOp::kNeg: return unary(y, a, n, [](float x) { return -x; });
+    case EwOp::kAbs: return unary(y, a, n, [](float x) { return std::fabs(x); });
+    case EwOp::kExp: return unary(y, a, n, [](float x) { return std::exp(x); });
+    case EwOp::kLog: return unary(y, a, n, [](float x) { return std::log(x); });
+    case EwOp::kSqrt: return unary(y, a, n, [](float x) { return std::sqrt(x); });
+    case EwOp::kRsqrt: return unary(y, a, n, [](float x) { return 1.0f / std::sqrt(x); });
+    case EwOp::kReciprocal: return unary(y, a, n, [](float x) { return 1.0f / x; });
+    case EwOp::kTanh: return unary(y, a, n, [](float x) { return std::tanh(x); });
+    case EwOp::kSigmoid: return unary(y, a, n, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+    case EwOp::kReLU: return unary(y, a, n, [](float x) { return !(x <= 0.0f) ? x : 0.0f; });
+    case EwOp::kErf: return unary(y, a, n, [](float x) { return std::erf(x); });
+    case EwOp::kSquare: return unary(y, a, n, [](float x) { return x * x; });
+    case EwOp::kSin: return unary(y, a, n, [](float x) { return std::sin(x); });
+    case EwOp::kCos: return unary(y, a, n, [](float x) { return std::cos(x); });
+    case EwOp::kFloor: return unary(y, a, n, [](float x) { return std::floor(x); });
+    case EwOp::kCeil: return unary(y, a, n, [](float x) { return std::ceil(x); });
+    case EwOp::kSiLU: return unary(y, a, n, [](float x) { return x / (1.0f + std::exp(-x)); });
+    case EwOp::kCopy: if (y != a) std::memmove(y, a, n * sizeof(float)); return;
+    case EwOp::kPowConst: return powConst(y, a, n, c);
+  }
+}
+
+}  // namespace gkrt::cpu

@@ -1,0 +1,22 @@
+// The op loops of the fused-loop executor: each applies one op to `n` elements of
+// tile buffers. Written as plain loops the compiler vectorises; semantics match the
+// reference kernels (NaN-propagating Maximum/Minimum, ReLU passing NaN).
+#pragma once
+
+#include <cstdint>
+
+namespace gkrt::cpu {
+
+enum class EwOp : uint8_t {
+  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kPow, kSquaredDifference,
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kReciprocal, kTanh, kSigmoid, kReLU, kErf, kSquare, kSin, kCos,
+  kFloor, kCeil, kSiLU, kCopy,
+  kPowConst,  // x ^ c with c a compile-time scalar (integer powers by multiplication)
+};
+
+// Returns the op for a gkrt op name; false when the executor has no loop for it.
+bool ewOpFor(const char* name, int num_inputs, EwOp* op);
+
+void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c);
+
+}  // namespace gkrt::cpu

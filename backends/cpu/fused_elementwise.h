@@ -1,0 +1,24 @@
+// The cpu backend's fused-loop executor for elementwise/broadcast clusters (and single
+// elementwise ops): the output index space is cut into tiles of kTile elements; per
+// tile each input is read once (in place when it has the output's shape, through its
+// broadcast strides otherwise), every op runs as a simple loop over tile buffers that
+// stay in L1, and only the cluster's outputs are written to memory. Tiles are split
+// across the pool's threads.
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace gkrt::cpu {
+
+constexpr int64_t kTile = 512;
+
+// Whether `node` (a Fused node, or one elementwise op) can run as one tiled loop:
+// float32 throughout, supported ops, outputs of one shape that every input broadcasts to.
+bool canRunElementwise(const ir::Graph& g, const ir::Node& node);
+
+StatusOr<std::unique_ptr<Kernel>> compileElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+
+}  // namespace gkrt::cpu

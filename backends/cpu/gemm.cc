@@ -1,0 +1,72 @@
+#include "backends/cpu/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gkrt::cpu {
+
+void packB(const float* b, int64_t K, int64_t N, bool transpose, PackedB* out) {
+  const int64_t panels = (N + kGemmNR - 1) / kGemmNR;
+  out->K = K;
+  out->N = N;
+  out->panels.assign(static_cast<size_t>(panels * K * kGemmNR), 0.0f);
+  for (int64_t p = 0; p < panels; ++p) {
+    float* dst = out->panels.data() + p * K * kGemmNR;
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t j = 0; j < kGemmNR && p * kGemmNR + j < N; ++j) {
+        const int64_t col = p * kGemmNR + j;
+        dst[k * kGemmNR + j] = transpose ? b[col * K + k] : b[k * N + col];
+      }
+    }
+  }
+}
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GKRT_GEMM_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
+#else
+#define GKRT_GEMM_CLONES
+#endif
+
+// C block (rows x cols, rows <= 4, cols <= 16) = A block (K x 4, packed) * B panel.
+GKRT_GEMM_CLONES void microKernel(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
+                                  int64_t cols) {
+  float acc[kGemmMR][kGemmNR] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    const float* bk = b + k * kGemmNR;
+    const float* ak = a + k * kGemmMR;
+    for (int64_t r = 0; r < kGemmMR; ++r) {
+      for (int64_t j = 0; j < kGemmNR; ++j) acc[r][j] += ak[r] * bk[j];
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, acc[r], cols * sizeof(float));
+}
+
+}  // namespace
+
+void gemm(int64_t M, const float* a, bool transpose_a, const PackedB& b, float* c, float* a_pack, ThreadPool& pool) {
+  const int64_t K = b.K, N = b.N;
+  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR, panels = (N + kGemmNR - 1) / kGemmNR;
+  for (int64_t blk = 0; blk < blocks; ++blk) {  // A -> [block][K][4], zero-padded rows
+    float* dst = a_pack + blk * K * kGemmMR;
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t r = 0; r < kGemmMR; ++r) {
+        const int64_t i = blk * kGemmMR + r;
+        dst[k * kGemmMR + r] = i >= M ? 0.0f : transpose_a ? a[k * M + i] : a[i * K + k];
+      }
+    }
+  }
+  const int64_t work_per_task = K * kGemmMR * kGemmNR;
+  pool.parallelFor(blocks * panels, 1, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, work_per_task)),
+                   [&](int, int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t blk = t / panels, p = t % panels;
+      const int64_t row = blk * kGemmMR, col = p * kGemmNR;
+      microKernel(K, a_pack + blk * K * kGemmMR, b.panels.data() + p * K * kGemmNR, c + row * N + col, N,
+                  std::min(kGemmMR, M - row), std::min(kGemmNR, N - col));
+    }
+  });
+}
+
+}  // namespace gkrt::cpu

@@ -1,0 +1,29 @@
+// The cpu backend's own single-precision GEMM: B packed into 16-column panels (once,
+// at session compile, when B is a constant), A packed into 4-row blocks, a 4x16
+// register-tile micro-kernel the compiler vectorises (x86: cloned for AVX-512, AVX2+FMA
+// and baseline, picked at load; ARM: NEON), tiles split across the pool's threads.
+// Used where oneDNN is not (cross builds for boards).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/thread_pool.h"
+
+namespace gkrt::cpu {
+
+constexpr int64_t kGemmMR = 4, kGemmNR = 16;
+
+struct PackedB {
+  int64_t K = 0, N = 0;
+  std::vector<float> panels;  // [ceil(N/16)][K][16], zero-padded
+};
+
+// op(B) is K x N; transposed B is stored N x K.
+void packB(const float* b, int64_t K, int64_t N, bool transpose, PackedB* out);
+
+// C[M, N] = op(A)[M, K] * B (row-major; op(A) transposed is stored K x M). `a_pack`
+// needs ceil(M/4)*4*K floats.
+void gemm(int64_t M, const float* a, bool transpose_a, const PackedB& b, float* c, float* a_pack, ThreadPool& pool);
+
+}  // namespace gkrt::cpu

@@ -1,0 +1,51 @@
+// The thread pool of the cpu backend's kernels. Built with OpenMP (the default where
+// the compiler has it), it is OpenMP's pool, the same threads oneDNN (Debian's libdnnl
+// uses the OpenMP runtime) runs on: one pool, no oversubscription. Without OpenMP it
+// is a fixed set of workers; the calling thread takes part, workers spin briefly after
+// a job (a warm pool forks in ~1 us) and then sleep.
+//
+//   ThreadPool pool(4);
+//   pool.parallelFor(n, [&](int64_t begin, int64_t end) { ... });   // blocks until done
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gkrt::cpu {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);  // <= 0: every core
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return openmp_threads_ > 0 ? openmp_threads_ : static_cast<int>(workers_.size()) + 1; }
+  // Splits [0, n) into size() contiguous ranges of `grain`-aligned length (the last may
+  // be shorter) and runs fn on each; ranges below `min_per_thread` elements run inline.
+  void parallelFor(int64_t n, int64_t grain, int64_t min_per_thread,
+                   const std::function<void(int thread, int64_t begin, int64_t end)>& fn);
+
+ private:
+  void workerLoop(int index);
+  void runShare(int thread);
+
+  int openmp_threads_ = 0;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  bool stop_ = false;
+  // The current job.
+  const std::function<void(int, int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, chunk_ = 0;
+  int active_ = 0;
+};
+
+}  // namespace gkrt::cpu
