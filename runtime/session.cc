@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
@@ -31,6 +32,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
 Session::~Session() { release(); }
 
 void Session::release() {
+  allocated_bytes_ = 0;
   for (void* p : buffers_) if (p) backend_->deallocate(p);
   buffers_.clear();
   if (workspace_) backend_->deallocate(workspace_);
@@ -81,6 +83,7 @@ Status Session::compile() {
     if (!referenced[t] || (tensor.isConstant() && backend_->isHost())) continue;  // constants used in place
     const size_t bytes = static_cast<size_t>(numElements(tensor.shape)) * dtypeSize(tensor.dtype);
     ASSIGN_OR_RETURN(buffers_[t], backend_->allocate(bytes));
+    allocated_bytes_ += bytes;
     if (tensor.isConstant()) RETURN_IF_ERROR(backend_->copyToDevice(buffers_[t], tensor.constant->data, bytes));
   }
   auto data_of = [&](int t) -> void* {
@@ -187,6 +190,30 @@ Status Session::run() {
       what += (k ? ", " : "") + std::string(dtypeName(step.inputs[k].dtype)) + " " + shapeToString(step.inputs[k].shape);
     }
     return s.withContext(what + ") failed");
+  }
+  return Status::Ok();
+}
+
+std::vector<Session::KernelInfo> Session::kernelInfos() const {
+  std::vector<KernelInfo> infos;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    KernelInfo k;
+    k.name = ir::describeNode(graph_, static_cast<int>(i));
+    k.fused = graph_.nodes[i].subgraph != nullptr;
+    for (const TensorView& v : steps_[i].inputs) k.bytes_moved += v.present() ? v.size() * dtypeSize(v.dtype) : 0;
+    for (const MutableTensorView& v : steps_[i].outputs) k.bytes_moved += numElements(v.shape) * dtypeSize(v.dtype);
+    infos.push_back(std::move(k));
+  }
+  return infos;
+}
+
+Status Session::runProfiled(std::vector<double>* kernel_seconds) {
+  kernel_seconds->assign(steps_.size(), 0.0);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(steps_[i].kernel->launch(steps_[i].inputs, steps_[i].outputs, workspace_));
+    RETURN_IF_ERROR(backend_->synchronize());
+    (*kernel_seconds)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return Status::Ok();
 }

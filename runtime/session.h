@@ -61,6 +61,19 @@ class Session {
   // Kernels launched per run, the fused graph they were compiled from, and what
   // fusion did.
   size_t kernelCount() const { return steps_.size(); }
+  // Per kernel: its node, whether it is a fused cluster, and the bytes it reads and
+  // writes (inputs + outputs, each once); for `gkrt bench`.
+  struct KernelInfo {
+    std::string name;
+    bool fused = false;
+    size_t bytes_moved = 0;
+  };
+  std::vector<KernelInfo> kernelInfos() const;
+  // Runs once, timing every kernel (seconds, in kernelInfos() order).
+  Status runProfiled(std::vector<double>* kernel_seconds);
+  // Bytes of the tensors the session allocated (activations and inputs/outputs;
+  // constants are used in place).
+  size_t allocatedBytes() const { return allocated_bytes_; }
   const ir::Graph& compiledGraph() const { return graph_; }
   const FusionReport& fusionReport() const { return fusion_report_; }
 
@@ -87,6 +100,7 @@ class Session {
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<void*> buffers_;  // per tensor; null for constants
   void* workspace_ = nullptr;
+  size_t allocated_bytes_ = 0;
   std::vector<Step> steps_;
 };
 

@@ -28,5 +28,6 @@ Command addOpsCommand(CLI::App& app);
 Command addDumpCommand(CLI::App& app);
 Command addConvertCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
+Command addBenchCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addInfoCommand);
   add(gkrt::tools::addOpsCommand);
   add(gkrt::tools::addDumpCommand);
+  add(gkrt::tools::addBenchCommand);
 #ifdef GKRT_HAVE_ONNX
   add(gkrt::tools::addConvertCommand);
   add(gkrt::tools::addCompareCommand);

@@ -30,16 +30,23 @@ namespace {
 #endif
 
 // C block (rows x cols, rows <= 4, cols <= 16) = A block (K x 4, packed) * B panel.
+// GCC vector types keep the 4x16 accumulator in registers on every target (one zmm
+// per row with AVX-512, four xmm/q registers per row with SSE2/NEON).
+typedef float V16 __attribute__((vector_size(64)));
+
 GKRT_GEMM_CLONES void microKernel(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
                                   int64_t cols) {
-  float acc[kGemmMR][kGemmNR] = {};
+  V16 acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
   for (int64_t k = 0; k < K; ++k) {
-    const float* bk = b + k * kGemmNR;
+    V16 bk;
+    std::memcpy(&bk, b + k * kGemmNR, sizeof bk);
     const float* ak = a + k * kGemmMR;
-    for (int64_t r = 0; r < kGemmMR; ++r) {
-      for (int64_t j = 0; j < kGemmNR; ++j) acc[r][j] += ak[r] * bk[j];
-    }
+    acc0 += ak[0] * bk;
+    acc1 += ak[1] * bk;
+    acc2 += ak[2] * bk;
+    acc3 += ak[3] * bk;
   }
+  const V16* acc[kGemmMR] = {&acc0, &acc1, &acc2, &acc3};
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, acc[r], cols * sizeof(float));
 }
 

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""gkrt's benchmark suite: everything measured on this machine in one run, and
+reported as ratios against references measured in the same run.
+
+    .venv/bin/python bench/run_benchmarks.py [--build build] [--threads 1,2] [--quick]
+
+1. Fused elementwise chains (the seeds' MyNet x*2+1 and MyOp (x'^3 - y) * x'^3 with
+   x' = 2x, on 16M floats) on the cpu backend against a STREAM-style triad
+   (bench/triad.cc): achieved GB/s / triad GB/s, at each thread count.
+2. Fused vs unfused (the cpu backend, fusion on and off): MyNet, MyOp, a LayerNorm
+   block, a softmax, a GeLU MLP.
+3. End to end against onnxruntime's CPU provider (ORT_ENABLE_ALL, the same thread
+   count, the same ONNX graph): the zoo MLP, the transformer encoder block (seq 128),
+   and a ResNet-style conv block. Ratio = gkrt p50 / onnxruntime p50 (<= 1: gkrt is
+   at least as fast).
+Session compile time (fusion + kernel preparation) is reported for every model."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--build", default="build")
+ap.add_argument("--threads", default="1,2")
+ap.add_argument("--quick", action="store_true", help="fewer iterations")
+args = ap.parse_args()
+GKRT = os.path.join(args.build, "tools", "gkrt")
+TRIAD = os.path.join(args.build, "tools", "gkrt_triad")
+OUT = os.path.join(args.build, "bench")
+os.makedirs(OUT, exist_ok=True)
+ITER = 10 if args.quick else 30
+rng = np.random.default_rng(3)
+N16M = 16 << 20
+
+
+def model(name, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs], list(inits))
+    m = helper.make_model(g, ir_version=9, opset_imports=[helper.make_opsetid("", 20)])
+    path = os.path.join(OUT, name + ".onnx")
+    onnx.save(m, path)
+    return path
+
+
+def scalar(name, v):
+    return numpy_helper.from_array(np.array(v, np.float32), name)
+
+
+def w(name, shape, scale=0.05):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def build_models():
+    m = {}
+    m["mynet_16m"] = model("mynet_16m", [helper.make_node("Mul", ["x", "two"], ["a"]),
+                                         helper.make_node("Add", ["a", "one"], ["y"])],
+                           [("x", [N16M])], [("y", [N16M])], [scalar("two", 2), scalar("one", 1)])
+    m["myop_16m"] = model("myop_16m", [helper.make_node("Mul", ["x", "two"], ["a"]),
+                                       helper.make_node("Pow", ["a", "three"], ["c"]),
+                                       helper.make_node("Sub", ["c", "y"], ["d"]),
+                                       helper.make_node("Mul", ["d", "c"], ["r"])],
+                          [("x", [N16M]), ("y", [N16M])], [("r", [N16M])], [scalar("two", 2), scalar("three", 3)])
+    m["layernorm_block"] = model("layernorm_block", [
+        helper.make_node("Add", ["x", "res"], ["s"]),
+        helper.make_node("LayerNormalization", ["s", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
+        [("x", [512, 768]), ("res", [512, 768])], [("y", [512, 768])], [w("g", [768]), w("b", [768])])
+    m["softmax"] = model("softmax", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+                         [("x", [4096, 512])], [("y", [4096, 512])])
+    m["gelu_mlp"] = model("gelu_mlp", [
+        helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+        helper.make_node("Gelu", ["hb"], ["g"]), helper.make_node("MatMul", ["g", "w2"], ["o"]),
+        helper.make_node("Add", ["o", "b2"], ["y"])],
+        [("x", [128, 512])], [("y", [128, 512])], [w("w1", [512, 2048]), w("b1", [2048]), w("w2", [2048, 512]),
+                                                    w("b2", [512])])
+    m["conv_block"] = model("conv_block", [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c2", "x"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"])],
+        [("x", [1, 64, 56, 56])], [("y", [1, 64, 56, 56])],
+        [w("w1", [64, 64, 3, 3]), w("b1", [64]), w("w2", [64, 64, 3, 3]), w("b2", [64])])
+    zoo = os.path.join(args.build, "zoo")
+    subprocess.run([sys.executable, "tests/models/make_models.py", zoo], check=True, stdout=subprocess.DEVNULL)
+    m["mlp"] = os.path.join(zoo, "mlp.onnx")
+    m["transformer_block"] = os.path.join(zoo, "transformer_block.onnx")
+    return m
+
+
+def gkrt_bench(onnx_path, threads, fusion):
+    gkm = onnx_path[:-5] + ".gkm"
+    subprocess.run([GKRT, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+    js = gkm + ".json"
+    subprocess.run([GKRT, "bench", gkm, "--backend", "cpu", "--threads", str(threads), "--fusion", fusion,
+                    "--iterations", str(ITER), "--warmup", "3", "--json", js], check=True, stdout=subprocess.DEVNULL)
+    return {r["fusion"]: r for r in json.load(open(js))}
+
+
+def ort_p50(onnx_path, threads):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    s = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+    feeds = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+             for i in s.get_inputs()}
+    for _ in range(3):
+        s.run(None, feeds)
+    times = []
+    for _ in range(ITER):
+        t0 = time.perf_counter()
+        s.run(None, feeds)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def main():
+    models = build_models()
+    for threads in [int(t) for t in args.threads.split(",")]:
+        triad = float(subprocess.run([TRIAD, str(N16M), str(threads)], check=True, capture_output=True,
+                                     text=True).stdout)
+        print(f"\n== {threads} thread(s); STREAM-style triad {triad:.1f} GB/s")
+        print("-- fused elementwise chains vs the triad (16M floats)")
+        for name in ("mynet_16m", "myop_16m"):
+            r = gkrt_bench(models[name], threads, "on")["on"]
+            bytes_moved = r["fused_bytes_per_run"] or (os.path.getsize(models[name]) * 0)
+            gbps = bytes_moved / (r["min_ms"] / 1e3) / 1e9
+            print(f"{name:18s} {r['min_ms']:8.2f} ms  {gbps:6.1f} GB/s  = {100 * gbps / triad:5.1f}% of triad "
+                  f"({r['kernels']} kernel{'s' if r['kernels'] != 1 else ''})")
+        print("-- fused vs unfused, cpu backend (p50 ms)")
+        for name in ("mynet_16m", "myop_16m", "layernorm_block", "softmax", "gelu_mlp"):
+            r = gkrt_bench(models[name], threads, "on,off")
+            print(f"{name:18s} fused {r['on']['p50_ms']:8.3f}  unfused {r['off']['p50_ms']:8.3f}  "
+                  f"speed-up {r['off']['p50_ms'] / r['on']['p50_ms']:5.2f}x  kernels {r['on']['kernels']} vs "
+                  f"{r['off']['kernels']}")
+        print("-- end to end vs onnxruntime CPU (p50 ms; ratio = gkrt / onnxruntime)")
+        for name in ("mlp", "transformer_block", "conv_block"):
+            r = gkrt_bench(models[name], threads, "on")["on"]
+            o = ort_p50(models[name], threads)
+            print(f"{name:18s} gkrt {r['p50_ms']:8.3f}  onnxruntime {o:8.3f}  ratio {r['p50_ms'] / o:5.2f}  "
+                  f"compile {r['compile_ms']:.1f} ms")
+
+
+main()

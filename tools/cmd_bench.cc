@@ -1,0 +1,202 @@
+// gkrt bench MODEL [--backend cpu,reference] [--threads N] [--warmup W] [--iterations I]
+//                  [--fusion on,off] [--input name=file.npy ...] [--json out.json] [--profile]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/model_io.h"
+#include "runtime/session.h"
+#include "tools/commands.h"
+#include "tools/parse_args.h"
+
+namespace gkrt::tools {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::string backends = "cpu";
+  std::string fusion = "on";
+  int threads = 0;
+  int warmup = 5;
+  int iterations = 50;
+  std::vector<std::string> inputs;
+  std::vector<std::string> input_shapes;
+  std::string json;
+  bool profile = false;
+};
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Random inputs in [-1, 1) (integers: 0) for the inputs not given as files.
+HostTensor randomInput(const TensorInfo& info, std::mt19937& rng) {
+  HostTensor t(info.dtype, info.shape);
+  std::memset(t.data(), 0, t.bytes());
+  if (info.dtype == DType::kFloat32) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t i = 0; i < t.size(); ++i) t.as<float>()[i] = u(rng);
+  }
+  return t;
+}
+
+struct Row {
+  std::string backend, fusion;
+  int threads = 0;
+  double p50 = 0, p90 = 0, min = 0, compile_ms = 0;
+  size_t kernels = 0, memory = 0, fused_bytes = 0;
+  double fused_gbps = 0;
+  std::vector<Session::KernelInfo> infos;
+  std::vector<double> kernel_seconds;
+};
+
+void progress(int done, int total) {
+  if (total < 20 || !isatty(2)) return;
+  const int width = 30, filled = done * width / total;
+  std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, ' ') << "] " << done << "/" << total
+            << (done == total ? "\r" + std::string(width + 20, ' ') + "\r" : "") << std::flush;
+}
+
+StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::string& backend, bool fused,
+                       const std::map<std::string, HostTensor>& given) {
+  SessionArgs sa;
+  sa.backend = backend;
+  sa.flags = fused ? "" : "--opt_level=0";
+  sa.input_shapes = a.input_shapes;
+  ASSIGN_OR_RETURN(SessionOptions opts, sa.toOptions());
+  opts.backend_options.num_threads = a.threads;
+  for (const auto& [name, t] : given) opts.input_shapes[name] = t.shape();
+  const auto c0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
+  Row r;
+  r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+  std::mt19937 rng(1);
+  for (const TensorInfo& in : session->inputs()) {
+    auto it = given.find(in.name);
+    RETURN_IF_ERROR(session->setInput(in.name, it != given.end() ? it->second : randomInput(in, rng)));
+  }
+  for (int i = 0; i < a.warmup; ++i) RETURN_IF_ERROR(session->run());
+  std::vector<double> ms;
+  for (int i = 0; i < a.iterations; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(session->run());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    progress(i + 1, a.iterations);
+  }
+  std::sort(ms.begin(), ms.end());
+  r.backend = backend;
+  r.fusion = fused ? "on" : "off";
+  r.threads = a.threads;
+  r.p50 = ms[ms.size() / 2];
+  r.p90 = ms[std::min(ms.size() - 1, ms.size() * 9 / 10)];
+  r.min = ms.front();
+  r.kernels = session->kernelCount();
+  r.memory = session->allocatedBytes();
+  r.infos = session->kernelInfos();
+  for (const auto& k : r.infos) if (k.fused) r.fused_bytes += k.bytes_moved;
+  if (a.profile || r.fused_bytes) {  // fused kernels' own time, for their GB/s
+    std::vector<double> best;
+    for (int i = 0; i < std::max(3, a.iterations / 5); ++i) {
+      RETURN_IF_ERROR(session->runProfiled(&r.kernel_seconds));
+      if (best.empty()) best = r.kernel_seconds;
+      for (size_t k = 0; k < best.size(); ++k) best[k] = std::min(best[k], r.kernel_seconds[k]);
+    }
+    r.kernel_seconds = best;
+    double fused_s = 0;
+    for (size_t k = 0; k < r.infos.size(); ++k) if (r.infos[k].fused) fused_s += best[k];
+    r.fused_gbps = fused_s > 0 ? r.fused_bytes / fused_s / 1e9 : 0;
+  }
+  return r;
+}
+
+Status bench(const BenchArgs& a) {
+  ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
+  if (a.warmup < 0 || a.iterations < 1) {
+    return makeError(StatusCode::kInvalidArgument, "--iterations must be >= 1 and --warmup >= 0");
+  }
+  ASSIGN_OR_RETURN(auto given, readInputArgs(a.inputs));
+  std::vector<bool> fusion_states;
+  for (const std::string& f : splitList(a.fusion)) {
+    if (f != "on" && f != "off") return makeError(StatusCode::kInvalidArgument, "--fusion takes on, off or on,off; got '", f, "'");
+    fusion_states.push_back(f == "on");
+  }
+  std::vector<Row> rows;
+  for (const std::string& backend : splitList(a.backends)) {
+    for (bool fused : fusion_states) {
+      auto r = benchOne(model, a, backend, fused, given);
+      if (!r.ok()) return r.status().withContext(backend + ", fusion " + (fused ? "on" : "off"));
+      rows.push_back(std::move(r).value());
+    }
+  }
+  std::cout << a.model << ": " << a.iterations << " iterations after " << a.warmup << " warm-up, threads "
+            << (a.threads > 0 ? std::to_string(a.threads) : "all") << "\n";
+  std::cout << std::left << std::setw(10) << "backend" << std::setw(7) << "fusion" << std::right << std::setw(10)
+            << "p50 ms" << std::setw(10) << "p90 ms" << std::setw(10) << "min ms" << std::setw(9) << "kernels"
+            << std::setw(14) << "memory MiB" << std::setw(16) << "fused MiB/run" << std::setw(11) << "fused GB/s"
+            << std::setw(12) << "compile ms" << "\n";
+  std::cout << std::fixed;
+  for (const Row& r : rows) {
+    std::cout << std::left << std::setw(10) << r.backend << std::setw(7) << r.fusion << std::right << std::setprecision(3)
+              << std::setw(10) << r.p50 << std::setw(10) << r.p90 << std::setw(10) << r.min << std::setw(9) << r.kernels
+              << std::setprecision(2) << std::setw(14) << r.memory / 1048576.0 << std::setw(16)
+              << r.fused_bytes / 1048576.0 << std::setw(11) << r.fused_gbps << std::setw(12) << r.compile_ms << "\n";
+  }
+  if (a.profile) {
+    for (const Row& r : rows) {
+      double total = 0;
+      for (double s : r.kernel_seconds) total += s;
+      std::cout << "\nper kernel, " << r.backend << ", fusion " << r.fusion << ":\n";
+      std::cout << std::setw(10) << "ms" << std::setw(8) << "share" << std::setw(9) << "GB/s" << "  kernel\n";
+      for (size_t k = 0; k < r.infos.size(); ++k) {
+        const double s = r.kernel_seconds[k];
+        std::cout << std::setprecision(3) << std::setw(10) << s * 1e3 << std::setprecision(1) << std::setw(7)
+                  << (total > 0 ? 100 * s / total : 0) << "%" << std::setprecision(2) << std::setw(9)
+                  << (s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0) << "  " << r.infos[k].name << "\n";
+      }
+    }
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Row& r : rows) {
+      j.push_back({{"backend", r.backend}, {"fusion", r.fusion}, {"threads", r.threads}, {"p50_ms", r.p50},
+                   {"p90_ms", r.p90}, {"min_ms", r.min}, {"kernels", r.kernels}, {"memory_bytes", r.memory},
+                   {"fused_bytes_per_run", r.fused_bytes}, {"fused_gbps", r.fused_gbps}, {"compile_ms", r.compile_ms}});
+    }
+    std::ofstream f(a.json);
+    if (!f) return makeError(StatusCode::kIoError, "cannot write '", a.json, "'");
+    f << j.dump(2) << "\n";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Command addBenchCommand(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "time a model: latency, kernels, memory, fused-kernel bandwidth");
+  cmd->add_option("model", args->model, "the .gkm model")->required();
+  cmd->add_option("--backend", args->backends, "backends, comma-separated (cpu,reference)");
+  cmd->add_option("--fusion", args->fusion, "on, off or on,off");
+  cmd->add_option("--threads", args->threads, "threads of the cpu backend (0 = every core)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", args->warmup, "untimed runs first");
+  cmd->add_option("--iterations", args->iterations, "timed runs");
+  cmd->add_option("--input", args->inputs, "an input from name=file.npy (others are random)");
+  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--json", args->json, "also write the table as JSON");
+  cmd->add_flag("--profile", args->profile, "per-kernel table: time, share, GB/s");
+  return reportingCommand("bench", [args]() { return bench(*args); });
+}
+
+}  // namespace gkrt::tools
