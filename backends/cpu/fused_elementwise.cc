@@ -175,6 +175,7 @@ class ElementwiseKernel final : public Kernel {
  public:
   ElementwiseKernel(Program p, ThreadPool& pool) : p_(std::move(p)), pool_(pool) {
     scratch_.resize(static_cast<size_t>(pool.size()) * (p_.slots + 2 * p_.code.size() + 2 + p_.copies.size()) * kTile);
+    results_.resize(static_cast<size_t>(pool.size()) * p_.code.size());  // nothing is allocated in launch
   }
 
   Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs,
@@ -182,7 +183,7 @@ class ElementwiseKernel final : public Kernel {
     const size_t per_thread = (p_.slots + 2 * p_.code.size() + 2 + p_.copies.size()) * kTile;
     pool_.parallelFor(p_.total, kTile, 32 * 1024, [&](int thread, int64_t begin, int64_t end) {
       float* scratch = scratch_.data() + thread * per_thread;
-      std::vector<const float*> result(p_.code.size(), nullptr);
+      const float** result = results_.data() + thread * p_.code.size();
       for (int64_t s = begin; s < end; s += kTile) {
         const int64_t n = std::min(kTile, end - s);
         float* gather = scratch + p_.slots * kTile;  // per-operand gather buffers follow the slots
@@ -256,6 +257,7 @@ class ElementwiseKernel final : public Kernel {
   Program p_;
   ThreadPool& pool_;
   std::vector<float> scratch_;
+  std::vector<const float*> results_;  // per thread: each instruction's tile
 };
 
 }  // namespace

@@ -51,6 +51,8 @@ class MatMulKernel final : public Kernel {
     if (b.isConstant() && numElements(p_.b_batch) == 1) {  // weights: packed once, here
       packB(reinterpret_cast<const float*>(b.constant->data), p_.K, p_.N, p_.transpose_b, &packed_);
       prepacked_ = true;
+    } else {  // packed per run into storage reserved here
+      packed_.panels.reserve(static_cast<size_t>((p_.N + kGemmNR - 1) / kGemmNR * kGemmNR * p_.K));
     }
   }
 
