@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/reference/reference_backend.h"
@@ -15,10 +16,11 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return node.op && node.op->reference; }
 
 // Fast paths first: elementwise clusters and ops as one tiled loop, GEMMs on the packed
-// GEMM; every other node runs its reference kernel.
+// GEMM, convolution and pooling on their own kernels; every other node runs its reference kernel.
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
+  if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
   return makeReferenceKernel(node);
 }
 

@@ -35,7 +35,7 @@ namespace {
 typedef float V16 __attribute__((vector_size(64)));
 
 GKRT_GEMM_CLONES void microKernel(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
-                                  int64_t cols) {
+                                  int64_t cols, const float* bias) {
   V16 acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
   for (int64_t k = 0; k < K; ++k) {
     V16 bk;
@@ -47,33 +47,63 @@ GKRT_GEMM_CLONES void microKernel(int64_t K, const float* a, const float* b, flo
     acc3 += ak[3] * bk;
   }
   const V16* acc[kGemmMR] = {&acc0, &acc1, &acc2, &acc3};
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, acc[r], cols * sizeof(float));
+  for (int64_t r = 0; r < rows; ++r) {
+    V16 v = *acc[r];
+    if (bias) v += bias[r];
+    std::memcpy(c + r * ldc, &v, cols * sizeof(float));
+  }
 }
 
 }  // namespace
 
-void gemm(int64_t M, const float* a, bool transpose_a, const PackedB& b, float* c, float* a_pack, ThreadPool& pool) {
-  const int64_t K = b.K, N = b.N;
-  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR, panels = (N + kGemmNR - 1) / kGemmNR;
-  for (int64_t blk = 0; blk < blocks; ++blk) {  // A -> [block][K][4], zero-padded rows
-    float* dst = a_pack + blk * K * kGemmMR;
+void packA(const float* a, int64_t M, int64_t K, bool transpose, float* dst) {
+  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float* d = dst + blk * K * kGemmMR;
     for (int64_t k = 0; k < K; ++k) {
       for (int64_t r = 0; r < kGemmMR; ++r) {
         const int64_t i = blk * kGemmMR + r;
-        dst[k * kGemmMR + r] = i >= M ? 0.0f : transpose_a ? a[k * M + i] : a[i * K + k];
+        d[k * kGemmMR + r] = i >= M ? 0.0f : transpose ? a[k * M + i] : a[i * K + k];
       }
     }
   }
+}
+
+void gemmPacked(int64_t M, const float* a_pack, const PackedB& b, float* c, int64_t ldc, const float* row_bias,
+                ThreadPool& pool) {
+  const int64_t K = b.K, N = b.N;
+  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR, panels = (N + kGemmNR - 1) / kGemmNR;
+  // Panels are taken in chunks that stay in L2 while every A block passes over them.
+  const int64_t chunk = std::max<int64_t>(1, (256 << 10) / std::max<int64_t>(1, K * kGemmNR * 4));
   const int64_t work_per_task = K * kGemmMR * kGemmNR;
   pool.parallelFor(blocks * panels, 1, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, work_per_task)),
                    [&](int, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t blk = t / panels, p = t % panels;
+      const int64_t first = t / (blocks * chunk) * chunk, width = std::min(chunk, panels - first);
+      const int64_t within = t - first * blocks;
+      const int64_t blk = within / width, p = first + within % width;
       const int64_t row = blk * kGemmMR, col = p * kGemmNR;
-      microKernel(K, a_pack + blk * K * kGemmMR, b.panels.data() + p * K * kGemmNR, c + row * N + col, N,
-                  std::min(kGemmMR, M - row), std::min(kGemmNR, N - col));
+      microKernel(K, a_pack + blk * K * kGemmMR, b.panels.data() + p * K * kGemmNR, c + row * ldc + col, ldc,
+                  std::min(kGemmMR, M - row), std::min(kGemmNR, N - col), row_bias ? row_bias + row : nullptr);
     }
   });
+}
+
+void gemmSerial(int64_t M, const float* a_pack, int64_t K, const float* panels, int64_t N, float* c, int64_t ldc,
+                const float* row_bias) {
+  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR, num_panels = (N + kGemmNR - 1) / kGemmNR;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t row = blk * kGemmMR;
+    for (int64_t p = 0; p < num_panels; ++p) {
+      microKernel(K, a_pack + blk * K * kGemmMR, panels + p * K * kGemmNR, c + row * ldc + p * kGemmNR, ldc,
+                  std::min(kGemmMR, M - row), std::min(kGemmNR, N - p * kGemmNR), row_bias ? row_bias + row : nullptr);
+    }
+  }
+}
+
+void gemm(int64_t M, const float* a, bool transpose_a, const PackedB& b, float* c, float* a_pack, ThreadPool& pool) {
+  packA(a, M, b.K, transpose_a, a_pack);
+  gemmPacked(M, a_pack, b, c, b.N, nullptr, pool);
 }
 
 }  // namespace gkrt::cpu

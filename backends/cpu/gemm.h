@@ -22,8 +22,21 @@ struct PackedB {
 // op(B) is K x N; transposed B is stored N x K.
 void packB(const float* b, int64_t K, int64_t N, bool transpose, PackedB* out);
 
+// Floats packA writes for an M x K operand.
+inline int64_t packedASize(int64_t M, int64_t K) { return (M + kGemmMR - 1) / kGemmMR * kGemmMR * K; }
+// op(A) [M, K] into 4-row blocks [ceil(M/4)][K][4], zero-padded; transposed A is K x M.
+void packA(const float* a, int64_t M, int64_t K, bool transpose, float* dst);
+
+// C[M, N] (row stride ldc) = packed A * B, plus row_bias[i] on row i when given.
+void gemmPacked(int64_t M, const float* a_pack, const PackedB& b, float* c, int64_t ldc, const float* row_bias,
+                ThreadPool& pool);
+
+// The same on the calling thread only, B given as raw panels [ceil(N/16)][K][16].
+void gemmSerial(int64_t M, const float* a_pack, int64_t K, const float* panels, int64_t N, float* c, int64_t ldc,
+                const float* row_bias);
+
 // C[M, N] = op(A)[M, K] * B (row-major; op(A) transposed is stored K x M). `a_pack`
-// needs ceil(M/4)*4*K floats.
+// needs packedASize(M, K) floats.
 void gemm(int64_t M, const float* a, bool transpose_a, const PackedB& b, float* c, float* a_pack, ThreadPool& pool);
 
 }  // namespace gkrt::cpu

@@ -1,8 +1,9 @@
 // The cpu backend's fast paths (fused-loop executor, packed GEMM) against the
 // reference backend, on shapes that exercise tile edges, every broadcast pattern,
-// transposes, batch broadcasting and 1 vs 2 threads.
+// transposes, batch broadcasting, convolution geometries and 1 vs 2 threads.
 #include <random>
 
+#include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/matmul_kernel.h"
 #include "runtime/ir/op_def.h"
@@ -109,6 +110,58 @@ TEST(CpuBackend, GemmsMatchReference) {
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   expectCpuMatchesReference(*g, {randomTensor({7, 40}, 11)}, 1e-4);
+}
+
+// Conv2D: plain, strided/dilated with asymmetric pads, grouped, depthwise (with a
+// channel multiplier), 1x1; weights constant (packed at compile) or an input.
+TEST(CpuBackend, ConvolutionsMatchReference) {
+  struct Case { Shape x, w; Ints strides, pads, dilations; int64_t groups; bool const_w, bias; };
+  for (const Case& c : std::vector<Case>{
+           {{1, 3, 9, 11}, {5, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, true},
+           {{2, 4, 13, 10}, {6, 4, 3, 2}, {2, 3}, {0, 1, 2, 0}, {2, 1}, 1, false, false},
+           {{1, 8, 7, 7}, {12, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4, true, true},
+           {{2, 6, 10, 9}, {12, 1, 3, 3}, {2, 2}, {1, 0, 1, 2}, {1, 2}, 6, true, true},
+           {{1, 5, 8, 12}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, false, true},
+           {{1, 2, 3, 2}, {3, 2, 2, 2}, {1, 2}, {0, 1, 2, 1}, {1, 3}, 1, true, true},
+           {{1, 16, 33, 5}, {20, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true, false}}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, c.x);
+    const HostTensor wt = randomTensor(c.w, 21), bias = randomTensor({c.w[0]}, 22);
+    Value w = c.const_w ? b.constant("w", DType::kFloat32, c.w, wt.data()) : b.input("w", DType::kFloat32, c.w);
+    std::vector<Value> in{x, w};
+    if (c.bias) in.push_back(b.constant("b", DType::kFloat32, {c.w[0]}, bias.data()));
+    Conv2DAttrs a;
+    a.strides = c.strides;
+    a.pads = c.pads;
+    a.dilations = c.dilations;
+    a.groups = c.groups;
+    b.output(b.op1("Conv2D", in, a), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    EXPECT_TRUE(cpu::canRunConvOrPool(*g, g->nodes[0]));
+    std::vector<HostTensor> inputs{randomTensor(c.x, 23)};
+    if (!c.const_w) inputs.push_back(wt);
+    expectCpuMatchesReference(*g, inputs, 1e-4);
+  }
+}
+
+TEST(CpuBackend, PoolingMatchesReference) {
+  for (const char* op : {"MaxPool", "AvgPool"}) {
+    for (bool include_pad : {false, true}) {
+      GraphBuilder b;
+      Value x = b.input("x", DType::kFloat32, {2, 3, 11, 8});
+      PoolAttrs a;
+      a.kernel = {3, 2};
+      a.strides = {2, 2};
+      a.pads = {1, 0, 1, 1};
+      a.ceil_mode = include_pad;
+      a.count_include_pad = include_pad;
+      b.output(b.op1(op, {x}, a), "y");
+      auto g = b.finish();
+      ASSERT_TRUE(g.ok()) << g.status().toString();
+      expectCpuMatchesReference(*g, {randomTensor({2, 3, 11, 8}, 31)}, 1e-5);
+    }
+  }
 }
 
 }  // namespace
