@@ -3,6 +3,8 @@
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/matmul_kernel.h"
+#include "backends/cpu/norm_kernels.h"
+#include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
 
@@ -16,11 +18,14 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return node.op && node.op->reference; }
 
 // Fast paths first: elementwise clusters and ops as one tiled loop, GEMMs on the packed
-// GEMM, convolution and pooling on their own kernels; every other node runs its reference kernel.
+// GEMM; convolution, pooling, softmax, layernorm and transpose on their own kernels;
+// every other node runs its reference kernel.
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
+  if (cpu::canRunNorm(g, node)) return cpu::compileNorm(g, node, *pool_);
+  if (cpu::canRunTranspose(g, node)) return cpu::compileTranspose(g, node, *pool_);
   return makeReferenceKernel(node);
 }
 

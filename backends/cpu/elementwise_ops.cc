@@ -1,8 +1,11 @@
 #include "backends/cpu/elementwise_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+
+#include "backends/cpu/vector_math.h"
 
 namespace gkrt::cpu {
 
@@ -46,6 +49,18 @@ void powConst(float* y, const float* a, int64_t n, float c) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], c);
 }
 
+// x * f(exp(-x)) family through a stack chunk, so `y` may alias `a`.
+template <class F> void viaExpNeg(float* y, const float* a, int64_t n, F f) {
+  constexpr int64_t kChunk = 256;
+  float t[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    for (int64_t j = 0; j < m; ++j) t[j] = -a[i + j];
+    vecMath(VecFn::kExp, t, t, m);
+    for (int64_t j = 0; j < m; ++j) y[i + j] = f(a[i + j], t[j]);
+  }
+}
+
 }  // namespace
 
 void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c) {
@@ -56,25 +71,25 @@ void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float
     case EwOp::kDiv: return binary(y, a, b, n, [](float p, float q) { return p / q; });
     case EwOp::kMaximum: return binary(y, a, b, n, [](float p, float q) { return (p != p || p > q) ? p : q; });
     case EwOp::kMinimum: return binary(y, a, b, n, [](float p, float q) { return (p != p || p < q) ? p : q; });
-    case EwOp::kPow: for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], b[i]); return;
+    case EwOp::kPow: return vecPow(y, a, b, n);
     case EwOp::kSquaredDifference: return binary(y, a, b, n, [](float p, float q) { return (p - q) * (p - q); });
     case EwOp::kNeg: return unary(y, a, n, [](float x) { return -x; });
     case EwOp::kAbs: return unary(y, a, n, [](float x) { return std::fabs(x); });
-    case EwOp::kExp: return unary(y, a, n, [](float x) { return std::exp(x); });
-    case EwOp::kLog: return unary(y, a, n, [](float x) { return std::log(x); });
+    case EwOp::kExp: return vecMath(VecFn::kExp, y, a, n);
+    case EwOp::kLog: return vecMath(VecFn::kLog, y, a, n);
     case EwOp::kSqrt: return unary(y, a, n, [](float x) { return std::sqrt(x); });
     case EwOp::kRsqrt: return unary(y, a, n, [](float x) { return 1.0f / std::sqrt(x); });
     case EwOp::kReciprocal: return unary(y, a, n, [](float x) { return 1.0f / x; });
-    case EwOp::kTanh: return unary(y, a, n, [](float x) { return std::tanh(x); });
-    case EwOp::kSigmoid: return unary(y, a, n, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+    case EwOp::kTanh: return vecMath(VecFn::kTanh, y, a, n);
+    case EwOp::kSigmoid: return viaExpNeg(y, a, n, [](float, float e) { return 1.0f / (1.0f + e); });
     case EwOp::kReLU: return unary(y, a, n, [](float x) { return !(x <= 0.0f) ? x : 0.0f; });
-    case EwOp::kErf: return unary(y, a, n, [](float x) { return std::erf(x); });
+    case EwOp::kErf: return vecMath(VecFn::kErf, y, a, n);
     case EwOp::kSquare: return unary(y, a, n, [](float x) { return x * x; });
-    case EwOp::kSin: return unary(y, a, n, [](float x) { return std::sin(x); });
-    case EwOp::kCos: return unary(y, a, n, [](float x) { return std::cos(x); });
+    case EwOp::kSin: return vecMath(VecFn::kSin, y, a, n);
+    case EwOp::kCos: return vecMath(VecFn::kCos, y, a, n);
     case EwOp::kFloor: return unary(y, a, n, [](float x) { return std::floor(x); });
     case EwOp::kCeil: return unary(y, a, n, [](float x) { return std::ceil(x); });
-    case EwOp::kSiLU: return unary(y, a, n, [](float x) { return x / (1.0f + std::exp(-x)); });
+    case EwOp::kSiLU: return viaExpNeg(y, a, n, [](float x, float e) { return x / (1.0f + e); });
     case EwOp::kCopy: if (y != a) std::memmove(y, a, n * sizeof(float)); return;
     case EwOp::kPowConst: return powConst(y, a, n, c);
   }

@@ -23,47 +23,75 @@ void packB(const float* b, int64_t K, int64_t N, bool transpose, PackedB* out) {
 
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_GEMM_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
-#else
-#define GKRT_GEMM_CLONES
-#endif
-
-// C block (rows x cols, rows <= 4, cols <= 16) = A block (K x 4, packed) * B panel.
-// GCC vector types keep the 4x16 accumulator in registers on every target (one zmm
-// per row with AVX-512, four xmm/q registers per row with SSE2/NEON).
+// C block (rows x cols, rows <= MR, cols <= 16) = A block (K x MR, packed) * B panel.
+// GCC vector types keep the MR x 16 accumulator in registers: one zmm per row with
+// AVX-512, two ymm with AVX2, four xmm/q registers with SSE2/NEON.
 typedef float V16 __attribute__((vector_size(64)));
 
-GKRT_GEMM_CLONES void microKernel(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
-                                  int64_t cols, const float* bias) {
-  V16 acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
+template <int MR>
+inline __attribute__((always_inline)) void microKernelBody(int64_t K, const float* a, const float* b, float* c,
+                                                           int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
+  V16 acc[MR] = {};
   for (int64_t k = 0; k < K; ++k) {
     V16 bk;
     std::memcpy(&bk, b + k * kGemmNR, sizeof bk);
-    const float* ak = a + k * kGemmMR;
-    acc0 += ak[0] * bk;
-    acc1 += ak[1] * bk;
-    acc2 += ak[2] * bk;
-    acc3 += ak[3] * bk;
+    const float* ak = a + k * MR;
+    for (int r = 0; r < MR; ++r) acc[r] += ak[r] * bk;
   }
-  const V16* acc[kGemmMR] = {&acc0, &acc1, &acc2, &acc3};
   for (int64_t r = 0; r < rows; ++r) {
-    V16 v = *acc[r];
+    V16 v = acc[r];
     if (bias) v += bias[r];
     std::memcpy(c + r * ldc, &v, cols * sizeof(float));
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// AVX-512 machines have two FMA pipes of latency 4: eight rows (eight independent zmm
+// accumulators) keep both busy. Elsewhere four rows fit the register file.
+__attribute__((target("avx512f"))) void microKernel8(int64_t K, const float* a, const float* b, float* c, int64_t ldc,
+                                                      int64_t rows, int64_t cols, const float* bias) {
+  microKernelBody<8>(K, a, b, c, ldc, rows, cols, bias);
+}
+__attribute__((target_clones("arch=haswell", "default"))) void microKernel4(int64_t K, const float* a, const float* b,
+                                                                             float* c, int64_t ldc, int64_t rows,
+                                                                             int64_t cols, const float* bias) {
+  microKernelBody<4>(K, a, b, c, ldc, rows, cols, bias);
+}
+int64_t detectMR() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? 8 : 4;
+}
+#else
+void microKernel8(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, const float*) {}
+void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                  const float* bias) {
+  microKernelBody<4>(K, a, b, c, ldc, rows, cols, bias);
+}
+int64_t detectMR() { return 4; }
+#endif
+
+inline void microKernel(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                        const float* bias) {
+  if (gemmMR() == 8) return microKernel8(K, a, b, c, ldc, rows, cols, bias);
+  microKernel4(K, a, b, c, ldc, rows, cols, bias);
+}
+
 }  // namespace
 
+int64_t gemmMR() {
+  static const int64_t mr = detectMR();
+  return mr;
+}
+
 void packA(const float* a, int64_t M, int64_t K, bool transpose, float* dst) {
-  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR;
+  const int64_t mr = gemmMR();
+  const int64_t blocks = (M + mr - 1) / mr;
   for (int64_t blk = 0; blk < blocks; ++blk) {
-    float* d = dst + blk * K * kGemmMR;
+    float* d = dst + blk * K * mr;
     for (int64_t k = 0; k < K; ++k) {
-      for (int64_t r = 0; r < kGemmMR; ++r) {
-        const int64_t i = blk * kGemmMR + r;
-        d[k * kGemmMR + r] = i >= M ? 0.0f : transpose ? a[k * M + i] : a[i * K + k];
+      for (int64_t r = 0; r < mr; ++r) {
+        const int64_t i = blk * mr + r;
+        d[k * mr + r] = i >= M ? 0.0f : transpose ? a[k * M + i] : a[i * K + k];
       }
     }
   }
@@ -71,32 +99,33 @@ void packA(const float* a, int64_t M, int64_t K, bool transpose, float* dst) {
 
 void gemmPacked(int64_t M, const float* a_pack, const PackedB& b, float* c, int64_t ldc, const float* row_bias,
                 ThreadPool& pool) {
-  const int64_t K = b.K, N = b.N;
-  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR, panels = (N + kGemmNR - 1) / kGemmNR;
+  const int64_t K = b.K, N = b.N, mr = gemmMR();
+  const int64_t blocks = (M + mr - 1) / mr, panels = (N + kGemmNR - 1) / kGemmNR;
   // Panels are taken in chunks that stay in L2 while every A block passes over them.
   const int64_t chunk = std::max<int64_t>(1, (256 << 10) / std::max<int64_t>(1, K * kGemmNR * 4));
-  const int64_t work_per_task = K * kGemmMR * kGemmNR;
+  const int64_t work_per_task = K * mr * kGemmNR;
   pool.parallelFor(blocks * panels, 1, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, work_per_task)),
                    [&](int, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t first = t / (blocks * chunk) * chunk, width = std::min(chunk, panels - first);
       const int64_t within = t - first * blocks;
       const int64_t blk = within / width, p = first + within % width;
-      const int64_t row = blk * kGemmMR, col = p * kGemmNR;
-      microKernel(K, a_pack + blk * K * kGemmMR, b.panels.data() + p * K * kGemmNR, c + row * ldc + col, ldc,
-                  std::min(kGemmMR, M - row), std::min(kGemmNR, N - col), row_bias ? row_bias + row : nullptr);
+      const int64_t row = blk * mr, col = p * kGemmNR;
+      microKernel(K, a_pack + blk * K * mr, b.panels.data() + p * K * kGemmNR, c + row * ldc + col, ldc,
+                  std::min(mr, M - row), std::min(kGemmNR, N - col), row_bias ? row_bias + row : nullptr);
     }
   });
 }
 
 void gemmSerial(int64_t M, const float* a_pack, int64_t K, const float* panels, int64_t N, float* c, int64_t ldc,
                 const float* row_bias) {
-  const int64_t blocks = (M + kGemmMR - 1) / kGemmMR, num_panels = (N + kGemmNR - 1) / kGemmNR;
+  const int64_t mr = gemmMR();
+  const int64_t blocks = (M + mr - 1) / mr, num_panels = (N + kGemmNR - 1) / kGemmNR;
   for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t row = blk * kGemmMR;
+    const int64_t row = blk * mr;
     for (int64_t p = 0; p < num_panels; ++p) {
-      microKernel(K, a_pack + blk * K * kGemmMR, panels + p * K * kGemmNR, c + row * ldc + p * kGemmNR, ldc,
-                  std::min(kGemmMR, M - row), std::min(kGemmNR, N - p * kGemmNR), row_bias ? row_bias + row : nullptr);
+      microKernel(K, a_pack + blk * K * mr, panels + p * K * kGemmNR, c + row * ldc + p * kGemmNR, ldc,
+                  std::min(mr, M - row), std::min(kGemmNR, N - p * kGemmNR), row_bias ? row_bias + row : nullptr);
     }
   }
 }

@@ -1,7 +1,7 @@
 // The cpu backend's own single-precision GEMM: B packed into 16-column panels (once,
-// at session compile, when B is a constant), A packed into 4-row blocks, a 4x16
-// register-tile micro-kernel the compiler vectorises (x86: cloned for AVX-512, AVX2+FMA
-// and baseline, picked at load; ARM: NEON), tiles split across the pool's threads.
+// at session compile, when B is a constant), A packed into MR-row blocks, an MRx16
+// register-tile micro-kernel the compiler vectorises (x86: 8x16 on AVX-512, 4x16 cloned
+// for AVX2+FMA and baseline, picked at load; ARM: 4x16 on NEON), tiles split across the pool's threads.
 // Used where oneDNN is not (cross builds for boards).
 #pragma once
 
@@ -12,7 +12,9 @@
 
 namespace gkrt::cpu {
 
-constexpr int64_t kGemmMR = 4, kGemmNR = 16;
+constexpr int64_t kGemmNR = 16;
+// Rows of the micro-kernel's tile: 8 on AVX-512 machines, 4 elsewhere (fixed per process).
+int64_t gemmMR();
 
 struct PackedB {
   int64_t K = 0, N = 0;
@@ -23,8 +25,8 @@ struct PackedB {
 void packB(const float* b, int64_t K, int64_t N, bool transpose, PackedB* out);
 
 // Floats packA writes for an M x K operand.
-inline int64_t packedASize(int64_t M, int64_t K) { return (M + kGemmMR - 1) / kGemmMR * kGemmMR * K; }
-// op(A) [M, K] into 4-row blocks [ceil(M/4)][K][4], zero-padded; transposed A is K x M.
+inline int64_t packedASize(int64_t M, int64_t K) { return (M + gemmMR() - 1) / gemmMR() * gemmMR() * K; }
+// op(A) [M, K] into MR-row blocks [ceil(M/MR)][K][MR], zero-padded; transposed A is K x M.
 void packA(const float* a, int64_t M, int64_t K, bool transpose, float* dst);
 
 // C[M, N] (row stride ldc) = packed A * B, plus row_bias[i] on row i when given.

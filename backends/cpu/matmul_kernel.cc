@@ -46,7 +46,7 @@ MatMulPlan planFor(const ir::Graph& g, const ir::Node& node) {
 class MatMulKernel final : public Kernel {
  public:
   MatMulKernel(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) : p_(planFor(g, node)), pool_(pool) {
-    a_pack_.resize(static_cast<size_t>((p_.M + kGemmMR - 1) / kGemmMR * kGemmMR * p_.K));
+    a_pack_.resize(static_cast<size_t>(packedASize(p_.M, p_.K)));
     const ir::Tensor& b = g.tensors[node.inputs[1]];
     if (b.isConstant() && numElements(p_.b_batch) == 1) {  // weights: packed once, here
       packB(reinterpret_cast<const float*>(b.constant->data), p_.K, p_.N, p_.transpose_b, &packed_);

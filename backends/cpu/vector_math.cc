@@ -1,0 +1,143 @@
+#include "backends/cpu/vector_math.h"
+
+#include <cmath>
+#include <cstring>
+
+#if defined(GKRT_HAVE_SLEEF) && defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+// sleef.h declares each ISA's functions only when the whole file is compiled for that
+// ISA; these are the ones used here (libsleef's C ABI), called only from functions
+// compiled for their ISA.
+#define GKRT_SLEEF_DECLARE(name)                                  \
+  __m512 Sleef_##name##f16_u10avx512f(__m512);                     \
+  __m256 Sleef_##name##f8_u10avx2(__m256);
+extern "C" {
+GKRT_SLEEF_DECLARE(exp)
+GKRT_SLEEF_DECLARE(log)
+GKRT_SLEEF_DECLARE(tanh)
+GKRT_SLEEF_DECLARE(erf)
+GKRT_SLEEF_DECLARE(sin)
+GKRT_SLEEF_DECLARE(cos)
+__m512 Sleef_powf16_u10avx512f(__m512, __m512);
+__m256 Sleef_powf8_u10avx2(__m256, __m256);
+}
+#define GKRT_SLEEF_X86 1
+#endif
+
+namespace gkrt::cpu {
+namespace {
+
+float scalar(VecFn fn, float x) {
+  switch (fn) {
+    case VecFn::kExp: return std::exp(x);
+    case VecFn::kLog: return std::log(x);
+    case VecFn::kTanh: return std::tanh(x);
+    case VecFn::kErf: return std::erf(x);
+    case VecFn::kSin: return std::sin(x);
+    case VecFn::kCos: return std::cos(x);
+  }
+  return x;
+}
+
+void libmMath(VecFn fn, float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = scalar(fn, x[i]);
+}
+
+void libmPow(float* y, const float* x, const float* e, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::pow(x[i], e[i]);
+}
+
+#ifdef GKRT_SLEEF_X86
+// One loop per width: full vectors, then the tail through a zero-padded stack vector.
+#define GKRT_VEC_LOOP(W, LOAD, STORE, CALL)                      \
+  int64_t i = 0;                                                     \
+  for (; i + W <= n; i += W) STORE(y + i, CALL(LOAD(x + i)));        \
+  if (i < n) {                                                       \
+    alignas(64) float t[W] = {};                                     \
+    std::memcpy(t, x + i, (n - i) * sizeof(float));                  \
+    STORE(t, CALL(LOAD(t)));                                         \
+    std::memcpy(y + i, t, (n - i) * sizeof(float));                  \
+  }
+
+#define GKRT_SLEEF_ARM(fn, name, W, ISA)                             \
+  case VecFn::fn: {                                                  \
+    GKRT_VEC_LOOP(W, LOAD, STORE, Sleef_##name##f##W##_u10##ISA)   \
+    return;                                                          \
+  }
+
+#define GKRT_SLEEF_SWITCH(W, ISA)                                    \
+  switch (fn) {                                                      \
+    GKRT_SLEEF_ARM(kExp, exp, W, ISA)                                \
+    GKRT_SLEEF_ARM(kLog, log, W, ISA)                                \
+    GKRT_SLEEF_ARM(kTanh, tanh, W, ISA)                              \
+    GKRT_SLEEF_ARM(kErf, erf, W, ISA)                                \
+    GKRT_SLEEF_ARM(kSin, sin, W, ISA)                                \
+    GKRT_SLEEF_ARM(kCos, cos, W, ISA)                                \
+  }
+
+#define LOAD _mm512_loadu_ps
+#define STORE _mm512_storeu_ps
+__attribute__((target("avx512f"))) void avx512Math(VecFn fn, float* y, const float* x, int64_t n) {
+  GKRT_SLEEF_SWITCH(16, avx512f)
+}
+__attribute__((target("avx512f"))) void avx512Pow(float* y, const float* x, const float* e, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) STORE(y + i, Sleef_powf16_u10avx512f(LOAD(x + i), LOAD(e + i)));
+  libmPow(y + i, x + i, e + i, n - i);
+}
+#undef LOAD
+#undef STORE
+
+#define LOAD _mm256_loadu_ps
+#define STORE _mm256_storeu_ps
+__attribute__((target("avx2,fma"))) void avx2Math(VecFn fn, float* y, const float* x, int64_t n) {
+  GKRT_SLEEF_SWITCH(8, avx2)
+}
+__attribute__((target("avx2,fma"))) void avx2Pow(float* y, const float* x, const float* e, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) STORE(y + i, Sleef_powf8_u10avx2(LOAD(x + i), LOAD(e + i)));
+  libmPow(y + i, x + i, e + i, n - i);
+}
+#undef LOAD
+#undef STORE
+
+enum class Isa { kLibm, kAvx2, kAvx512 };
+Isa detectIsa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+  return Isa::kLibm;
+}
+Isa isa() {
+  static const Isa detected = detectIsa();
+  return detected;
+}
+#endif
+
+}  // namespace
+
+void vecMath(VecFn fn, float* y, const float* x, int64_t n) {
+#ifdef GKRT_SLEEF_X86
+  if (isa() == Isa::kAvx512) return avx512Math(fn, y, x, n);
+  if (isa() == Isa::kAvx2) return avx2Math(fn, y, x, n);
+#endif
+  libmMath(fn, y, x, n);
+}
+
+void vecPow(float* y, const float* x, const float* e, int64_t n) {
+#ifdef GKRT_SLEEF_X86
+  if (isa() == Isa::kAvx512) return avx512Pow(y, x, e, n);
+  if (isa() == Isa::kAvx2) return avx2Pow(y, x, e, n);
+#endif
+  libmPow(y, x, e, n);
+}
+
+const char* vecMathImplementation() {
+#ifdef GKRT_SLEEF_X86
+  if (isa() == Isa::kAvx512) return "sleef-avx512f";
+  if (isa() == Isa::kAvx2) return "sleef-avx2";
+#endif
+  return "libm";
+}
+
+}  // namespace gkrt::cpu

@@ -1,0 +1,19 @@
+// Vectorised elementary functions over float arrays for the cpu kernels. On x86-64
+// builds with SLEEF (Debian `libsleef-dev`) they run SLEEF's 1-ulp AVX-512 or AVX2
+// versions, picked once by the CPU's features; elsewhere (boards, builds without
+// SLEEF) the C library's, one element at a time. `y` may alias `x`.
+#pragma once
+
+#include <cstdint>
+
+namespace gkrt::cpu {
+
+enum class VecFn : uint8_t { kExp, kLog, kTanh, kErf, kSin, kCos };
+
+void vecMath(VecFn fn, float* y, const float* x, int64_t n);
+void vecPow(float* y, const float* x, const float* e, int64_t n);
+
+// Which implementation runs here: "sleef-avx512f", "sleef-avx2" or "libm".
+const char* vecMathImplementation();
+
+}  // namespace gkrt::cpu
