@@ -28,6 +28,9 @@ class Kernel {
   virtual Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs,
                         void* workspace) = 0;
   virtual size_t workspaceBytes() const { return 0; }
+  // An input whose bytes output 0 may take over when that input dies here (the kernel
+  // reads every element before writing it at the same index); -1 = none.
+  virtual int inPlaceInput() const { return -1; }
 };
 
 struct BackendOptions {

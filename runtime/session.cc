@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
+#include "runtime/memory_plan.h"
 #include "runtime/log.h"
 
 namespace gkrt {
@@ -32,8 +33,9 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
 Session::~Session() { release(); }
 
 void Session::release() {
-  allocated_bytes_ = 0;
-  for (void* p : buffers_) if (p) backend_->deallocate(p);
+  allocated_bytes_ = arena_bytes_ = tensor_bytes_ = 0;
+  for (void* p : owned_) backend_->deallocate(p);
+  owned_.clear();
   buffers_.clear();
   if (workspace_) backend_->deallocate(workspace_);
   workspace_ = nullptr;
@@ -77,21 +79,7 @@ Status Session::compile() {
   }
   for (int t : graph_.inputs) referenced[t] = 1;
   for (int t : graph_.outputs) referenced[t] = 1;
-  buffers_.assign(graph_.tensors.size(), nullptr);
-  for (size_t t = 0; t < graph_.tensors.size(); ++t) {
-    const ir::Tensor& tensor = graph_.tensors[t];
-    if (!referenced[t] || (tensor.isConstant() && backend_->isHost())) continue;  // constants used in place
-    const size_t bytes = static_cast<size_t>(numElements(tensor.shape)) * dtypeSize(tensor.dtype);
-    ASSIGN_OR_RETURN(buffers_[t], backend_->allocate(bytes));
-    allocated_bytes_ += bytes;
-    if (tensor.isConstant()) RETURN_IF_ERROR(backend_->copyToDevice(buffers_[t], tensor.constant->data, bytes));
-  }
-  auto data_of = [&](int t) -> void* {
-    const ir::Tensor& tensor = graph_.tensors[t];
-    if (buffers_[t]) return buffers_[t];
-    return const_cast<uint8_t*>(tensor.constant->data);
-  };
-
+  // Kernels first: their in-place hints shape the memory plan.
   size_t workspace = 0;
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const ir::Node& node = graph_.nodes[i];
@@ -113,17 +101,100 @@ Status Session::compile() {
     if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(graph_, int(i)));
     step.kernel = std::move(kernel).value();
     workspace = std::max(workspace, step.kernel->workspaceBytes());
+    steps_.push_back(std::move(step));
+  }
+  RETURN_IF_ERROR(allocateTensors(referenced));
+  auto data_of = [&](int t) -> void* {
+    const ir::Tensor& tensor = graph_.tensors[t];
+    if (buffers_[t]) return buffers_[t];
+    return const_cast<uint8_t*>(tensor.constant->data);
+  };
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const ir::Node& node = graph_.nodes[i];
+    Step& step = steps_[i];
     for (int t : node.inputs) {
       if (t < 0) { step.inputs.push_back({}); continue; }
       step.inputs.push_back({graph_.tensors[t].dtype, graph_.tensors[t].shape, data_of(t)});
     }
     for (int t : node.outputs) step.outputs.push_back({graph_.tensors[t].dtype, graph_.tensors[t].shape, data_of(t)});
-    steps_.push_back(std::move(step));
   }
   if (workspace) {
     ASSIGN_OR_RETURN(workspace_, backend_->allocate(workspace));
+    allocated_bytes_ += workspace;
   }
   GKRT_LOG_INFO("session compiled for ", backend_->name(), ": ", steps_.size(), " kernels");
+  return Status::Ok();
+}
+
+// Host backends: one arena, offsets from the memory plan (constants used in place).
+// Device backends: one allocation per tensor, constants copied over.
+Status Session::allocateTensors(const std::vector<char>& referenced) {
+  buffers_.assign(graph_.tensors.size(), nullptr);
+  auto bytes_of = [&](size_t t) {
+    return static_cast<size_t>(numElements(graph_.tensors[t].shape)) * dtypeSize(graph_.tensors[t].dtype);
+  };
+  if (!backend_->isHost()) {
+    for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+      const ir::Tensor& tensor = graph_.tensors[t];
+      if (!referenced[t]) continue;
+      ASSIGN_OR_RETURN(buffers_[t], backend_->allocate(bytes_of(t)));
+      owned_.push_back(buffers_[t]);
+      allocated_bytes_ += bytes_of(t);
+      tensor_bytes_ += bytes_of(t);
+      if (tensor.isConstant()) RETURN_IF_ERROR(backend_->copyToDevice(buffers_[t], tensor.constant->data, bytes_of(t)));
+    }
+    return Status::Ok();
+  }
+  const int steps = static_cast<int>(graph_.nodes.size());
+  std::vector<int> request_of(graph_.tensors.size(), -1);
+  std::vector<BufferRequest> requests;
+  for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+    if (!referenced[t] || graph_.tensors[t].isConstant()) continue;
+    request_of[t] = static_cast<int>(requests.size());
+    requests.push_back({bytes_of(t), steps, -1, -1});
+    tensor_bytes_ += bytes_of(t);
+  }
+  std::vector<char> pinned(graph_.tensors.size(), 0);  // inputs and outputs keep their bytes
+  for (int t : graph_.inputs) {  // set before run(), kept across runs
+    requests[size_t(request_of[t])].first = -1;
+    requests[size_t(request_of[t])].last = steps;
+    pinned[t] = 1;
+  }
+  for (int t : graph_.outputs) {
+    if (request_of[t] < 0) continue;
+    requests[size_t(request_of[t])].last = steps;
+    pinned[t] = 1;
+  }
+  for (int i = 0; i < steps; ++i) {
+    for (int t : graph_.nodes[i].outputs) {
+      BufferRequest& r = requests[size_t(request_of[t])];
+      r.first = std::min(r.first, i);
+      r.last = std::max(r.last, i);
+    }
+    for (int t : graph_.nodes[i].inputs) {
+      if (t >= 0 && request_of[t] >= 0) requests[size_t(request_of[t])].last = std::max(requests[size_t(request_of[t])].last, i);
+    }
+  }
+  for (int i = 0; i < steps; ++i) {  // in place: an input dying here hands its bytes to output 0
+    const ir::Node& node = graph_.nodes[i];
+    const int k = steps_[i].kernel->inPlaceInput();
+    if (k < 0 || k >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
+    const int in = node.inputs[k], out = node.outputs[0];
+    if (in < 0 || request_of[in] < 0 || pinned[in] || pinned[out] || in == out) continue;
+    BufferRequest &rin = requests[size_t(request_of[in])], &rout = requests[size_t(request_of[out])];
+    if (rin.last != i || rin.bytes != rout.bytes || rout.share_with >= 0) continue;
+    rout.share_with = request_of[in];
+  }
+  const MemoryPlan plan = planMemory(requests);
+  arena_bytes_ = plan.arena_bytes;
+  if (arena_bytes_) {
+    ASSIGN_OR_RETURN(void* arena, backend_->allocate(arena_bytes_));
+    owned_.push_back(arena);
+    allocated_bytes_ += arena_bytes_;
+    for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+      if (request_of[t] >= 0) buffers_[t] = static_cast<char*>(arena) + plan.offsets[size_t(request_of[t])];
+    }
+  }
   return Status::Ok();
 }
 

@@ -71,9 +71,14 @@ class Session {
   std::vector<KernelInfo> kernelInfos() const;
   // Runs once, timing every kernel (seconds, in kernelInfos() order).
   Status runProfiled(std::vector<double>* kernel_seconds);
-  // Bytes of the tensors the session allocated (activations and inputs/outputs;
-  // constants are used in place).
+  // Bytes the session allocated: the activation arena (inputs, outputs and
+  // intermediates at planned offsets; constants are used in place) and the kernels'
+  // workspace.
   size_t allocatedBytes() const { return allocated_bytes_; }
+  // The arena's size: the peak of live activation bytes under the memory plan.
+  size_t peakBytes() const { return arena_bytes_; }
+  // What the activations would take without the plan (each tensor its own bytes).
+  size_t tensorBytes() const { return tensor_bytes_; }
   const ir::Graph& compiledGraph() const { return graph_; }
   const FusionReport& fusionReport() const { return fusion_report_; }
 
@@ -81,6 +86,7 @@ class Session {
   Session() = default;
   Status compile();
   void release();
+  Status allocateTensors(const std::vector<char>& referenced);
   int findInput(const std::string& name) const;
 
   struct Step {
@@ -98,9 +104,10 @@ class Session {
   std::unique_ptr<Backend> fallback_;
   std::map<std::string, Shape> input_shapes_;
   std::vector<TensorInfo> inputs_, outputs_;
-  std::vector<void*> buffers_;  // per tensor; null for constants
+  std::vector<void*> buffers_;  // per tensor; null for constants used in place
+  std::vector<void*> owned_;    // what release() gives back
   void* workspace_ = nullptr;
-  size_t allocated_bytes_ = 0;
+  size_t allocated_bytes_ = 0, arena_bytes_ = 0, tensor_bytes_ = 0;
   std::vector<Step> steps_;
 };
 

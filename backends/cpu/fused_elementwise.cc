@@ -176,7 +176,10 @@ class ElementwiseKernel final : public Kernel {
   ElementwiseKernel(Program p, ThreadPool& pool) : p_(std::move(p)), pool_(pool) {
     scratch_.resize(static_cast<size_t>(pool.size()) * (p_.slots + 2 * p_.code.size() + 2 + p_.copies.size()) * kTile);
     results_.resize(static_cast<size_t>(pool.size()) * p_.code.size());  // nothing is allocated in launch
+    in_place_ = inPlaceCandidate(p_);
   }
+
+  int inPlaceInput() const override { return in_place_; }
 
   Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs,
                 void*) override {
@@ -254,8 +257,21 @@ class ElementwiseKernel final : public Kernel {
     }
   }
 
+  // Output 0 may take the bytes of an input read in place (kFull) when only the last
+  // instruction writes it: every earlier read of that tile is done by then, and the
+  // op loops read element i before writing element i.
+  static int inPlaceCandidate(const Program& p) {
+    if (!p.copies.empty() || p.code.empty() || p.code.back().output != 0) return -1;
+    for (size_t i = 0; i + 1 < p.code.size(); ++i) if (p.code[i].output >= 0) return -1;
+    for (const Instr& in : p.code) {
+      for (const Operand* o : {&in.a, &in.b}) if (o->kind == Operand::kFull && o->input >= 0) return o->input;
+    }
+    return -1;
+  }
+
   Program p_;
   ThreadPool& pool_;
+  int in_place_ = -1;
   std::vector<float> scratch_;
   std::vector<const float*> results_;  // per thread: each instruction's tile
 };

@@ -12,6 +12,8 @@ class NodeReferenceKernel final : public Kernel {
                 void*) override {
     return node_.op->reference(KernelContext{node_, inputs, outputs});
   }
+  // Reshape-class ops are a copy of the same bytes: in place they copy nothing.
+  int inPlaceInput() const override { return node_.op->op_class == OpClass::kReshape ? 0 : -1; }
 
  private:
   const ir::Node& node_;
