@@ -95,4 +95,35 @@ void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float
   }
 }
 
+namespace {
+
+template <class F> inline void withScalar(float* y, const float* v, float s, bool scalar_first, int64_t n, F f) {
+  if (scalar_first) {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(s, v[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(v[i], s);
+  }
+}
+
+}  // namespace
+
+bool runEwOpScalar(EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n) {
+  switch (op) {
+    case EwOp::kAdd: withScalar(y, v, s, scalar_first, n, [](float p, float q) { return p + q; }); return true;
+    case EwOp::kSub: withScalar(y, v, s, scalar_first, n, [](float p, float q) { return p - q; }); return true;
+    case EwOp::kMul: withScalar(y, v, s, scalar_first, n, [](float p, float q) { return p * q; }); return true;
+    case EwOp::kDiv: withScalar(y, v, s, scalar_first, n, [](float p, float q) { return p / q; }); return true;
+    case EwOp::kMaximum:
+      withScalar(y, v, s, scalar_first, n, [](float p, float q) { return (p != p || p > q) ? p : q; });
+      return true;
+    case EwOp::kMinimum:
+      withScalar(y, v, s, scalar_first, n, [](float p, float q) { return (p != p || p < q) ? p : q; });
+      return true;
+    case EwOp::kSquaredDifference:
+      withScalar(y, v, s, scalar_first, n, [](float p, float q) { return (p - q) * (p - q); });
+      return true;
+    default: return false;
+  }
+}
+
 }  // namespace gkrt::cpu

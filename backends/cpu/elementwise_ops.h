@@ -19,4 +19,8 @@ bool ewOpFor(const char* name, int num_inputs, EwOp* op);
 
 void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c);
 
+// A binary op with one operand a scalar (no tile filled with it): y = op(a, s) when
+// `scalar_first` is false, y = op(s, b) when true. False for ops without such a loop.
+bool runEwOpScalar(EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n);
+
 }  // namespace gkrt::cpu

@@ -212,9 +212,20 @@ class ElementwiseKernel final : public Kernel {
         };
         for (size_t i = 0; i < p_.code.size(); ++i) {
           const Instr& in = p_.code[i];
-          const float* a = load(in.a);
-          const float* b = in.b.kind == Operand::kTemp && in.b.temp < 0 ? nullptr : load(in.b);
           float* y = in.output >= 0 ? outputs[in.output].as<float>() + s : scratch + in.slot * kTile;
+          const bool unary = in.b.kind == Operand::kTemp && in.b.temp < 0;
+          // A scalar operand stays a register when the op has a loop for it.
+          if (!unary && (in.a.kind == Operand::kScalar) != (in.b.kind == Operand::kScalar)) {
+            const bool first = in.a.kind == Operand::kScalar;
+            const Operand& so = first ? in.a : in.b;
+            const float sv = (so.constant ? so.constant : inputs[so.input].as<float>())[0];
+            if (runEwOpScalar(in.op, y, load(first ? in.b : in.a), sv, first, n)) {
+              result[i] = y;
+              continue;
+            }
+          }
+          const float* a = load(in.a);
+          const float* b = unary ? nullptr : load(in.b);
           runEwOp(in.op, y, a, b, n, in.c);
           result[i] = y;
         }
@@ -260,9 +271,13 @@ class ElementwiseKernel final : public Kernel {
   // Output 0 may take the bytes of an input read in place (kFull) when only the last
   // instruction writes it: every earlier read of that tile is done by then, and the
   // op loops read element i before writing element i.
+  static bool onlyLastWrites(const Program& p) {
+    if (!p.copies.empty() || p.code.empty() || p.code.back().output != 0) return false;
+    for (size_t i = 0; i + 1 < p.code.size(); ++i) if (p.code[i].output >= 0) return false;
+    return true;
+  }
   static int inPlaceCandidate(const Program& p) {
-    if (!p.copies.empty() || p.code.empty() || p.code.back().output != 0) return -1;
-    for (size_t i = 0; i + 1 < p.code.size(); ++i) if (p.code[i].output >= 0) return -1;
+    if (!onlyLastWrites(p)) return -1;
     for (const Instr& in : p.code) {
       for (const Operand* o : {&in.a, &in.b}) if (o->kind == Operand::kFull && o->input >= 0) return o->input;
     }

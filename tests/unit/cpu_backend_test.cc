@@ -59,6 +59,9 @@ TEST(CpuBackend, BroadcastChainsMatchReference) {
     t = b.sub(b.op1("Tanh", {t}), w);
     t = b.op1("Pow", {t, b.scalar(3.0f, t)});
     t = b.add(b.op1("Exp", {b.op1("Neg", {b.op1("Abs", {t})})}), b.op1("Maximum", {x, w}));
+    // scalars on either side of non-commutative ops, and in Maximum/Minimum
+    t = b.op1("Div", {b.scalar(1.5f, t), b.add(b.op1("Abs", {t}), 1.0f)});
+    t = b.op1("Minimum", {b.sub(b.scalar(0.25f, t), t), b.scalar(0.5f, t)});
     b.output(t, "out");
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
