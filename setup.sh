@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 APT_PACKAGES=(
   cmake g++ ninja-build ccache pkg-config
   libflatbuffers-dev flatbuffers-compiler
-  libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  libdnnl-dev libsleef-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
