@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -156,17 +157,19 @@ Status Session::allocateTensors(const std::vector<char>& referenced) {
   }
   std::vector<char> pinned(graph_.tensors.size(), 0);  // inputs and outputs keep their bytes
   for (int t : graph_.inputs) {  // set before run(), kept across runs
+    pinned[t] = 1;
+    if (request_of[t] < 0) continue;  // an input that is also an initializer
     requests[size_t(request_of[t])].first = -1;
     requests[size_t(request_of[t])].last = steps;
-    pinned[t] = 1;
   }
   for (int t : graph_.outputs) {
+    pinned[t] = 1;
     if (request_of[t] < 0) continue;
     requests[size_t(request_of[t])].last = steps;
-    pinned[t] = 1;
   }
   for (int i = 0; i < steps; ++i) {
     for (int t : graph_.nodes[i].outputs) {
+      if (t < 0 || request_of[t] < 0) continue;
       BufferRequest& r = requests[size_t(request_of[t])];
       r.first = std::min(r.first, i);
       r.last = std::max(r.last, i);
@@ -180,20 +183,20 @@ Status Session::allocateTensors(const std::vector<char>& referenced) {
     const int k = steps_[i].kernel->inPlaceInput();
     if (k < 0 || k >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
     const int in = node.inputs[k], out = node.outputs[0];
-    if (in < 0 || request_of[in] < 0 || pinned[in] || pinned[out] || in == out) continue;
+    if (in < 0 || out < 0 || request_of[in] < 0 || request_of[out] < 0 || pinned[in] || pinned[out] || in == out) continue;
     BufferRequest &rin = requests[size_t(request_of[in])], &rout = requests[size_t(request_of[out])];
     if (rin.last != i || rin.bytes != rout.bytes || rout.share_with >= 0) continue;
     rout.share_with = request_of[in];
   }
   const MemoryPlan plan = planMemory(requests);
   arena_bytes_ = plan.arena_bytes;
-  if (arena_bytes_) {
-    ASSIGN_OR_RETURN(void* arena, backend_->allocate(arena_bytes_));
-    owned_.push_back(arena);
-    allocated_bytes_ += arena_bytes_;
-    for (size_t t = 0; t < graph_.tensors.size(); ++t) {
-      if (request_of[t] >= 0) buffers_[t] = static_cast<char*>(arena) + plan.offsets[size_t(request_of[t])];
-    }
+  if (requests.empty()) return Status::Ok();
+  // Never empty: tensors with no elements still get a valid address.
+  ASSIGN_OR_RETURN(void* arena, backend_->allocate(std::max(arena_bytes_, kArenaAlignment)));
+  owned_.push_back(arena);
+  allocated_bytes_ += arena_bytes_;
+  for (size_t t = 0; t < graph_.tensors.size(); ++t) {
+    if (request_of[t] >= 0) buffers_[t] = static_cast<char*>(arena) + plan.offsets[size_t(request_of[t])];
   }
   return Status::Ok();
 }

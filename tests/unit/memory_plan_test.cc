@@ -95,5 +95,25 @@ TEST(MemoryPlan, SessionArenaMatchesReferenceAcrossRuns) {
   }
 }
 
+// Tensors with no elements still get valid addresses (an empty arena was a crash).
+TEST(MemoryPlan, EmptyTensorsRun) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {0, 3});
+  b.output(b.op1("Exp", {b.add(x, 1.0f)}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  for (const char* backend : {"cpu", "reference"}) {
+    SessionOptions o;
+    o.backend = backend;
+    auto s = Session::create(*g, o);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    ASSERT_TRUE((*s)->setInput("x", HostTensor::fromFloats({0, 3}, {})).ok());
+    ASSERT_TRUE((*s)->run().ok());
+    auto y = (*s)->output("y");
+    ASSERT_TRUE(y.ok());
+    EXPECT_EQ(y->shape(), (Shape{0, 3}));
+  }
+}
+
 }  // namespace
 }  // namespace gkrt
