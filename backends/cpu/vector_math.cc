@@ -75,29 +75,25 @@ void libmPow(float* y, const float* x, const float* e, int64_t n) {
     GKRT_SLEEF_ARM(kCos, cos, W, ISA)                                \
   }
 
+// Both entry points of one ISA: the functions, and pow (two operands, libm tail).
+#define GKRT_SLEEF_ISA(W, ISA, TARGET, MATH, POW)                                        \
+  __attribute__((target(TARGET))) void MATH(VecFn fn, float* y, const float* x, int64_t n) { \
+    GKRT_SLEEF_SWITCH(W, ISA)                                                             \
+  }                                                                                       \
+  __attribute__((target(TARGET))) void POW(float* y, const float* x, const float* e, int64_t n) { \
+    int64_t i = 0;                                                                        \
+    for (; i + W <= n; i += W) STORE(y + i, Sleef_powf##W##_u10##ISA(LOAD(x + i), LOAD(e + i))); \
+    libmPow(y + i, x + i, e + i, n - i);                                                  \
+  }
+
 #define LOAD _mm512_loadu_ps
 #define STORE _mm512_storeu_ps
-__attribute__((target("avx512f"))) void avx512Math(VecFn fn, float* y, const float* x, int64_t n) {
-  GKRT_SLEEF_SWITCH(16, avx512f)
-}
-__attribute__((target("avx512f"))) void avx512Pow(float* y, const float* x, const float* e, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) STORE(y + i, Sleef_powf16_u10avx512f(LOAD(x + i), LOAD(e + i)));
-  libmPow(y + i, x + i, e + i, n - i);
-}
+GKRT_SLEEF_ISA(16, avx512f, "avx512f", avx512Math, avx512Pow)
 #undef LOAD
 #undef STORE
-
 #define LOAD _mm256_loadu_ps
 #define STORE _mm256_storeu_ps
-__attribute__((target("avx2,fma"))) void avx2Math(VecFn fn, float* y, const float* x, int64_t n) {
-  GKRT_SLEEF_SWITCH(8, avx2)
-}
-__attribute__((target("avx2,fma"))) void avx2Pow(float* y, const float* x, const float* e, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) STORE(y + i, Sleef_powf8_u10avx2(LOAD(x + i), LOAD(e + i)));
-  libmPow(y + i, x + i, e + i, n - i);
-}
+GKRT_SLEEF_ISA(8, avx2, "avx2,fma", avx2Math, avx2Pow)
 #undef LOAD
 #undef STORE
 
