@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ class Kernel {
 
 struct BackendOptions {
   int num_threads = 0;  // 0 = all cores
+  // Device backends: which device. opencl: "platform:device" indices or part of the
+  // device's name; empty = the first GPU, else the first device.
+  std::string device;
+  // Where compiled device programs are kept between runs; unset = the per-user cache
+  // ($GKRT_CACHE_DIR, $XDG_CACHE_HOME/gkrt or ~/.cache/gkrt); "" = no cache.
+  std::optional<std::string> program_cache_dir;
 };
 
 class Backend {
@@ -49,6 +56,9 @@ class Backend {
   // Prepares everything the node needs; called when a session is compiled, never in run.
   // `node` outlives the kernel.
   virtual StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) = 0;
+  // Called once after compile() of every node of a session, before any launch: device
+  // backends build the session's program here (one build for all kernels).
+  virtual Status finishCompile() { return Status::Ok(); }
 
   // Optional: memory and ordering. Host defaults below.
   virtual bool isHost() const { return true; }

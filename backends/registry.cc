@@ -2,14 +2,26 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
+#ifdef GKRT_HAVE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
 
 namespace gkrt {
 
-std::vector<std::string> availableBackends() { return {"reference", "cpu"}; }
+std::vector<std::string> availableBackends() {
+#ifdef GKRT_HAVE_OPENCL
+  return {"reference", "cpu", "opencl"};
+#else
+  return {"reference", "cpu"};
+#endif
+}
 
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
   if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));
+#ifdef GKRT_HAVE_OPENCL
+  if (name == "opencl") return OpenClBackend::create(options);
+#endif
   std::string valid;
   for (const std::string& b : availableBackends()) valid += (valid.empty() ? "" : ", ") + b;
   if (name == "opencl" || name == "cuda") {

@@ -13,6 +13,11 @@ reported as ratios against references measured in the same run.
    count, the same ONNX graph): the zoo MLP, the transformer encoder block (seq 128),
    and a ResNet-style conv block. Ratio = gkrt p50 / onnxruntime p50 (<= 1: gkrt is
    at least as fast).
+4. cpu against opencl (PoCL on this machine's CPU unless another OpenCL device is
+   found) on the seeds' MyOp and the transformer block: both rows of one `gkrt bench
+   --backend cpu,opencl` table, and the opencl session compile cold (empty program
+   cache) vs warm (second start). PoCL's own kernel cache is switched off
+   (POCL_KERNEL_CACHE=0) so that "cold" compiles for real.
 Session compile time (fusion + kernel preparation) is reported for every model."""
 import argparse
 import json
@@ -92,13 +97,17 @@ def build_models():
     return m
 
 
-def gkrt_bench(onnx_path, threads, fusion):
+def gkrt_bench(onnx_path, threads, fusion, backend="cpu", env=None, show=False):
     gkm = onnx_path[:-5] + ".gkm"
     subprocess.run([GKRT, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
     js = gkm + ".json"
-    subprocess.run([GKRT, "bench", gkm, "--backend", "cpu", "--threads", str(threads), "--fusion", fusion,
-                    "--iterations", str(ITER), "--warmup", "3", "--json", js], check=True, stdout=subprocess.DEVNULL)
-    return {r["fusion"]: r for r in json.load(open(js))}
+    subprocess.run([GKRT, "bench", gkm, "--backend", backend, "--threads", str(threads), "--fusion", fusion,
+                    "--iterations", str(ITER), "--warmup", "3", "--json", js], check=True,
+                   stdout=None if show else subprocess.DEVNULL, env=env)
+    rows = json.load(open(js))
+    if "," in backend:
+        return {(r["backend"], r["fusion"]): r for r in rows}
+    return {r["fusion"]: r for r in rows}
 
 
 def ort_p50(onnx_path, threads):
@@ -143,6 +152,23 @@ def main():
             o = ort_p50(models[name], threads)
             print(f"{name:18s} gkrt {r['p50_ms']:8.3f}  onnxruntime {o:8.3f}  ratio {r['p50_ms'] / o:5.2f}  "
                   f"compile {r['compile_ms']:.1f} ms")
+    opencl_bench(models, int(args.threads.split(",")[-1]))
+
+
+def opencl_bench(models, threads):
+    probe = subprocess.run([GKRT, "bench", os.path.join(args.build, "examples", "mynet.gkm"), "--backend", "opencl",
+                            "--iterations", "1", "--warmup", "0"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"\n== opencl: not run ({probe.stderr.strip()[:200]})")
+        return
+    env = dict(os.environ, POCL_KERNEL_CACHE="0")
+    print(f"\n== cpu vs opencl, {threads} cpu thread(s); opencl compile cold (empty cache) vs warm (second start)")
+    for name in ("myop_16m", "transformer_block"):
+        r = gkrt_bench(models[name], threads, "on", backend="cpu,opencl", env=env)
+        c, o = r[("cpu", "on")], r[("opencl", "on")]
+        print(f"{name:18s} cpu p50 {c['p50_ms']:8.3f} ms  opencl p50 {o['p50_ms']:8.3f} ms ({o['kernels']} kernels)  "
+              f"opencl compile cold {o['compile_ms']:7.1f} ms  warm {o['warm_compile_ms']:6.1f} ms  "
+              f"= {o['compile_ms'] / o['warm_compile_ms']:5.1f}x")
 
 
 main()

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
+#include "runtime/device_fallback.h"
 #include "runtime/memory_plan.h"
 #include "runtime/log.h"
 
@@ -15,6 +16,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
   s->model_ = ir::cloneGraph(model);
   RETURN_IF_ERROR(ir::validateGraph(s->model_));
   s->backend_name_ = options.backend;
+  s->backend_options_ = options.backend_options;
   ASSIGN_OR_RETURN(s->backend_, createBackend(options.backend, options.backend_options));
   if (options.fusion) {
     s->fusion_options_ = *options.fusion;
@@ -86,24 +88,28 @@ Status Session::compile() {
     const ir::Node& node = graph_.nodes[i];
     Backend* target = backend_.get();
     if (!backend_->supports(graph_, node)) {
-      if (!backend_->isHost()) {
-        return makeError(StatusCode::kUnsupported, backend_->name(), " cannot run ", ir::describeNode(graph_, int(i)),
-                         " and device fallback is not available yet");
-      }
+      // Host backends fall back to the reference kernels; device backends to the cpu
+      // backend, with copies in and out.
       if (!fallback_) {
-        ASSIGN_OR_RETURN(fallback_, createBackend("reference"));
+        ASSIGN_OR_RETURN(fallback_, createBackend(backend_->isHost() ? "reference" : "cpu", backend_options_));
       }
       target = fallback_.get();
-      GKRT_LOG_INFO("backend ", backend_->name(), " does not support ", ir::describeNode(graph_, int(i)),
-                    "; it runs on the reference backend");
+      GKRT_LOG_INFO("backend ", backend_->name(), " does not support ", ir::describeNode(graph_, int(i)), "; it runs on the ",
+                    fallback_->name(), " backend");
     }
     Step step;
+    step.backend = target->name();
     auto kernel = target->compile(graph_, node);
     if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(graph_, int(i)));
     step.kernel = std::move(kernel).value();
+    if (target != backend_.get() && !backend_->isHost()) {
+      step.kernel = makeHostFallbackKernel(*backend_, std::move(step.kernel), graph_, node);
+    }
     workspace = std::max(workspace, step.kernel->workspaceBytes());
     steps_.push_back(std::move(step));
   }
+  RETURN_IF_ERROR(backend_->finishCompile());
+  if (fallback_) RETURN_IF_ERROR(fallback_->finishCompile());
   RETURN_IF_ERROR(allocateTensors(referenced));
   auto data_of = [&](int t) -> void* {
     const ir::Tensor& tensor = graph_.tensors[t];
@@ -144,6 +150,7 @@ Status Session::allocateTensors(const std::vector<char>& referenced) {
       tensor_bytes_ += bytes_of(t);
       if (tensor.isConstant()) RETURN_IF_ERROR(backend_->copyToDevice(buffers_[t], tensor.constant->data, bytes_of(t)));
     }
+    arena_bytes_ = tensor_bytes_;  // no plan on devices yet: every tensor its own buffer
     return Status::Ok();
   }
   const int steps = static_cast<int>(graph_.nodes.size());
@@ -274,6 +281,7 @@ std::vector<Session::KernelInfo> Session::kernelInfos() const {
     KernelInfo k;
     k.name = ir::describeNode(graph_, static_cast<int>(i));
     k.fused = graph_.nodes[i].subgraph != nullptr;
+    k.backend = steps_[i].backend;
     for (const TensorView& v : steps_[i].inputs) k.bytes_moved += v.present() ? v.size() * dtypeSize(v.dtype) : 0;
     for (const MutableTensorView& v : steps_[i].outputs) k.bytes_moved += numElements(v.shape) * dtypeSize(v.dtype);
     infos.push_back(std::move(k));

@@ -67,6 +67,7 @@ class Session {
     std::string name;
     bool fused = false;
     size_t bytes_moved = 0;
+    std::string backend;  // the backend that runs it (a fallback's name for unsupported nodes)
   };
   std::vector<KernelInfo> kernelInfos() const;
   // Runs once, timing every kernel (seconds, in kernelInfos() order).
@@ -75,7 +76,8 @@ class Session {
   // intermediates at planned offsets; constants are used in place) and the kernels'
   // workspace.
   size_t allocatedBytes() const { return allocated_bytes_; }
-  // The arena's size: the peak of live activation bytes under the memory plan.
+  // The arena's size: the peak of live activation bytes under the memory plan (device
+  // backends: the bytes of every tensor, constants included, each in its own buffer).
   size_t peakBytes() const { return arena_bytes_; }
   // What the activations would take without the plan (each tensor its own bytes).
   size_t tensorBytes() const { return tensor_bytes_; }
@@ -91,6 +93,7 @@ class Session {
 
   struct Step {
     std::unique_ptr<Kernel> kernel;
+    const char* backend = "";
     std::vector<TensorView> inputs;
     std::vector<MutableTensorView> outputs;
   };
@@ -102,6 +105,7 @@ class Session {
   FusionReport fusion_report_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Backend> fallback_;
+  BackendOptions backend_options_;
   std::map<std::string, Shape> input_shapes_;
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<void*> buffers_;  // per tensor; null for constants used in place

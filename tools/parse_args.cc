@@ -66,7 +66,9 @@ StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std:
 }
 
 void SessionArgs::addTo(CLI::App* cmd) {
-  cmd->add_option("--backend", backend, "backend to compile for (reference, cpu)");
+  cmd->add_option("--backend", backend, "backend to compile for (reference, cpu, opencl)");
+  cmd->add_option("--device", device, "opencl: platform:device indices or part of the device name (default: first GPU)");
+  cmd->add_option("--cache-dir", cache_dir, "where compiled device programs are kept (default ~/.cache/gkrt; \"\" = none)");
   cmd->add_option("--flags", flags, "fusion flags in MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
   cmd->add_option("--fusion-profile", profile, "fusion table column to use: ascend, cpu or gpu");
   cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
@@ -75,6 +77,8 @@ void SessionArgs::addTo(CLI::App* cmd) {
 StatusOr<SessionOptions> SessionArgs::toOptions() const {
   SessionOptions opts;
   opts.backend = backend;
+  opts.backend_options.device = device;
+  opts.backend_options.program_cache_dir = cache_dir;
   ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(flags, profile));
   for (const std::string& spec : input_shapes) {
     std::string name;

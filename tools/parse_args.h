@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "fusion/fusion_options.h"
@@ -26,6 +27,8 @@ StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std:
 // The options gkrt run and gkrt dump share.
 struct SessionArgs {
   std::string backend = "cpu";
+  std::string device;
+  std::optional<std::string> cache_dir;
   std::string flags;
   std::string profile;
   std::vector<std::string> input_shapes;  // name=1,3,224,224

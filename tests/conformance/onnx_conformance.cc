@@ -6,6 +6,8 @@
 //
 // EXPECTED_RESULTS holds one line per test: "name pass", or "name skip <reason>". A
 // test listed as pass that fails now is a failure (exit 1); --update rewrites the file.
+#include <chrono>
+#include <cstdio>
 #include <dirent.h>
 
 #include <algorithm>
@@ -156,11 +158,17 @@ std::string runTest(const std::string& dir) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: onnx_conformance NODE_TEST_DIR EXPECTED_RESULTS [--update]\n";
+    std::cerr << "usage: onnx_conformance NODE_TEST_DIR EXPECTED_RESULTS [--update | --shard K/N]\n";
     return 2;
   }
   const std::string dir = argv[1], expected_path = argv[2];
   const bool update = argc > 3 && std::string(argv[3]) == "--update";
+  int shard = 0, shards = 1;  // --shard K/N: only the tests whose index is K modulo N
+  if (argc > 4 && std::string(argv[3]) == "--shard" && std::sscanf(argv[4], "%d/%d", &shard, &shards) != 2) shards = 0;
+  if (shards < 1 || shard < 0 || shard >= shards) {
+    std::cerr << "--shard takes K/N with 0 <= K < N\n";
+    return 2;
+  }
   std::map<std::string, std::string> expected;
   {
     std::ifstream f(expected_path);
@@ -178,8 +186,14 @@ int main(int argc, char** argv) {
   int passed = 0, failed = 0, skipped = 0, regressions = 0, convertible = 0, convertible_passed = 0;
   int typed = 0, typed_passed = 0;  // convertible, and every element type one gkrt has
   std::ostringstream results;
-  for (const std::string& t : tests) {
+  const bool times = std::getenv("GKRT_CONFORMANCE_TIMES") != nullptr;
+  for (size_t index = 0; index < tests.size(); ++index) {
+    if (static_cast<int>(index % static_cast<size_t>(shards)) != shard) continue;
+    const std::string& t = tests[index];
+    const auto t0 = std::chrono::steady_clock::now();
     const std::string r = gkrt::runTest(dir + "/" + t);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (times && sec > 0.3) std::cerr << "slow: " << t << " " << sec << " s\n";
     if (gkrt::opsConvertible(dir + "/" + t)) {
       ++convertible;
       convertible_passed += r.empty();
@@ -207,6 +221,7 @@ int main(int argc, char** argv) {
     }
   }
   if (update) std::ofstream(expected_path) << results.str();
+  if (shards > 1) std::cout << "shard " << shard << "/" << shards << ": ";
   std::cout << "onnx node tests: " << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
   std::cout << "tests whose ops gkrt converts: " << convertible_passed << " of " << convertible << " pass ("
             << (convertible ? 100.0 * convertible_passed / convertible : 0.0) << "%)\n";

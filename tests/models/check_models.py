@@ -5,6 +5,7 @@ line per run with the max abs and max rel error; exits 1 past the tolerance.
 
     python tests/models/check_models.py GKRT_BINARY MODEL_DIR [--diagonal]
         [--models mlp,transformer_block] [--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu"]
+        [--backends reference,cpu,opencl]
 
 --diagonal runs (reference, fusion off) and (cpu, fusion on) only: both backends and
 both fusion states at half the time, for the large models. --runner runs a cross-built
@@ -24,12 +25,13 @@ ap.add_argument("model_dir")
 ap.add_argument("--diagonal", action="store_true")
 ap.add_argument("--models", default="")
 ap.add_argument("--runner", default="")
+ap.add_argument("--backends", default="reference,cpu", help="comma-separated backends to run")
 args = ap.parse_args()
 gkrt, model_dir, diagonal = args.gkrt, args.model_dir, args.diagonal
 runner = args.runner.split(";") if ";" in args.runner else args.runner.split()
 wanted = set(filter(None, args.models.split(",")))
 RTOL, ATOL = 1e-3, 1e-4
-BACKENDS = ["reference", "cpu"]
+BACKENDS = args.backends.split(",")
 ok = True
 runs = 0
 for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):

@@ -1,5 +1,5 @@
-// The cpu backend's fast paths (fused-loop executor, packed GEMM) against the
-// reference backend, on shapes that exercise tile edges, every broadcast pattern,
+// The cpu backend's fast paths (fused-loop executor, packed GEMM), and the opencl
+// backend's generated and hand-written kernels, against the reference backend, on shapes that exercise tile edges, every broadcast pattern,
 // transposes, batch broadcasting, convolution geometries and 1 vs 2 threads.
 #include <random>
 
@@ -22,14 +22,24 @@ HostTensor randomTensor(const Shape& shape, uint32_t seed) {
 
 FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
 
-// cpu (fusion on and off, 1 and 2 threads) == reference (fusion off).
+// The backends under test: cpu, and opencl where this build has it.
+std::vector<std::string> fastBackends() {
+  std::vector<std::string> b = {"cpu"};
+  for (const std::string& name : availableBackends()) if (name == "opencl") b.push_back(name);
+  return b;
+}
+
+// cpu (fusion on and off, 1 and 2 threads) and opencl (fusion on and off) == reference
+// (fusion off).
 void expectCpuMatchesReference(const ir::Graph& g, const std::vector<HostTensor>& inputs, double rtol) {
   auto want = testing::runGraph(g, inputs, "reference", optLevel(0));
   ASSERT_TRUE(want.ok()) << want.status().toString();
+  for (const std::string& backend : fastBackends())
   for (int level : {0, 2}) {
     for (int threads : {1, 2}) {
+      if (backend != "cpu" && threads == 2) continue;
       SessionOptions o;
-      o.backend = "cpu";
+      o.backend = backend;
       o.backend_options.num_threads = threads;
       o.fusion = optLevel(level);
       auto s = Session::create(g, o);
@@ -40,7 +50,7 @@ void expectCpuMatchesReference(const ir::Graph& g, const std::vector<HostTensor>
         auto got = (*s)->output((*s)->outputs()[k].name);
         ASSERT_TRUE(got.ok());
         EXPECT_EQ(testing::compareTensors(*got, (*want)[k], rtol, 1e-6), "")
-            << "opt_level " << level << ", " << threads << " threads, output " << k;
+            << backend << ", opt_level " << level << ", " << threads << " threads, output " << k;
       }
     }
   }

@@ -1,0 +1,38 @@
+// The small differences between the C-like kernel languages the renderer writes:
+// OpenCL C now, CUDA C++ (NVRTC) next. Everything else about a kernel is shared.
+//
+//   const KernelDialect& d = openclDialect();
+//   src += d.kernel_prefix + std::string(" gk0(") + d.global_ptr + " float* out0, ...";
+#pragma once
+
+#include <string>
+
+namespace gkrt::codegen {
+
+struct KernelDialect {
+  const char* name;           // "opencl", "cuda"
+  const char* preamble;       // defines GK_INF and GK_NAN
+  const char* kernel_prefix;  // before the kernel's name
+  const char* global_ptr;     // qualifier of a pointer to global memory
+  const char* local_array;    // qualifier of a work-group (block) shared array
+  const char* barrier;        // work-group barrier for shared memory
+  const char* group_id;       // this work-group's index (dimension 0)
+  const char* num_groups;
+  const char* local_id;
+  const char* local_size;
+  const char* global_id;
+  const char* global_size;
+  const char* long_type;      // 64-bit signed index type
+  bool float_suffix;          // math functions spelled expf, erff, ... (CUDA)
+
+  // A float math function by its C name ("exp", "erf", "rsqrt", "fmod", ...).
+  std::string math(const char* fn) const { return float_suffix ? std::string(fn) + "f" : std::string(fn); }
+};
+
+const KernelDialect& openclDialect();
+const KernelDialect& cudaDialect();
+
+// A float literal that reads back bit-exactly ("0x1.8p+1f", "GK_INF", "-GK_INF", "GK_NAN").
+std::string floatLiteral(float v);
+
+}  // namespace gkrt::codegen

@@ -1,0 +1,181 @@
+#include "backends/opencl/opencl_backend.h"
+
+#include <regex>
+#include <set>
+
+#include "backends/codegen/cluster_renderer.h"
+#include "backends/opencl/library_kernels.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/log.h"
+
+namespace gkrt {
+namespace {
+
+constexpr const char* kBuildOptions = "-cl-std=CL1.2";
+
+std::string buildLog(cl_program p, cl_device_id d) {
+  size_t n = 0;
+  clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+  std::string log(n, '\0');
+  if (n) clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+int countLines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> OpenClBackend::create(const BackendOptions& options) {
+  ASSIGN_OR_RETURN(auto dev, opencl::openClDevice(options.device));
+  std::string dir = options.program_cache_dir ? *options.program_cache_dir : opencl::defaultProgramCacheDir();
+  return std::unique_ptr<Backend>(new OpenClBackend(std::move(dev), std::move(dir)));
+}
+
+bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
+  if (!node.op) return false;
+  if (opencl::libraryRuns(g, node)) return true;
+  auto k = codegen::renderCluster(g, node, "probe", codegen::openclDialect());
+  return k.ok() && static_cast<size_t>(k->local_size) <= dev_->max_work_group_size;
+}
+
+StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, const ir::Node& node) {
+  auto slot = std::make_shared<opencl::KernelSlot>();
+  slot->what = node.name + " (" + node.op->name + ")";
+  std::unique_ptr<Kernel> kernel;
+  if (opencl::libraryRuns(g, node)) {
+    ASSIGN_OR_RETURN(kernel, opencl::makeLibraryKernel(dev_, g, node, slot));
+  } else {
+    const std::string entry = "gk" + std::to_string(next_kernel_++);
+    ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, node, entry, codegen::openclDialect()));
+    slot->entry = entry;
+    slot->source = k.source;
+    ASSIGN_OR_RETURN(kernel, opencl::makeGeneratedKernel(dev_, std::move(k), slot));
+  }
+  if (!slot->entry.empty()) pending_.push_back(std::move(slot));
+  return kernel;
+}
+
+// Compiles `source`; on failure names the kernels whose lines the compiler complained
+// about (`parts`: the line where each kernel starts, and its name).
+StatusOr<cl_program> OpenClBackend::buildProgram(const std::string& source, const std::vector<SourcePart>& parts) {
+  cl_int err = CL_SUCCESS;
+  const char* text = source.c_str();
+  cl_program p = clCreateProgramWithSource(dev_->context, 1, &text, nullptr, &err);
+  RETURN_IF_ERROR(opencl::clCheck(err, "creating a program"));
+  err = clBuildProgram(p, 1, &dev_->device, kBuildOptions, nullptr, nullptr);
+  if (err == CL_SUCCESS) return p;
+  const std::string log = buildLog(p, dev_->device);
+  clReleaseProgram(p);
+  std::set<std::string> culprits;
+  const std::regex line_re(":([0-9]+):[0-9]+: error");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line_re); it != std::sregex_iterator(); ++it) {
+    const int line = std::stoi((*it)[1].str());
+    std::string who;
+    for (const SourcePart& part : parts) if (line >= part.first_line) who = part.name;
+    if (!who.empty()) culprits.insert(who);
+  }
+  std::string names;
+  for (const std::string& c : culprits) names += (names.empty() ? "" : ", ") + c;
+  return makeError(StatusCode::kInternal, "opencl: building kernel ", names.empty() ? "program" : names, " failed (",
+                   opencl::clErrorName(err), "); build log:\n", log);
+}
+
+// The program of `source` from the cache, else compiled and stored.
+StatusOr<cl_program> OpenClBackend::programFor(const std::string& source, const std::vector<SourcePart>& parts) {
+  const std::string key = opencl::ProgramCache::keyFor(source, kBuildOptions, dev_->identity());
+  if (auto bin = cache_.load(key)) {
+    cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
+    const size_t size = bin->size();
+    const unsigned char* data = bin->data();
+    cl_program program = clCreateProgramWithBinary(dev_->context, 1, &dev_->device, &size, &data, &bin_status, &err);
+    if (err == CL_SUCCESS && bin_status == CL_SUCCESS) err = clBuildProgram(program, 1, &dev_->device, kBuildOptions, nullptr, nullptr);
+    if (err == CL_SUCCESS && bin_status == CL_SUCCESS) {
+      last_program_ = "cache";
+      return program;
+    }
+    GKRT_LOG_WARNING("opencl: cached program ", cache_.pathFor(key), " was rejected by the driver (",
+                     opencl::clErrorName(err != CL_SUCCESS ? err : bin_status), "); rebuilding it");
+    if (program) clReleaseProgram(program);
+    cache_.remove(key);
+  }
+  ASSIGN_OR_RETURN(cl_program program, buildProgram(source, parts));
+  last_program_ = "compiled";
+  size_t size = 0;
+  if (cache_.enabled() && clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS && size) {
+    std::vector<unsigned char> bin(size);
+    unsigned char* data = bin.data();
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) == CL_SUCCESS) cache_.store(key, bin);
+  }
+  return program;
+}
+
+// Generated kernels: one program per session. Library kernels: one program per device.
+Status OpenClBackend::finishCompile() {
+  if (pending_.empty()) return Status::Ok();
+  last_program_ = "none";
+  std::string source = codegen::openclDialect().preamble;
+  std::vector<SourcePart> parts;
+  bool library = false;
+  for (const auto& slot : pending_) {
+    if (slot->source.empty()) {
+      library = true;
+      continue;
+    }
+    parts.push_back({countLines(source) + 1, slot->entry + " (" + slot->what + ")"});
+    source += slot->source;
+  }
+  cl_program program = nullptr;
+  if (!parts.empty()) {
+    ASSIGN_OR_RETURN(program, programFor(source, parts));
+  }
+  Status status = Status::Ok();
+  if (library) {
+    std::lock_guard<std::mutex> lock(dev_->library_mutex);
+    if (!dev_->library_program) {
+      const char* kept = last_program_;
+      auto lib = programFor(std::string(codegen::openclDialect().preamble) + opencl::libraryKernelSource(),
+                            {{1, "the library kernels"}});
+      if (!lib.ok()) status = lib.status();
+      else dev_->library_program = *lib;
+      if (std::string(kept) != "none") last_program_ = kept;
+    }
+  }
+  for (const auto& slot : pending_) {
+    if (!status.ok()) break;
+    cl_int err = CL_SUCCESS;
+    slot->kernel = clCreateKernel(slot->source.empty() ? dev_->library_program : program, slot->entry.c_str(), &err);
+    status = opencl::clCheck(err, "creating kernel " + slot->entry + " (" + slot->what + ")");
+  }
+  if (program) clReleaseProgram(program);
+  pending_.clear();
+  return status;
+}
+
+StatusOr<void*> OpenClBackend::allocate(size_t bytes) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(dev_->context, CL_MEM_READ_WRITE, std::max<size_t>(bytes, 4), nullptr, &err);
+  RETURN_IF_ERROR(opencl::clCheck(err, "allocating " + std::to_string(bytes) + " bytes on " + dev_->device_name));
+  return static_cast<void*>(m);
+}
+
+void OpenClBackend::deallocate(void* ptr) {
+  if (ptr) clReleaseMemObject(static_cast<cl_mem>(ptr));
+}
+
+Status OpenClBackend::copyToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  return opencl::clCheck(clEnqueueWriteBuffer(dev_->queue, static_cast<cl_mem>(dst), CL_TRUE, 0, bytes, src, 0, nullptr, nullptr),
+                         "copying " + std::to_string(bytes) + " bytes to the device");
+}
+
+Status OpenClBackend::copyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  return opencl::clCheck(clEnqueueReadBuffer(dev_->queue, static_cast<cl_mem>(const_cast<void*>(src)), CL_TRUE, 0, bytes, dst,
+                                             0, nullptr, nullptr),
+                         "copying " + std::to_string(bytes) + " bytes from the device");
+}
+
+Status OpenClBackend::synchronize() { return opencl::clCheck(clFinish(dev_->queue), "waiting for the device"); }
+
+}  // namespace gkrt

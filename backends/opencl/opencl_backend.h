@@ -1,0 +1,61 @@
+// The `opencl` backend: fused clusters rendered to OpenCL C (backends/codegen), hand-
+// written GEMM/convolution/pooling/softmax/layernorm kernels, device buffers, and an
+// on-disk program cache. It follows the GPU column of the fusion tables. Nodes it does
+// not run go to the cpu backend through explicit copies (runtime/device_fallback.h).
+//
+// All of a session's kernels form one OpenCL program, built (or loaded from the cache)
+// once in finishCompile(); a second start with the same model, options and driver
+// loads the binary instead of compiling.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/opencl/cl_device.h"
+#include "backends/opencl/opencl_kernels.h"
+#include "backends/opencl/program_cache.h"
+
+namespace gkrt {
+
+class OpenClBackend : public Backend {
+ public:
+  static StatusOr<std::unique_ptr<Backend>> create(const BackendOptions& options);
+  ~OpenClBackend() override = default;
+
+  const char* name() const override { return "opencl"; }
+  FusionColumn fusionColumn() const override { return FusionColumn::kGpu; }
+  bool supports(const ir::Graph& g, const ir::Node& node) const override;
+  StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) override;
+  Status finishCompile() override;
+
+  bool isHost() const override { return false; }
+  StatusOr<void*> allocate(size_t bytes) override;
+  void deallocate(void* ptr) override;
+  Status copyToDevice(void* dst, const void* src, size_t bytes) override;
+  Status copyToHost(void* dst, const void* src, size_t bytes) override;
+  Status synchronize() override;
+
+  const opencl::ClDevice& device() const { return *dev_; }
+  // How the last finishCompile() got the session's program of generated kernels (or,
+  // without one, the library's when it built it): "cache", "compiled" or "none".
+  const char* lastProgramSource() const { return last_program_; }
+
+ private:
+  OpenClBackend(std::shared_ptr<opencl::ClDevice> dev, std::string cache_dir)
+      : dev_(std::move(dev)), cache_(std::move(cache_dir)) {}
+  struct SourcePart {
+    int first_line;
+    std::string name;
+  };
+  StatusOr<cl_program> buildProgram(const std::string& source, const std::vector<SourcePart>& parts);
+  StatusOr<cl_program> programFor(const std::string& source, const std::vector<SourcePart>& parts);
+
+  std::shared_ptr<opencl::ClDevice> dev_;
+  opencl::ProgramCache cache_;
+  std::vector<std::shared_ptr<opencl::KernelSlot>> pending_;
+  int next_kernel_ = 0;
+  const char* last_program_ = "none";
+};
+
+}  // namespace gkrt

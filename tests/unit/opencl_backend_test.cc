@@ -1,0 +1,278 @@
+// The opencl backend on whatever OpenCL device the machine has (PoCL in CI): the
+// seeds' networks as one kernel each, reduce clusters rendered with work-group
+// reductions, the on-disk program cache (warm start, corrupt entries), fallback to
+// cpu with copies, device selection errors, and the CUDA dialect of the renderer.
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "backends/codegen/cluster_renderer.h"
+#ifdef GKRT_HAVE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
+#include "runtime/model_io.h"
+#include "tests/unit/test_support.h"
+#include "tools/array_print.h"
+#include "tools/npy.h"
+
+namespace gkrt {
+namespace {
+
+#define SKIP_WITHOUT_OPENCL()                                                        \
+  do {                                                                               \
+    auto probe = createBackend("opencl");                                            \
+    if (!probe.ok()) GTEST_SKIP() << "no opencl here: " << probe.status().message(); \
+  } while (0)
+
+HostTensor randomTensor(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> v(static_cast<size_t>(numElements(shape)));
+  for (float& x : v) x = u(rng);
+  return HostTensor::fromFloats(shape, v);
+}
+
+FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
+
+std::string freshCacheDir(const std::string& name) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("gkrt_cl_" + name + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+StatusOr<std::unique_ptr<Session>> openclSession(const ir::Graph& g, int level, const std::string& cache_dir = "") {
+  SessionOptions o;
+  o.backend = "opencl";
+  o.fusion = optLevel(level);
+  o.backend_options.program_cache_dir = cache_dir;
+  return Session::create(g, o);
+}
+
+std::vector<HostTensor> runSession(Session& s, const std::vector<HostTensor>& inputs) {
+  for (size_t k = 0; k < inputs.size(); ++k) EXPECT_TRUE(s.setInput(s.inputs()[k].name, inputs[k]).ok());
+  EXPECT_TRUE(s.run().ok());
+  std::vector<HostTensor> out;
+  for (const TensorInfo& o : s.outputs()) out.push_back(*s.output(o.name));
+  return out;
+}
+
+void expectMatchesReference(const ir::Graph& g, const std::vector<HostTensor>& inputs, double rtol, int level) {
+  auto want = testing::runGraph(g, inputs, "reference", optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  auto s = openclSession(g, level);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  const auto got = runSession(**s, inputs);
+  for (size_t k = 0; k < want->size(); ++k) {
+    EXPECT_EQ(testing::compareTensors(got[k], (*want)[k], rtol, 1e-5), "") << "opt_level " << level << ", output " << k;
+  }
+}
+
+TEST(OpenClBackend, SeedNetworksRunAsOneOpenClKernelEach) {
+  SKIP_WITHOUT_OPENCL();
+  const std::string ex = GKRT_EXAMPLES_DIR;
+  struct Case { const char* model; std::vector<const char*> inputs; const char* printed; };
+  for (const Case& c : std::vector<Case>{
+           {"mynet", {"x"}, "[[2. 2. 2. 2.]\n [2. 2. 2. 2.]\n [2. 2. 2. 2.]\n [2. 2. 2. 2.]]"},
+           {"mynet_myop", {"x", "y"},
+            "[[-0.015104 -0.015104 -0.015104 -0.015104]\n [-0.015104 -0.015104 -0.015104 -0.015104]\n"
+            " [-0.015104 -0.015104 -0.015104 -0.015104]\n [-0.015104 -0.015104 -0.015104 -0.015104]]"}}) {
+    auto g = loadModelFile(ex + "/" + c.model + ".gkm");
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    std::vector<HostTensor> inputs;
+    for (const char* in : c.inputs) inputs.push_back(*readNpy(ex + "/" + c.model + "_" + in + ".npy"));
+    auto s = openclSession(*g, 2);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    ASSERT_EQ((*s)->kernelCount(), 1u) << c.model;
+    const auto infos = (*s)->kernelInfos();
+    EXPECT_TRUE(infos[0].fused);
+    EXPECT_EQ(infos[0].backend, "opencl");
+    EXPECT_EQ(formatArray(runSession(**s, inputs)[0]), c.printed) << c.model;
+  }
+}
+
+// Softmax and LayerNorm expand (GPU table) into reduce clusters: row reductions with a
+// prologue, the row's value broadcast back, and an epilogue; plus reductions over
+// outer and middle axes, ReduceMean without keep_dims, NaN through ReduceMax, rows
+// longer than a work-group, and single ops with fusion off.
+TEST(OpenClBackend, ReduceClustersMatchReference) {
+  SKIP_WITHOUT_OPENCL();
+  for (const Shape& s : {Shape{3, 7, 33}, Shape{2, 700}, Shape{5, 1}}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, s);
+    const HostTensor gamma = randomTensor({s.back()}, 3), beta = randomTensor({s.back()}, 4);
+    Value gm = b.constant("g", DType::kFloat32, {s.back()}, gamma.data());
+    Value bt = b.constant("b", DType::kFloat32, {s.back()}, beta.data());
+    Value sm = b.op1("Softmax", {x}, AxisAttrs{-1, false});
+    Value ln = b.op1("LayerNorm", {b.add(x, sm), gm, bt}, NormAttrs{-1, 1e-5f});
+    b.output(ln, "ln");
+    b.output(b.op1("ReduceMax", {b.op1("Exp", {x})}, AxesAttrs{{0}, true}), "outer_max");
+    b.output(b.op1("ReduceMean", {b.mul(x, x)}, AxesAttrs{{}, false}), "mean_all");
+    b.output(b.op1("LogSoftmax", {x}, AxisAttrs{0, false}), "log_softmax0");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    HostTensor xin = randomTensor(s, 1);
+    for (int level : {0, 2}) expectMatchesReference(*g, {xin}, 2e-5, level);
+  }
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {4, 6, 5});
+  b.output(b.op1("ReduceSum", {b.op1("Sigmoid", {x})}, AxesAttrs{{0, 2}, false}), "middle_kept");
+  b.output(b.op1("ReduceMax", {x}, AxesAttrs{{1}, true}), "nan_max");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  HostTensor xin = randomTensor({4, 6, 5}, 2);
+  xin.as<float>()[7] = std::nanf("");
+  for (int level : {0, 2}) expectMatchesReference(*g, {xin}, 1e-5, level);
+}
+
+// With MatMul in the cluster set, a GEMM takes its elementwise tail (bias, GeLU, a
+// residual add): one generated kernel, the tail applied in the GEMM's epilogue.
+TEST(OpenClBackend, GemmEpiloguesRunAsOneKernel) {
+  SKIP_WITHOUT_OPENCL();
+  struct Case { Shape a, b; bool tb; const char* op; };
+  for (const Case& c : std::vector<Case>{{{37, 20}, {20, 45}, false, "MatMul"},
+                                         {{2, 3, 17, 9}, {1, 3, 33, 9}, true, "BatchMatMul"}}) {
+    GraphBuilder b;
+    Value a = b.input("a", DType::kFloat32, c.a);
+    const HostTensor wt = randomTensor(c.b, 12);
+    const int64_t n = c.tb ? c.b[c.b.size() - 2] : c.b.back();
+    const HostTensor bias = randomTensor({n}, 13);
+    Value w = b.constant("w", DType::kFloat32, c.b, wt.data());
+    Value h = b.add(b.op1(c.op, {a, w}, MatMulAttrs{false, c.tb}), b.constant("bias", DType::kFloat32, {n}, bias.data()));
+    Value y = b.op1("GeLU", {h}, GeluAttrs{GeluApprox::kTanh});
+    b.output(b.add(y, b.mul(y, 0.5f)), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const HostTensor x = randomTensor(c.a, 14);
+    auto want = testing::runGraph(*g, {x}, "reference", optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    SessionOptions o;
+    o.backend = "opencl";
+    o.fusion = *parseFusionFlags("--enable_cluster_ops=MatMul,BatchMatMul");
+    auto s = Session::create(*g, o);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    ASSERT_EQ((*s)->kernelCount(), 1u) << c.op;
+    EXPECT_EQ((*s)->kernelInfos()[0].backend, "opencl");
+    EXPECT_EQ(testing::compareTensors(runSession(**s, {x})[0], (*want)[0], 1e-4, 1e-5), "") << c.op;
+  }
+}
+
+// Generated kernels only (the library kernels live in a program of their own).
+ir::Graph generatedOnlyGraph() {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {16, 32});
+  Value gelu = b.op1("GeLU", {b.add(x, 0.5f)}, GeluAttrs{GeluApprox::kNone});
+  Value e = b.op1("Exp", {b.sub(gelu, b.op1("ReduceMax", {gelu}, AxesAttrs{{1}, true}))});
+  b.output(b.op1("RealDiv", {e, b.op1("ReduceSum", {e}, AxesAttrs{{1}, true})}), "y");
+  return *b.finish();
+}
+
+#ifdef GKRT_HAVE_OPENCL
+TEST(OpenClBackend, SecondStartLoadsTheCachedProgramAndCorruptEntriesAreRebuilt) {
+  SKIP_WITHOUT_OPENCL();
+  const ir::Graph g = generatedOnlyGraph();
+  const HostTensor x = randomTensor({16, 32}, 6);
+  auto want = testing::runGraph(g, {x}, "reference", optLevel(0));
+  ASSERT_TRUE(want.ok());
+  const std::string dir = freshCacheDir("cache");
+  BackendOptions opts;
+  opts.program_cache_dir = dir;
+  std::vector<std::string> sources;
+  for (int start = 0; start < 3; ++start) {
+    if (start == 2) {  // flip a byte in the middle of the stored binary
+      ASSERT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
+      const auto entry = std::filesystem::directory_iterator(dir)->path();
+      std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(static_cast<std::streamoff>(std::filesystem::file_size(entry) / 2));
+      char c = 0;
+      f.read(&c, 1);
+      f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(entry) / 2));
+      c = static_cast<char>(c ^ 0x5a);
+      f.write(&c, 1);
+    }
+    auto be = OpenClBackend::create(opts);
+    ASSERT_TRUE(be.ok()) << be.status().toString();
+    auto* cl = static_cast<OpenClBackend*>(be->get());
+    ir::Graph fused = ir::cloneGraph(g);
+    ASSERT_TRUE(ir::inferShapes(fused).ok());
+    std::vector<std::unique_ptr<Kernel>> kernels;
+    for (const ir::Node& n : fused.nodes) {
+      if (!cl->supports(fused, n)) continue;
+      auto k = cl->compile(fused, n);
+      ASSERT_TRUE(k.ok()) << k.status().toString();
+      kernels.push_back(std::move(*k));
+    }
+    ASSERT_TRUE(cl->finishCompile().ok());
+    sources.push_back(cl->lastProgramSource());
+  }
+  EXPECT_EQ(sources, (std::vector<std::string>{"compiled", "cache", "compiled"}));
+  // and a session through the (rebuilt) cache computes the right thing
+  auto s = openclSession(g, 2, dir);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(testing::compareTensors(runSession(**s, {x})[0], (*want)[0], 1e-4, 1e-6), "");
+  std::filesystem::remove_all(dir);
+}
+
+#endif  // GKRT_HAVE_OPENCL
+
+// An int32 Add and a Gather have no opencl kernel: they run on cpu between opencl
+// kernels, with copies, and the result matches the reference.
+TEST(OpenClBackend, UnsupportedNodesFallBackToCpuWithCopies) {
+  SKIP_WITHOUT_OPENCL();
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {6, 4});
+  Value idx = b.input("idx", DType::kInt32, {3});
+  Value idx2 = b.add(idx, b.op1("OnesLike", {idx}));
+  Value rows = b.op1("Gather", {b.op1("Exp", {x}), idx2}, AxisAttrs{0, false});
+  b.output(b.mul(rows, 2.0f), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const HostTensor x_in = randomTensor({6, 4}, 7);
+  HostTensor idx_in(DType::kInt32, {3});
+  for (int k = 0; k < 3; ++k) idx_in.as<int32_t>()[k] = (4 - 2 * k + 6) % 6;  // 4, 2, 0 -> rows 5, 3, 1
+  auto want = testing::runGraph(*g, {x_in, idx_in}, "reference", optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  for (int level : {0, 2}) {
+    auto s = openclSession(*g, level);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    int on_cpu = 0, on_cl = 0;
+    for (const auto& k : (*s)->kernelInfos()) (k.backend == "cpu" ? on_cpu : on_cl) += 1;
+    EXPECT_GE(on_cpu, 2) << "Gather and the int32 ops";
+    EXPECT_GE(on_cl, 2) << "Exp and Mul";
+    for (int run = 0; run < 2; ++run) {
+      EXPECT_EQ(testing::compareTensors(runSession(**s, {x_in, idx_in})[0], (*want)[0], 1e-6, 1e-6), "") << level;
+    }
+  }
+}
+
+TEST(OpenClBackend, UnknownDeviceListsTheDevices) {
+  SKIP_WITHOUT_OPENCL();
+  BackendOptions o;
+  o.device = "no-such-device-42";
+  auto be = createBackend("opencl", o);
+  ASSERT_FALSE(be.ok());
+  EXPECT_NE(be.status().message().find("no device matches 'no-such-device-42'"), std::string::npos) << be.status().message();
+  EXPECT_NE(be.status().message().find("0:0 "), std::string::npos) << be.status().message();
+}
+
+// The renderer is shared with CUDA: the same cluster in the CUDA dialect.
+TEST(ClusterRenderer, CudaDialectDiffersOnlyInSpelling) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {8, 64});
+  b.output(b.op1("ReduceSum", {b.op1("Exp", {b.mul(x, 0.5f)})}, AxesAttrs{{1}, true}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok());
+  auto cl = codegen::renderCluster(*g, g->nodes[2], "k", codegen::openclDialect());
+  auto cu = codegen::renderCluster(*g, g->nodes[2], "k", codegen::cudaDialect());
+  ASSERT_TRUE(cl.ok() && cu.ok()) << cl.status().toString();
+  EXPECT_TRUE(cl->reduce);
+  EXPECT_EQ(cl->items, 8);
+  EXPECT_EQ(cl->reduce_size, 64);
+  EXPECT_NE(cl->source.find("__kernel void k("), std::string::npos) << cl->source;
+  EXPECT_NE(cl->source.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+  EXPECT_NE(cu->source.find("extern \"C\" __global__ void k("), std::string::npos) << cu->source;
+  EXPECT_NE(cu->source.find("__syncthreads()"), std::string::npos);
+  EXPECT_EQ(cu->source.find("__global float"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gkrt
