@@ -63,9 +63,15 @@ class Renderer {
     k.name = name;
     k.constants = constants_;
     std::string sig = std::string(d_.kernel_prefix) + " " + name + "(";
-    for (size_t o = 0; o < outputs_.size(); ++o) sig += std::string(o ? ", " : "") + d_.global_ptr + " float* y" + std::to_string(o);
-    for (size_t i = 0; i < inputs_.size(); ++i) sig += std::string(", ") + d_.global_ptr + " const float* x" + std::to_string(i);
-    for (size_t c = 0; c < constants_.size(); ++c) sig += std::string(", ") + d_.global_ptr + " const float* c" + std::to_string(c);
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      sig += std::string(o ? ", " : "") + d_.global_ptr + " " + type(outputs_[o]) + "* y" + std::to_string(o);
+    }
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      sig += std::string(", ") + d_.global_ptr + " const " + type(inputs_[i]) + "* x" + std::to_string(i);
+    }
+    for (size_t c = 0; c < constants_.size(); ++c) {
+      sig += std::string(", ") + d_.global_ptr + " const " + d_.typeName(constants_[c]->dtype) + "* c" + std::to_string(c);
+    }
     sig += ")";
     if (gemm_ >= 0) {
       RETURN_IF_ERROR(renderGemm());
@@ -94,6 +100,7 @@ class Renderer {
     producer_.assign(tensors_.size(), -1);
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (inputs_[i] < 0) return unsupported("an absent optional input");
+      RETURN_IF_ERROR(checkType(inputs_[i]));
       arg_[inputs_[i]] = "x" + std::to_string(i);
     }
     for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -101,20 +108,20 @@ class Renderer {
       if (node.outputs.size() != 1) return unsupported(std::string(node.op->name) + " has several outputs");
       for (int t : node.inputs) {
         if (t < 0) return unsupported(std::string(node.op->name) + " with an absent input");
-        RETURN_IF_ERROR(checkFloat(t));
+        RETURN_IF_ERROR(checkType(t));
         if (producer_[t] < 0 && !arg_.count(t) && tensors_[t].isConstant() && numElements(tensors_[t].shape) != 1) {
           arg_[t] = "c" + std::to_string(constants_.size());
           constants_.push_back(&tensors_[t]);
         }
       }
-      RETURN_IF_ERROR(checkFloat(node.outputs[0]));
+      RETURN_IF_ERROR(checkType(node.outputs[0]));
       producer_[node.outputs[0]] = static_cast<int>(n);
       if (reduceKind(node)) reduces_.push_back(static_cast<int>(n));
       if (n == 0 && nodes_.size() > 1 && (std::strcmp(node.op->name, "MatMul") == 0 || std::strcmp(node.op->name, "BatchMatMul") == 0)) {
         gemm_ = 0;  // a GEMM with an elementwise epilogue
       }
     }
-    for (int t : outputs_) RETURN_IF_ERROR(checkFloat(t));
+    for (int t : outputs_) RETURN_IF_ERROR(checkType(t));
     if (gemm_ >= 0 && !reduces_.empty()) return unsupported("a GEMM and a reduction in one cluster");
     if (reduces_.empty()) {
       shape_ = tensors_[outputs_[0]].shape;
@@ -129,17 +136,27 @@ class Renderer {
     return Status::Ok();
   }
 
-  Status checkFloat(int t) const {
-    if (tensors_[t].dtype != DType::kFloat32) {
-      return unsupported("tensor '" + tensors_[t].name + "' is " + dtypeName(tensors_[t].dtype) + " (float32 only)");
+  Status checkType(int t) const {
+    if (!d_.typeName(tensors_[t].dtype)) {
+      return unsupported("tensor '" + tensors_[t].name + "' is " + dtypeName(tensors_[t].dtype) +
+                         " (float32, bool, int32 and int64 only)");
     }
     return Status::Ok();
   }
+  Status checkFloat(int t) const {
+    if (tensors_[t].dtype != DType::kFloat32) {
+      return unsupported("tensor '" + tensors_[t].name + "' is " + dtypeName(tensors_[t].dtype) + " (float32 only here)");
+    }
+    return Status::Ok();
+  }
+  std::string type(int t) const { return d_.typeName(tensors_[t].dtype); }
 
   // Every reduction reduces the same axes of the same shape.
   Status prepareReduce() {
     for (size_t k = 0; k < reduces_.size(); ++k) {
       const ir::Node& n = *nodes_[reduces_[k]];
+      RETURN_IF_ERROR(checkFloat(n.inputs[0]));
+      RETURN_IF_ERROR(checkFloat(n.outputs[0]));
       const Shape& s = tensors_[n.inputs[0]].shape;
       ASSIGN_OR_RETURN(auto axes, ops::reduceAxes(n.attrs.get<AxesAttrs>().axes, static_cast<int64_t>(s.size())));
       std::vector<char> mask(s.size(), 0);
@@ -258,7 +275,7 @@ class Renderer {
   // The value of tensor `t` at `at` (a flat index into t's shape), as an expression.
   StatusOr<std::string> value(int t, const Index& at) {
     const ir::Tensor& tt = tensors_[t];
-    if (tt.isConstant() && numElements(tt.shape) == 1) return floatLiteral(*reinterpret_cast<const float*>(tt.constant->data));
+    if (tt.isConstant() && numElements(tt.shape) == 1) return scalarLiteral(tt.dtype, tt.constant->data);
     const std::string key = std::to_string(t) + "@" + at.expr;
     if (const std::string* v = memo(key)) return *v;
     std::string expr;
@@ -282,18 +299,20 @@ class Renderer {
         ASSIGN_OR_RETURN(expr, value(n.inputs[0], in));
       } else {
         std::vector<std::string> args;
+        std::vector<DType> types;
         for (int u : n.inputs) {
           ASSIGN_OR_RETURN(Index sub, project(at, tt.shape, tensors_[u].shape));
           ASSIGN_OR_RETURN(std::string v, value(u, sub));
           args.push_back(v);
+          types.push_back(tensors_[u].dtype);
         }
-        auto e = opExpression(n, args, d_);
+        auto e = opExpression(n, args, types, tt.dtype, d_);
         if (!e) return unsupported(std::string("no kernel expression for ") + n.op->name);
         expr = *e;
       }
     }
     const std::string v = fresh("v");
-    line("const float " + v + " = " + expr + ";");
+    line("const " + type(t) + " " + v + " = " + expr + ";");
     scopes_.back()[key] = v;
     return v;
   }
@@ -310,7 +329,9 @@ class Renderer {
     if (!isFullShaped(sy)) return unsupported("an epilogue of another shape than the GEMM's");
     for (int in : mm.inputs) {
       if (producer_[in] >= 0 || !arg_.count(in)) return unsupported("a GEMM operand computed in the cluster");
+      RETURN_IF_ERROR(checkFloat(in));
     }
+    RETURN_IF_ERROR(checkFloat(mm.outputs[0]));
     const int64_t M = sy[sy.size() - 2], N = sy[sy.size() - 1], K = attrs.transpose_a ? sa[sa.size() - 2] : sa[sa.size() - 1];
     const Shape ob(sy.begin(), sy.end() - 2), ab(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
     const int64_t T = kGemmTile, tiles_n = (N + T - 1) / T, tiles_m = (M + T - 1) / T;

@@ -11,7 +11,7 @@ const KernelDialect& openclDialect() {
       "#define GK_INF as_float(0x7f800000)\n#define GK_NAN as_float(0x7fc00000)\n",
       "__kernel void", "__global", "__local", "barrier(CLK_LOCAL_MEM_FENCE)",
       "get_group_id(0)", "get_num_groups(0)", "get_local_id(0)", "get_local_size(0)",
-      "get_global_id(0)", "get_global_size(0)", "long", false};
+      "get_global_id(0)", "get_global_size(0)", "long", "uchar", false};
   return d;
 }
 
@@ -21,8 +21,18 @@ const KernelDialect& cudaDialect() {
       "#define GK_INF __int_as_float(0x7f800000)\n#define GK_NAN __int_as_float(0x7fc00000)\n",
       "extern \"C\" __global__ void", "", "__shared__", "__syncthreads()",
       "blockIdx.x", "gridDim.x", "threadIdx.x", "blockDim.x",
-      "(blockIdx.x * blockDim.x + threadIdx.x)", "(gridDim.x * blockDim.x)", "long long", true};
+      "(blockIdx.x * blockDim.x + threadIdx.x)", "(gridDim.x * blockDim.x)", "long long", "unsigned char", true};
   return d;
+}
+
+const char* KernelDialect::typeName(DType t) const {
+  switch (t) {
+    case DType::kFloat32: return "float";
+    case DType::kBool: return uchar_type;
+    case DType::kInt32: return "int";
+    case DType::kInt64: return long_type;
+    default: return nullptr;
+  }
 }
 
 std::string floatLiteral(float v) {

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "runtime/ir/dtype.h"
+
 namespace gkrt::codegen {
 
 struct KernelDialect {
@@ -22,11 +24,14 @@ struct KernelDialect {
   const char* local_size;
   const char* global_id;
   const char* global_size;
-  const char* long_type;      // 64-bit signed index type
+  const char* long_type;      // 64-bit signed integer type
+  const char* uchar_type;     // 8-bit unsigned (bool storage)
   bool float_suffix;          // math functions spelled expf, erff, ... (CUDA)
 
   // A float math function by its C name ("exp", "erf", "rsqrt", "fmod", ...).
   std::string math(const char* fn) const { return float_suffix ? std::string(fn) + "f" : std::string(fn); }
+  // The C type of an element type the renderer handles (float32, bool, int32, int64); null otherwise.
+  const char* typeName(DType t) const;
 };
 
 const KernelDialect& openclDialect();

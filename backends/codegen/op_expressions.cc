@@ -1,5 +1,8 @@
 #include "backends/codegen/op_expressions.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <functional>
 #include <map>
 
@@ -120,10 +123,79 @@ const std::map<std::string, Entry>& table() {
   return t;
 }
 
+bool isIntType(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
+
+// Ops on bool and integer operands.
+std::optional<std::string> typedExpression(const std::string& op, const Args& a, const std::vector<DType>& types, DType out,
+                                           const KernelDialect& d) {
+  static const std::map<std::string, const char*> kCompare = {{"Equal", "=="}, {"NotEqual", "!="}, {"Greater", ">"},
+                                                              {"GreaterEqual", ">="}, {"Less", "<"}, {"LessEqual", "<="}};
+  const std::string bool_t = d.uchar_type;
+  if (auto c = kCompare.find(op); c != kCompare.end() && a.size() == 2 && out == DType::kBool && types[0] == types[1]) {
+    return "(" + bool_t + ")(" + a[0] + " " + c->second + " " + a[1] + ")";
+  }
+  const bool all_bool = std::all_of(types.begin(), types.end(), [](DType t) { return t == DType::kBool; });
+  if (all_bool && out == DType::kBool) {
+    if (op == "LogicalAnd" && a.size() == 2) return "(" + bool_t + ")(" + a[0] + " && " + a[1] + ")";
+    if (op == "LogicalOr" && a.size() == 2) return "(" + bool_t + ")(" + a[0] + " || " + a[1] + ")";
+    if (op == "LogicalXor" && a.size() == 2) return "(" + bool_t + ")((" + a[0] + " != 0) != (" + a[1] + " != 0))";
+    if (op == "LogicalNot" && a.size() == 1) return "(" + bool_t + ")(!" + a[0] + ")";
+  }
+  if (op == "Select" && a.size() == 3 && types[0] == DType::kBool && types[1] == out && types[2] == out) {
+    return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+  }
+  if ((op == "IdentityMath" || op == "BroadcastTo") && a.size() == 1 && types[0] == out) return a[0];
+  if (op == "OnesLike" && a.size() == 1) return std::string("(") + d.typeName(out) + ")1";
+  if (op == "ZerosLike" && a.size() == 1) return std::string("(") + d.typeName(out) + ")0";
+  if (op == "Cast" && a.size() == 1) {
+    const DType from = types[0];
+    const std::string to_t = d.typeName(out);
+    if (out == DType::kBool) return "(" + bool_t + ")(" + a[0] + " != 0)";
+    if (from == DType::kFloat32 && isIntType(out)) {  // truncate toward zero, saturate, NaN -> 0
+      if (std::string(d.name) == "opencl") return std::string(out == DType::kInt32 ? "convert_int_sat_rtz(" : "convert_long_sat_rtz(") + a[0] + ")";
+      return std::nullopt;
+    }
+    return "(" + to_t + ")" + a[0];
+  }
+  const bool same_int = isIntType(out) && std::all_of(types.begin(), types.end(), [out](DType t) { return t == out; });
+  if (same_int) {
+    if (op == "Add" && a.size() == 2) return "(" + a[0] + " + " + a[1] + ")";
+    if (op == "Sub" && a.size() == 2) return "(" + a[0] + " - " + a[1] + ")";
+    if (op == "Mul" && a.size() == 2) return "(" + a[0] + " * " + a[1] + ")";
+    if (op == "Maximum" && a.size() == 2) return "((" + a[0] + " > " + a[1] + ") ? " + a[0] + " : " + a[1] + ")";
+    if (op == "Minimum" && a.size() == 2) return "((" + a[0] + " < " + a[1] + ") ? " + a[0] + " : " + a[1] + ")";
+    if (op == "Neg" && a.size() == 1) return "(-" + a[0] + ")";
+    if (op == "Abs" && a.size() == 1) return "((" + a[0] + " < 0) ? -" + a[0] + " : " + a[0] + ")";
+    if (op == "Square" && a.size() == 1) return "(" + a[0] + " * " + a[0] + ")";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<std::string> opExpression(const ir::Node& node, const Args& args, const KernelDialect& d) {
+std::string scalarLiteral(DType t, const void* data) {
+  switch (t) {
+    case DType::kFloat32: return floatLiteral(*static_cast<const float*>(data));
+    case DType::kBool: return *static_cast<const uint8_t*>(data) ? "1" : "0";
+    case DType::kInt32: return "(" + std::to_string(*static_cast<const int32_t*>(data)) + ")";
+    case DType::kInt64: {
+      const int64_t v = *static_cast<const int64_t*>(data);
+      if (v == INT64_MIN) return "(-9223372036854775807L - 1)";
+      return "(" + std::to_string(v) + "L)";
+    }
+    default: return "0";
+  }
+}
+
+std::optional<std::string> opExpression(const ir::Node& node, const Args& args, const std::vector<DType>& types, DType out,
+                                        const KernelDialect& d) {
   if (!node.op) return std::nullopt;
+  const bool all_float = out == DType::kFloat32 &&
+                         std::all_of(types.begin(), types.end(), [](DType t) { return t == DType::kFloat32; });
+  if (!all_float || std::string(node.op->name) == "Cast" || std::string(node.op->name) == "Select" ||
+      std::string(node.op->name) == "BroadcastTo") {
+    return typedExpression(node.op->name, args, types, out, d);
+  }
   const auto it = table().find(node.op->name);
   if (it == table().end()) return std::nullopt;
   if (it->second.arity >= 0 ? static_cast<int>(args.size()) != it->second.arity : args.empty()) return std::nullopt;

@@ -12,9 +12,15 @@
 
 namespace gkrt::codegen {
 
-// The expression of `node` (an elementwise op), or nullopt when the renderer has none.
+// The expression of `node` (an elementwise op) on operands of element types `types`
+// giving `out`, or nullopt when the renderer has none. Float32 math covers every op
+// of the table below; bool and integers cover comparisons, logic, Select, Cast,
+// copies and integer Add/Sub/Mul/Neg/Abs/Square/Maximum/Minimum.
 std::optional<std::string> opExpression(const ir::Node& node, const std::vector<std::string>& args,
-                                        const KernelDialect& d);
+                                        const std::vector<DType>& types, DType out, const KernelDialect& d);
+
+// A scalar constant of element type `t` as a literal.
+std::string scalarLiteral(DType t, const void* data);
 
 // Whether `node` changes only the shape, not the flat order of elements.
 bool isReshapeOp(const ir::Node& node);

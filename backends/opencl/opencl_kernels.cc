@@ -71,7 +71,7 @@ class GeneratedKernel final : public ClKernel {
   Status uploadConstants() {
     for (const ir::Tensor* t : k_.constants) {
       cl_int err = CL_SUCCESS;
-      const size_t bytes = std::max<size_t>(numElements(t->shape) * sizeof(float), sizeof(float));
+      const size_t bytes = std::max<size_t>(numElements(t->shape) * dtypeSize(t->dtype), 8);
       cl_mem m = clCreateBuffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes,
                                 const_cast<uint8_t*>(t->constant->data), &err);
       RETURN_IF_ERROR(clCheck(err, "uploading constant '" + t->name + "'"));
