@@ -53,6 +53,8 @@ class Backend {
   // Whether compile() can handle this node (op, dtypes, shapes); other nodes fall back
   // to the reference backend.
   virtual bool supports(const ir::Graph& g, const ir::Node& node) const = 0;
+  // Why supports() said no, for the fallback's log line ("" = no reason given).
+  virtual std::string unsupportedReason(const ir::Graph& g, const ir::Node& node) const { return ""; }
   // Prepares everything the node needs; called when a session is compiled, never in run.
   // `node` outlives the kernel.
   virtual StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) = 0;

@@ -94,8 +94,9 @@ Status Session::compile() {
         ASSIGN_OR_RETURN(fallback_, createBackend(backend_->isHost() ? "reference" : "cpu", backend_options_));
       }
       target = fallback_.get();
-      GKRT_LOG_INFO("backend ", backend_->name(), " does not support ", ir::describeNode(graph_, int(i)), "; it runs on the ",
-                    fallback_->name(), " backend");
+      const std::string why = backend_->unsupportedReason(graph_, node);
+      GKRT_LOG_INFO("backend ", backend_->name(), " does not support ", ir::describeNode(graph_, int(i)),
+                    why.empty() ? "" : " (" + why + ")", "; it runs on the ", fallback_->name(), " backend");
     }
     Step step;
     step.backend = target->name();

@@ -39,6 +39,14 @@ bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
   return k.ok() && static_cast<size_t>(k->local_size) <= dev_->max_work_group_size;
 }
 
+std::string OpenClBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
+  if (!node.op) return "no op";
+  auto k = codegen::renderCluster(g, node, "probe", codegen::openclDialect());
+  if (!k.ok()) return k.status().message();
+  return "a work-group of " + std::to_string(k->local_size) + " exceeds the device's " +
+         std::to_string(dev_->max_work_group_size);
+}
+
 StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, const ir::Node& node) {
   auto slot = std::make_shared<opencl::KernelSlot>();
   slot->what = node.name + " (" + node.op->name + ")";

@@ -26,6 +26,7 @@ class OpenClBackend : public Backend {
   const char* name() const override { return "opencl"; }
   FusionColumn fusionColumn() const override { return FusionColumn::kGpu; }
   bool supports(const ir::Graph& g, const ir::Node& node) const override;
+  std::string unsupportedReason(const ir::Graph& g, const ir::Node& node) const override;
   StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) override;
   Status finishCompile() override;
 
