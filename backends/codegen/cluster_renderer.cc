@@ -306,7 +306,13 @@ class Renderer {
           args.push_back(v);
           types.push_back(tensors_[u].dtype);
         }
-        auto e = opExpression(n, args, types, tt.dtype, d_);
+        const ir::Tensor* exponent = n.inputs.size() == 2 ? &tensors_[n.inputs[1]] : nullptr;
+        const bool pow_const = std::strcmp(n.op->name, "Pow") == 0 && tt.dtype == DType::kFloat32 && exponent->isConstant() &&
+                               exponent->dtype == DType::kFloat32 && numElements(exponent->shape) == 1 &&
+                               types[0] == DType::kFloat32;
+        auto e = pow_const ? std::optional<std::string>(powConstExpression(
+                                 args[0], *reinterpret_cast<const float*>(exponent->constant->data), d_))
+                           : opExpression(n, args, types, tt.dtype, d_);
         if (!e) return unsupported(std::string("no kernel expression for ") + n.op->name);
         expr = *e;
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -172,6 +173,20 @@ std::optional<std::string> typedExpression(const std::string& op, const Args& a,
 }
 
 }  // namespace
+
+std::string powConstExpression(const std::string& x, float c, const KernelDialect& d) {
+  if (c == 0.0f) return "1.0f";
+  if (c == 1.0f) return x;
+  if (c == 2.0f) return "(" + x + " * " + x + ")";
+  if (c == 3.0f) return "(" + x + " * " + x + " * " + x + ")";
+  if (c == 4.0f) return "((" + x + " * " + x + ") * (" + x + " * " + x + "))";
+  if (c == 0.5f) return call(d, "sqrt", x);
+  if (c == -1.0f) return "(1.0f / " + x + ")";
+  if (std::string(d.name) == "opencl" && c == static_cast<float>(static_cast<int>(c)) && std::abs(c) < 1024) {
+    return "pown(" + x + ", " + std::to_string(static_cast<int>(c)) + ")";
+  }
+  return call(d, "pow", x, floatLiteral(c));
+}
 
 std::string scalarLiteral(DType t, const void* data) {
   switch (t) {

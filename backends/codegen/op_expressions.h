@@ -19,6 +19,10 @@ namespace gkrt::codegen {
 std::optional<std::string> opExpression(const ir::Node& node, const std::vector<std::string>& args,
                                         const std::vector<DType>& types, DType out, const KernelDialect& d);
 
+// x ^ c for a compile-time float exponent: products for small integer powers, sqrt,
+// reciprocal, pown for other integers (OpenCL), pow otherwise.
+std::string powConstExpression(const std::string& x, float c, const KernelDialect& d);
+
 // A scalar constant of element type `t` as a literal.
 std::string scalarLiteral(DType t, const void* data);
 

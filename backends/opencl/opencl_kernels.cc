@@ -53,8 +53,12 @@ class ClKernel : public Kernel {
     return clCheck(clEnqueueNDRangeKernel(dev_->queue, slot_->kernel, dims, nullptr, global, local, 0, nullptr, nullptr),
                    "launching " + slot_->entry + " (" + slot_->what + ")");
   }
-  // A 1-D grid for a grid-stride loop over `n` items.
-  static size_t gridFor(int64_t n) { return static_cast<size_t>(std::min<int64_t>((n + 63) / 64 * 64, int64_t(1) << 22)); }
+  // A 1-D grid for a grid-stride loop over `n` items, in work-groups of kElementwiseLocalSize.
+  static constexpr size_t kElementwiseLocalSize = 256;
+  static size_t gridFor(int64_t n) {
+    const int64_t L = kElementwiseLocalSize;
+    return static_cast<size_t>(std::min<int64_t>((n + L - 1) / L * L, int64_t(1) << 30));
+  }
 
   std::shared_ptr<ClDevice> dev_;
   std::shared_ptr<KernelSlot> slot_;
@@ -87,8 +91,8 @@ class GeneratedKernel final : public ClKernel {
     for (const TensorView& v : in) args.buffer(v.data);
     for (cl_mem m : constants_) args.add(m);
     if (!k_.reduce && !k_.gemm) {
-      const size_t global = gridFor(k_.items);
-      return enqueue(args, 1, &global, nullptr);
+      const size_t local = kElementwiseLocalSize, global = gridFor(k_.items);
+      return enqueue(args, 1, &global, &local);
     }
     const size_t local = static_cast<size_t>(k_.local_size);
     // reduce: a grid-stride loop over rows; gemm: one work-group per output tile
