@@ -76,8 +76,9 @@ const char* clErrorName(cl_int err) {
 Status clCheck(cl_int err, const std::string& what) {
   if (err == CL_SUCCESS) return Status::Ok();
   std::string hint;
-  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY) {
-    hint = "; the device is out of memory (a smaller input or batch needs less)";
+  if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY ||
+      err == CL_INVALID_BUFFER_SIZE) {
+    hint = "; the device is out of memory or cannot hold one buffer that large (a smaller input or batch needs less)";
   } else if (err == CL_DEVICE_NOT_AVAILABLE || err == CL_INVALID_COMMAND_QUEUE || err == CL_INVALID_CONTEXT) {
     hint = "; the device was lost or is unavailable (recreate the session)";
   }

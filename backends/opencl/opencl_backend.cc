@@ -2,6 +2,7 @@
 
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/opencl/library_kernels.h"
@@ -76,9 +77,13 @@ StatusOr<cl_program> OpenClBackend::buildProgram(const std::string& source, cons
   const std::string log = buildLog(p, dev_->device);
   clReleaseProgram(p);
   std::set<std::string> culprits;
-  const std::regex line_re(":([0-9]+):[0-9]+: error");
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line_re); it != std::sregex_iterator(); ++it) {
-    const int line = std::stoi((*it)[1].str());
+  // Compilers write "file:LINE:COL: error: ..." (clang) or "error: file:LINE:COL: ..." (PoCL).
+  const std::regex line_re(":([0-9]+):[0-9]+:");
+  std::istringstream lines(log);
+  for (std::string text; std::getline(lines, text);) {
+    std::smatch m;
+    if (text.find("error") == std::string::npos || !std::regex_search(text, m, line_re)) continue;
+    const int line = std::stoi(m[1].str());
     std::string who;
     for (const SourcePart& part : parts) if (line >= part.first_line) who = part.name;
     if (!who.empty()) culprits.insert(who);

@@ -38,6 +38,14 @@ class OpenClBackend : public Backend {
   Status synchronize() override;
 
   const opencl::ClDevice& device() const { return *dev_; }
+  struct SourcePart {
+    int first_line;
+    std::string name;
+  };
+  // Compiles `source` (kernel `parts[k].name` starts at line `parts[k].first_line`);
+  // a failure names the kernels the compiler complained about, with its build log.
+  StatusOr<cl_program> buildProgram(const std::string& source, const std::vector<SourcePart>& parts);
+
   // How the last finishCompile() got the session's program of generated kernels (or,
   // without one, the library's when it built it): "cache", "compiled" or "none".
   const char* lastProgramSource() const { return last_program_; }
@@ -45,11 +53,6 @@ class OpenClBackend : public Backend {
  private:
   OpenClBackend(std::shared_ptr<opencl::ClDevice> dev, std::string cache_dir)
       : dev_(std::move(dev)), cache_(std::move(cache_dir)) {}
-  struct SourcePart {
-    int first_line;
-    std::string name;
-  };
-  StatusOr<cl_program> buildProgram(const std::string& source, const std::vector<SourcePart>& parts);
   StatusOr<cl_program> programFor(const std::string& source, const std::vector<SourcePart>& parts);
 
   std::shared_ptr<opencl::ClDevice> dev_;

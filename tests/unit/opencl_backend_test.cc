@@ -243,7 +243,37 @@ TEST(OpenClBackend, SecondStartLoadsTheCachedProgramAndCorruptEntriesAreRebuilt)
   std::filesystem::remove_all(dir);
 }
 
+// A kernel that does not compile is named in the error, with the driver's build log.
+TEST(OpenClBackend, BuildFailuresNameTheKernel) {
+  SKIP_WITHOUT_OPENCL();
+  auto be = OpenClBackend::create({});
+  ASSERT_TRUE(be.ok());
+  auto* cl = static_cast<OpenClBackend*>(be->get());
+  const std::string source =
+      "__kernel void good(__global float* y) { y[0] = 1.0f; }\n"
+      "__kernel void bad(__global float* y) {\n  y[0] = undefined_thing;\n}\n";
+  auto p = cl->buildProgram(source, {{1, "good (node a)"}, {2, "bad (node b)"}});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("building kernel bad (node b) failed"), std::string::npos) << p.status().message();
+  EXPECT_EQ(p.status().message().find("good (node a)"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("undefined_thing"), std::string::npos) << p.status().message();
+}
+
 #endif  // GKRT_HAVE_OPENCL
+
+// A tensor the device cannot hold: a clear device error at session creation.
+TEST(OpenClBackend, DeviceOutOfMemoryIsAClearError) {
+  SKIP_WITHOUT_OPENCL();
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {int64_t(1) << 40});
+  b.output(b.op1("Exp", {x}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  auto s = openclSession(*g, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kDeviceError) << s.status().toString();
+  EXPECT_NE(s.status().message().find("out of memory or cannot hold"), std::string::npos) << s.status().message();
+}
 
 // Gather has no opencl kernel: it runs on cpu between opencl kernels (the int32 index
 // arithmetic before it, Exp, Mul after), with copies, and the result matches.
