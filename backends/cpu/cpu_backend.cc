@@ -4,6 +4,7 @@
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
+#include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
@@ -22,6 +23,10 @@ bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return
 // every other node runs its reference kernel.
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
+  if (cpu::canRunOneDnn(g, node)) {
+    auto k = cpu::compileOneDnn(g, node);
+    if (k.ok()) return k;  // else our own GEMM / convolution
+  }
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
   if (cpu::canRunNorm(g, node)) return cpu::compileNorm(g, node, *pool_);

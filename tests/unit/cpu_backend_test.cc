@@ -6,6 +6,7 @@
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/matmul_kernel.h"
+#include "backends/cpu/onednn_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 
@@ -111,6 +112,10 @@ TEST(CpuBackend, GemmsMatchReference) {
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
     EXPECT_TRUE(cpu::canRunMatMul(*g, g->nodes[0]));
+#ifdef GKRT_HAVE_DNNL  // oneDNN's matmul takes them where it is built
+    EXPECT_TRUE(cpu::canRunOneDnn(*g, g->nodes[0]));
+    { auto k = cpu::compileOneDnn(*g, g->nodes[0]); EXPECT_TRUE(k.ok()) << k.status().toString(); }
+#endif
     expectCpuMatchesReference(*g, {randomTensor(c.a, 7), randomTensor(c.b, 8)}, 1e-4);
   }
   // Gemm with a constant (pre-packed) B, alpha, beta and a broadcast C.
@@ -122,7 +127,24 @@ TEST(CpuBackend, GemmsMatchReference) {
   b.output(b.op1("Gemm", {a, w, cb}, GemmAttrs{0.5f, 2.0f, false, true}), "y");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
+#ifdef GKRT_HAVE_DNNL
+  EXPECT_FALSE(cpu::canRunOneDnn(*g, g->nodes[0])) << "beta 2: our GEMM";
+#endif
   expectCpuMatchesReference(*g, {randomTensor({7, 40}, 11)}, 1e-4);
+  // Gemm with alpha and a [M, N] C (beta 1): oneDNN's output scale and binary-add post-op.
+  GraphBuilder b2;
+  Value a2 = b2.input("a", DType::kFloat32, {9, 33});
+  const HostTensor w2 = randomTensor({33, 21}, 16), c2 = randomTensor({9, 21}, 17);
+  Value w2v = b2.constant("w", DType::kFloat32, {33, 21}, w2.data());
+  Value c2v = b2.input("c", DType::kFloat32, {9, 21});
+  b2.output(b2.op1("Gemm", {a2, w2v, c2v}, GemmAttrs{0.75f, 1.0f, false, false}), "y");
+  auto g2 = b2.finish();
+  ASSERT_TRUE(g2.ok()) << g2.status().toString();
+#ifdef GKRT_HAVE_DNNL
+  EXPECT_TRUE(cpu::canRunOneDnn(*g2, g2->nodes[0]));
+  EXPECT_TRUE(cpu::compileOneDnn(*g2, g2->nodes[0]).ok());
+#endif
+  expectCpuMatchesReference(*g2, {randomTensor({9, 33}, 18), c2}, 1e-4);
 }
 
 // Conv2D: plain, strided/dilated with asymmetric pads, grouped, depthwise (with a
@@ -152,6 +174,13 @@ TEST(CpuBackend, ConvolutionsMatchReference) {
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
     EXPECT_TRUE(cpu::canRunConvOrPool(*g, g->nodes[0]));
+#ifdef GKRT_HAVE_DNNL  // constant weights: oneDNN's convolution
+    EXPECT_EQ(cpu::canRunOneDnn(*g, g->nodes[0]), c.const_w);
+    if (c.const_w) {
+      auto k = cpu::compileOneDnn(*g, g->nodes[0]);
+      EXPECT_TRUE(k.ok()) << k.status().toString();
+    }
+#endif
     std::vector<HostTensor> inputs{randomTensor(c.x, 23)};
     if (!c.const_w) inputs.push_back(wt);
     expectCpuMatchesReference(*g, inputs, 1e-4);

@@ -1,0 +1,20 @@
+// MatMul/BatchMatMul/Gemm and Conv2D through oneDNN (Debian's libdnnl-dev), on the host
+// builds that find it (GKRT_HAVE_DNNL). Primitives are created when the session is
+// compiled; constant weights are reordered once into the layout oneDNN prefers;
+// Gemm's C (beta 1) is a binary-add post-op, alpha an output scale; a convolution's
+// bias is fused. oneDNN runs on OpenMP's threads, the pool the cpu backend's own
+// kernels use (thread_pool.h).
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+
+namespace gkrt::cpu {
+
+// Whether this build has oneDNN and it takes `node`.
+bool canRunOneDnn(const ir::Graph& g, const ir::Node& node);
+
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node);
+
+}  // namespace gkrt::cpu
