@@ -5,6 +5,7 @@
 #include <map>
 
 #include "backends/codegen/op_expressions.h"
+#include "backends/codegen/render_helpers.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -18,38 +19,6 @@ struct Index {
   std::string expr;
   Tag tag;
 };
-
-struct ReduceKind {
-  const char* op;
-  const char* init;
-  bool mean;
-};
-const ReduceKind* reduceKind(const ir::Node& n) {
-  static const ReduceKind kKinds[] = {{"ReduceSum", "0.0f", false}, {"ReduceMean", "0.0f", true},
-                                      {"ReduceMax", "(-GK_INF)", false}, {"ReduceMin", "GK_INF", false},
-                                      {"ReduceProd", "1.0f", false}};
-  for (const ReduceKind& k : kKinds) if (n.op && std::strcmp(n.op->name, k.op) == 0) return &k;
-  return nullptr;
-}
-std::string combine(const ReduceKind& k, const std::string& a, const std::string& b) {
-  const std::string op = k.op;
-  if (op == "ReduceMax") return "((isnan(" + b + ") || " + b + " > " + a + ") ? " + b + " : " + a + ")";
-  if (op == "ReduceMin") return "((isnan(" + b + ") || " + b + " < " + a + ") ? " + b + " : " + a + ")";
-  if (op == "ReduceProd") return "(" + a + " * " + b + ")";
-  return "(" + a + " + " + b + ")";
-}
-
-Shape stripLeadingOnes(const Shape& s) {
-  size_t k = 0;
-  while (k + 1 < s.size() && s[k] == 1) ++k;
-  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
-}
-bool sameModLeadingOnes(const Shape& a, const Shape& b) { return stripLeadingOnes(a) == stripLeadingOnes(b); }
-Shape dropOnes(const Shape& s) {
-  Shape out;
-  for (int64_t d : s) if (d != 1) out.push_back(d);
-  return out;
-}
 
 class Renderer {
  public:
@@ -124,10 +93,14 @@ class Renderer {
     for (int t : outputs_) RETURN_IF_ERROR(checkType(t));
     if (gemm_ >= 0 && !reduces_.empty()) return unsupported("a GEMM and a reduction in one cluster");
     if (reduces_.empty()) {
-      shape_ = tensors_[outputs_[0]].shape;
+      shape_ = tensors_[outputs_[0]].shape;  // the index space: the largest output
+      for (int t : outputs_) if (numElements(tensors_[t].shape) > numElements(shape_)) shape_ = tensors_[t].shape;
       total_ = numElements(shape_);
       for (int t : outputs_) {
-        if (!sameModLeadingOnes(tensors_[t].shape, shape_)) return unsupported("outputs of different shapes");
+        const Shape& s = tensors_[t].shape;
+        if (!sameModLeadingOnes(s, shape_) && !broadcastsTo(stripLeadingOnes(s), shape_)) {
+          return unsupported("an output that does not broadcast to the largest one");
+        }
       }
     } else {
       RETURN_IF_ERROR(prepareReduce());
@@ -382,8 +355,32 @@ class Renderer {
     scopes_.emplace_back();
     scopes_.back()[std::to_string(mm.outputs[0]) + "@i"] = "acc";
     for (size_t o = 0; o < outputs_.size(); ++o) {
-      ASSIGN_OR_RETURN(std::string v, value(outputs_[o], Index{"i", Tag::kFull}));
-      line("y" + std::to_string(o) + "[i] = " + v + ";");
+      const Shape& s = tensors_[outputs_[o]].shape;
+      if (sameModLeadingOnes(s, shape_)) {
+        ASSIGN_OR_RETURN(std::string v, value(outputs_[o], Index{"i", Tag::kFull}));
+        line("y" + std::to_string(o) + "[i] = " + v + ";");
+        continue;
+      }
+      // A smaller output: written by the work-item at index 0 of every dim it broadcasts along.
+      const std::vector<int64_t> st = ops::broadcastStrides(stripLeadingOnes(s), shape_);
+      std::string first;
+      int64_t div = 1;
+      for (size_t d = shape_.size(); d-- > 0;) {
+        if (st[d] == 0 && shape_[d] != 1) {
+          first += std::string(first.empty() ? "" : " && ") + "((i / " + std::to_string(div) + ") % " +
+                   std::to_string(shape_[d]) + ") == 0";
+        }
+        div *= shape_[d];
+      }
+      line("if (" + first + ") {");
+      ++indent_;
+      scopes_.emplace_back();
+      ASSIGN_OR_RETURN(Index at, project(Index{"i", Tag::kFull}, shape_, s));
+      ASSIGN_OR_RETURN(std::string v, value(outputs_[o], at));
+      line("y" + std::to_string(o) + "[" + at.expr + "] = " + v + ";");
+      scopes_.pop_back();
+      --indent_;
+      line("}");
     }
     scopes_.pop_back();
     --indent_;
@@ -398,8 +395,32 @@ class Renderer {
     ++indent_;
     scopes_.emplace_back();
     for (size_t o = 0; o < outputs_.size(); ++o) {
-      ASSIGN_OR_RETURN(std::string v, value(outputs_[o], Index{"i", Tag::kFull}));
-      line("y" + std::to_string(o) + "[i] = " + v + ";");
+      const Shape& s = tensors_[outputs_[o]].shape;
+      if (sameModLeadingOnes(s, shape_)) {
+        ASSIGN_OR_RETURN(std::string v, value(outputs_[o], Index{"i", Tag::kFull}));
+        line("y" + std::to_string(o) + "[i] = " + v + ";");
+        continue;
+      }
+      // A smaller output: written by the work-item at index 0 of every dim it broadcasts along.
+      const std::vector<int64_t> st = ops::broadcastStrides(stripLeadingOnes(s), shape_);
+      std::string first;
+      int64_t div = 1;
+      for (size_t d = shape_.size(); d-- > 0;) {
+        if (st[d] == 0 && shape_[d] != 1) {
+          first += std::string(first.empty() ? "" : " && ") + "((i / " + std::to_string(div) + ") % " +
+                   std::to_string(shape_[d]) + ") == 0";
+        }
+        div *= shape_[d];
+      }
+      line("if (" + first + ") {");
+      ++indent_;
+      scopes_.emplace_back();
+      ASSIGN_OR_RETURN(Index at, project(Index{"i", Tag::kFull}, shape_, s));
+      ASSIGN_OR_RETURN(std::string v, value(outputs_[o], at));
+      line("y" + std::to_string(o) + "[" + at.expr + "] = " + v + ";");
+      scopes_.pop_back();
+      --indent_;
+      line("}");
     }
     scopes_.pop_back();
     --indent_;

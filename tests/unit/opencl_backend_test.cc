@@ -155,6 +155,26 @@ TEST(OpenClBackend, BoolAndIntegerOpsMatchReference) {
   for (int level : {0, 2}) expectMatchesReference(*g, {xin, iin}, 1e-6, level);
 }
 
+// A cluster whose outputs differ in shape (an intermediate of a broadcast operand is an
+// output too): the smaller one is written once per element, by the work-item at index 0
+// of the dims it broadcasts along.
+TEST(OpenClBackend, ClusterOutputsOfDifferentShapes) {
+  SKIP_WITHOUT_OPENCL();
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {4, 3, 5});
+  Value y = b.input("y", DType::kFloat32, {3, 1});
+  Value e = b.op1("Exp", {b.mul(y, 0.5f)});
+  b.output(e, "e");
+  b.output(b.add(b.mul(x, e), 1.0f), "z");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  auto s = openclSession(*g, 2);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ((*s)->kernelCount(), 1u);
+  EXPECT_EQ((*s)->kernelInfos()[0].backend, "opencl");
+  for (int level : {0, 2}) expectMatchesReference(*g, {randomTensor({4, 3, 5}, 19), randomTensor({3, 1}, 20)}, 1e-6, level);
+}
+
 // With MatMul in the cluster set, a GEMM takes its elementwise tail (bias, GeLU, a
 // residual add): one generated kernel, the tail applied in the GEMM's epilogue.
 TEST(OpenClBackend, GemmEpiloguesRunAsOneKernel) {

@@ -1,0 +1,53 @@
+// Shape and reduction helpers of the cluster renderer (cluster_renderer.cc).
+#pragma once
+
+#include <cstring>
+#include <string>
+
+#include "runtime/ir/graph.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::codegen {
+
+struct ReduceKind {
+  const char* op;
+  const char* init;
+  bool mean;
+};
+inline const ReduceKind* reduceKind(const ir::Node& n) {
+  static const ReduceKind kKinds[] = {{"ReduceSum", "0.0f", false}, {"ReduceMean", "0.0f", true},
+                                      {"ReduceMax", "(-GK_INF)", false}, {"ReduceMin", "GK_INF", false},
+                                      {"ReduceProd", "1.0f", false}};
+  for (const ReduceKind& k : kKinds) if (n.op && std::strcmp(n.op->name, k.op) == 0) return &k;
+  return nullptr;
+}
+inline std::string combine(const ReduceKind& k, const std::string& a, const std::string& b) {
+  const std::string op = k.op;
+  if (op == "ReduceMax") return "((isnan(" + b + ") || " + b + " > " + a + ") ? " + b + " : " + a + ")";
+  if (op == "ReduceMin") return "((isnan(" + b + ") || " + b + " < " + a + ") ? " + b + " : " + a + ")";
+  if (op == "ReduceProd") return "(" + a + " * " + b + ")";
+  return "(" + a + " + " + b + ")";
+}
+
+inline Shape stripLeadingOnes(const Shape& s) {
+  size_t k = 0;
+  while (k + 1 < s.size() && s[k] == 1) ++k;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+}
+inline bool sameModLeadingOnes(const Shape& a, const Shape& b) { return stripLeadingOnes(a) == stripLeadingOnes(b); }
+// Whether `in` broadcasts to `out` (numpy rules, `in` not of higher rank).
+inline bool broadcastsTo(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t d = in[in.size() - 1 - k], o = out[out.size() - 1 - k];
+    if (d != o && d != 1) return false;
+  }
+  return true;
+}
+inline Shape dropOnes(const Shape& s) {
+  Shape out;
+  for (int64_t d : s) if (d != 1) out.push_back(d);
+  return out;
+}
+
+}  // namespace gkrt::codegen
