@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "backends/codegen/index_exprs.h"
 #include "backends/codegen/op_expressions.h"
 #include "backends/codegen/render_helpers.h"
 #include "runtime/ir/op_def.h"
@@ -222,29 +223,6 @@ class Renderer {
     return Index{v, Tag::kOther};
   }
 
-  // Index of a transpose's input for output index `at`.
-  StatusOr<Index> transposeIndex(const ir::Node& n, const Index& at) {
-    const Shape& out = tensors_[n.outputs[0]].shape;
-    const Shape& in = tensors_[n.inputs[0]].shape;
-    const Ints& perm = n.attrs.get<PermAttrs>().perm;
-    if (perm.size() != out.size() || in.size() != out.size()) return unsupported("Transpose with an unusual perm");
-    const std::vector<int64_t> in_strides = contiguousStrides(in);
-    std::string expr;
-    int64_t div = 1;
-    for (size_t d = out.size(); d-- > 0;) {
-      const int64_t st = in_strides[static_cast<size_t>(perm[d])];
-      if (out[d] != 1) {
-        std::string term = div == 1 ? at.expr : "(" + at.expr + " / " + std::to_string(div) + ")";
-        if (d > 0) term = "(" + term + " % " + std::to_string(out[d]) + ")";
-        if (st != 1) term += " * " + std::to_string(st);
-        expr += (expr.empty() ? "" : " + ") + term;
-      }
-      div *= out[d];
-    }
-    if (expr.empty()) return Index{"0", Tag::kOther};
-    return indexVar(expr);
-  }
-
   // The value of tensor `t` at `at` (a flat index into t's shape), as an expression.
   StatusOr<std::string> value(int t, const Index& at) {
     const ir::Tensor& tt = tensors_[t];
@@ -267,9 +245,15 @@ class Renderer {
       }
       if (producer_[t] == gemm_) return unsupported("the GEMM's result is read other than element by element");
       if (isReshapeOp(n)) return value(n.inputs[0], at);
-      if (std::strcmp(n.op->name, "Transpose") == 0) {
-        ASSIGN_OR_RETURN(Index in, transposeIndex(n, at));
-        ASSIGN_OR_RETURN(expr, value(n.inputs[0], in));
+      const Shape& in0 = tensors_[n.inputs[0]].shape;
+      if (auto moved = movedIndex(n, in0, tt.shape, at.expr)) {  // Transpose, Slice, StridedSlice
+        ASSIGN_OR_RETURN(expr, value(n.inputs[0], indexVar(*moved)));
+      } else if (auto pad = padIndex(n, in0, tt.shape, at.expr)) {
+        if (tt.dtype != DType::kFloat32) return unsupported("Pad of a non-float tensor");
+        ASSIGN_OR_RETURN(std::string v, value(n.inputs[0], indexVar(pad->index)));
+        expr = "((" + pad->inside + ") ? " + v + " : " + floatLiteral(n.attrs.get<PadAttrs>().value) + ")";
+      } else if (std::strcmp(n.op->name, "Concat") == 0) {
+        return concatValue(t, n, at);
       } else {
         std::vector<std::string> args;
         std::vector<DType> types;
@@ -293,6 +277,41 @@ class Renderer {
     const std::string v = fresh("v");
     line("const " + type(t) + " " + v + " = " + expr + ";");
     scopes_.back()[key] = v;
+    return v;
+  }
+
+  // Concat: the input that holds the element, chosen by its index along the axis (only
+  // that input is read).
+  StatusOr<std::string> concatValue(int t, const ir::Node& n, const Index& at) {
+    const Shape& out = tensors_[t].shape;
+    int64_t axis = n.attrs.get<AxisAttrs>().axis;
+    if (axis < 0) axis += static_cast<int64_t>(out.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(out.size())) return unsupported("Concat axis out of range");
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(axis) + 1; d < out.size(); ++d) inner *= out[d];
+    const int64_t extent = out[static_cast<size_t>(axis)];
+    const Index along = indexVar("((" + at.expr + " / " + std::to_string(inner) + ") % " + std::to_string(extent) + ")");
+    const Index outer = indexVar("(" + at.expr + " / " + std::to_string(inner * extent) + ")");
+    const Index within = indexVar("(" + at.expr + " % " + std::to_string(inner) + ")");
+    const std::string v = fresh("v");
+    line(type(t) + " " + v + ";");
+    int64_t offset = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int64_t e = tensors_[n.inputs[k]].shape[static_cast<size_t>(axis)];
+      const bool last = k + 1 == n.inputs.size();
+      line(std::string(k ? "} else " : "") + (last ? "{" : "if (" + along.expr + " < " + std::to_string(offset + e) + ") {"));
+      ++indent_;
+      scopes_.emplace_back();
+      const std::string idx = outer.expr + " * " + std::to_string(e * inner) + " + (" + along.expr + " - " +
+                              std::to_string(offset) + ") * " + std::to_string(inner) + " + " + within.expr;
+      ASSIGN_OR_RETURN(std::string x, value(n.inputs[k], indexVar(idx)));
+      line(v + " = " + x + ";");
+      scopes_.pop_back();
+      --indent_;
+      offset += e;
+    }
+    line("}");
+    scopes_.back()[std::to_string(t) + "@" + at.expr] = v;
     return v;
   }
 

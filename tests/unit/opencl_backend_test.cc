@@ -175,6 +175,48 @@ TEST(OpenClBackend, ClusterOutputsOfDifferentShapes) {
   for (int level : {0, 2}) expectMatchesReference(*g, {randomTensor({4, 3, 5}, 19), randomTensor({3, 1}, 20)}, 1e-6, level);
 }
 
+// Ops that move elements render as index arithmetic: StridedSlice (negative step,
+// clamped ends), Slice, constant Pad, Concat of computed inputs, Transpose; any of them
+// on int64 too where they only move values.
+TEST(OpenClBackend, SlicePadConcatMatchReference) {
+  SKIP_WITHOUT_OPENCL();
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {4, 6, 5});
+  Value i = b.input("i", DType::kInt64, {3, 7});
+  StridedSliceAttrs ss;
+  ss.begins = {-1, 1};
+  ss.ends = {-100, 99};
+  ss.axes = {0, 2};
+  ss.steps = {-2, 2};
+  Value sl = b.op1("StridedSlice", {b.op1("Exp", {x})}, ss);  // [2, 6, 2]
+  SliceAttrs sa;
+  sa.begins = {0, 2, 1};
+  sa.sizes = {2, -1, 2};
+  Value sl2 = b.op1("Slice", {x}, sa);  // [2, 4, 2]
+  PadAttrs pa;
+  pa.pads = {0, 1, 0, 0, 1, 0};
+  pa.value = -3.5f;
+  Value padded = b.op1("Pad", {sl2}, pa);  // [2, 6, 2]
+  Value cat = b.op1("Concat", {sl, b.mul(padded, 2.0f), sl}, AxisAttrs{2, false});  // [2, 6, 6]
+  b.output(b.op1("Transpose", {b.add(cat, 1.0f)}, PermAttrs{{2, 0, 1}}), "y");
+  StridedSliceAttrs si;
+  si.begins = {1};
+  si.ends = {7};
+  si.axes = {1};
+  si.steps = {3};
+  b.output(b.op1("Concat", {b.op1("StridedSlice", {i}, si), i}, AxisAttrs{1, false}), "z");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  HostTensor iin(DType::kInt64, {3, 7});
+  for (int k = 0; k < 21; ++k) iin.as<int64_t>()[k] = int64_t(k) * 1000003 - 7;
+  for (int level : {0, 2}) {
+    auto s = openclSession(*g, level);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    for (const auto& k : (*s)->kernelInfos()) EXPECT_EQ(k.backend, "opencl") << k.name;
+    expectMatchesReference(*g, {randomTensor({4, 6, 5}, 21), iin}, 1e-6, level);
+  }
+}
+
 // With MatMul in the cluster set, a GEMM takes its elementwise tail (bias, GeLU, a
 // residual add): one generated kernel, the tail applied in the GEMM's epilogue.
 TEST(OpenClBackend, GemmEpiloguesRunAsOneKernel) {

@@ -6,12 +6,9 @@
 #include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::ops {
-namespace {
 
-// Per-axis window: out[i] reads in[start + i * step].
-struct Window { int64_t start, step, count; };
-
-StatusOr<std::vector<Window>> sliceWindows(const ir::Node& n, const Shape& x) {
+StatusOr<std::vector<SliceWindow>> sliceWindows(const ir::Node& n, const Shape& x) {
+  using Window = SliceWindow;
   std::vector<Window> w(x.size());
   for (size_t d = 0; d < x.size(); ++d) w[d] = {0, 1, x[d]};
   if (n.attrs.kind() == AttrKind::kSlice) {  // begin + size, size -1 = to the end
@@ -61,10 +58,12 @@ StatusOr<std::vector<Window>> sliceWindows(const ir::Node& n, const Shape& x) {
   return w;
 }
 
+namespace {
+
 Status shapeSlice(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   ASSIGN_OR_RETURN(auto w, sliceWindows(n, in[0]->shape));
   Shape s;
-  for (const Window& x : w) s.push_back(x.count);
+  for (const SliceWindow& x : w) s.push_back(x.count);
   out = {s};
   return Status::Ok();
 }

@@ -151,6 +151,11 @@ void forEachBroadcast(const Shape& out, const std::array<const Shape*, N>& ins, 
 StatusOr<std::vector<int64_t>> reduceAxes(const Ints& axes, int64_t rank);
 Shape reducedShape(const Shape& in, const std::vector<int64_t>& axes, bool keep_dims);
 
+// Slice (begin + size) and StridedSlice (ONNX: clamped [begin, end) by step), per axis:
+// out[i] reads in[start + i * step].
+struct SliceWindow { int64_t start, step, count; };
+StatusOr<std::vector<SliceWindow>> sliceWindows(const ir::Node& n, const Shape& x);
+
 // Splits `shape` around `axis` into outer x extent x inner element counts.
 struct AxisSplit { int64_t outer, extent, inner; };
 AxisSplit splitAtAxis(const Shape& shape, int64_t axis);
