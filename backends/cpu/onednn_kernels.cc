@@ -1,5 +1,8 @@
 #include "backends/cpu/onednn_kernels.h"
 
+#include <algorithm>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "runtime/ir/op_def.h"
@@ -38,62 +41,196 @@ dnnl::memory::desc matrixDesc(const Shape& s, size_t rank, bool transpose) {
   return dnnl::memory::desc(d, dt::f32, strides);
 }
 
+// Where an operand's bytes are at launch: a kernel input, or a constant of the model.
+struct Source {
+  int input = -1;
+  const void* constant = nullptr;
+  const void* at(const std::vector<TensorView>& in) const { return constant ? constant : in[input].data; }
+};
+
+// A matmul and the elementwise chain oneDNN applies to its result as post-ops.
+struct MatMulPlan {
+  bool ta = false, tb = false;
+  float alpha = 1.0f;
+  const ir::Tensor *a = nullptr, *b = nullptr;
+  Source sa, sb;
+  Shape y;
+  struct Post {
+    bool binary = false;
+    dnnl::algorithm alg = dnnl::algorithm::undef;
+    float alpha = 0, beta = 0;
+    const ir::Tensor* t = nullptr;  // binary: the other operand
+    Source src;
+  };
+  std::vector<Post> posts;
+};
+
+bool isFloat32(const ir::Tensor& t) { return t.dtype == DType::kFloat32; }
+
+// Post-op of `n` applied to the chain value (its input `chain`); false when oneDNN has none.
+bool postOpFor(const ir::Graph& body, const ir::Node& n, int chain, const std::function<bool(int, Source*)>& source,
+               MatMulPlan::Post* p) {
+  const std::string op = n.op->name;
+  using alg = dnnl::algorithm;
+  if (n.inputs.size() == 1) {
+    static const std::map<std::string, alg> kUnary = {{"ReLU", alg::eltwise_relu}, {"Tanh", alg::eltwise_tanh},
+                                                      {"Sigmoid", alg::eltwise_logistic}, {"Exp", alg::eltwise_exp},
+                                                      {"Sqrt", alg::eltwise_sqrt}, {"Abs", alg::eltwise_abs},
+                                                      {"Square", alg::eltwise_square}};
+    if (auto it = kUnary.find(op); it != kUnary.end()) return p->alg = it->second, true;
+    if (op == "GeLU") {
+      p->alg = n.attrs.get<GeluAttrs>().approximate == GeluApprox::kNone ? alg::eltwise_gelu_erf : alg::eltwise_gelu_tanh;
+      return true;
+    }
+    if (op == "Clip") {
+      const auto& c = n.attrs.get<ClipAttrs>();
+      return p->alg = alg::eltwise_clip, p->alpha = c.min, p->beta = c.max, true;
+    }
+    return false;
+  }
+  if (n.inputs.size() != 2 || (op != "Add" && op != "Sub" && op != "Mul" && op != "Maximum" && op != "Minimum")) return false;
+  const bool chain_first = n.inputs[0] == chain;
+  const int other = chain_first ? n.inputs[1] : n.inputs[0];
+  if (other == chain || !isFloat32(body.tensors[other])) return false;
+  const ir::Tensor& o = body.tensors[other];
+  if (o.isConstant() && numElements(o.shape) == 1 && (op == "Add" || op == "Sub" || op == "Mul")) {
+    const float s = *reinterpret_cast<const float*>(o.constant->data);
+    p->alg = alg::eltwise_linear;  // alpha * x + beta
+    if (op == "Add") p->alpha = 1, p->beta = s;
+    if (op == "Mul") p->alpha = s, p->beta = 0;
+    if (op == "Sub") p->alpha = chain_first ? 1.0f : -1.0f, p->beta = chain_first ? -s : s;
+    return true;
+  }
+  if (op == "Sub" && !chain_first) return false;
+  static const std::map<std::string, alg> kBinary = {{"Add", alg::binary_add}, {"Sub", alg::binary_sub},
+                                                     {"Mul", alg::binary_mul}, {"Maximum", alg::binary_max},
+                                                     {"Minimum", alg::binary_min}};
+  p->binary = true;
+  p->alg = kBinary.at(op);
+  p->t = &o;
+  return source(other, &p->src);
+}
+
+bool planFor(const ir::Graph& g, const ir::Node& node, MatMulPlan* p) {
+  const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
+  const ir::Node& mm = node.subgraph ? body->nodes[0] : node;
+  const std::string op = mm.op->name;
+  if (op != "MatMul" && op != "BatchMatMul" && op != "Gemm") return false;
+  if (node.subgraph && op == "Gemm") return false;
+  auto source = [&](int t, Source* s) {
+    if (t < 0) return false;
+    if (node.subgraph) {
+      for (size_t k = 0; k < body->inputs.size(); ++k) if (body->inputs[k] == t) return s->input = int(k), true;
+      if (body->tensors[t].isConstant()) return s->constant = body->tensors[t].constant->data, true;
+      return false;
+    }
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.inputs[k] != t) continue;
+      s->input = int(k);
+      if (g.tensors[t].isConstant()) s->constant = g.tensors[t].constant->data;  // weights: packed once
+      return true;
+    }
+    return false;
+  };
+  if (op == "Gemm") {
+    const auto& a = mm.attrs.get<GemmAttrs>();
+    p->ta = a.transpose_a, p->tb = a.transpose_b, p->alpha = a.alpha;
+    if (mm.inputs.size() > 2 && mm.inputs[2] >= 0) {
+      if (a.beta != 1.0f || body->tensors[mm.inputs[2]].shape.size() > 2 || !isFloat32(body->tensors[mm.inputs[2]])) return false;
+      MatMulPlan::Post c;
+      c.binary = true, c.alg = dnnl::algorithm::binary_add, c.t = &body->tensors[mm.inputs[2]];
+      if (!source(mm.inputs[2], &c.src)) return false;
+      p->posts.push_back(c);
+    }
+  } else {
+    const auto& a = mm.attrs.get<MatMulAttrs>();
+    p->ta = a.transpose_a, p->tb = a.transpose_b;
+  }
+  if (mm.inputs.size() < 2 || !source(mm.inputs[0], &p->sa) || !source(mm.inputs[1], &p->sb)) return false;
+  p->a = &body->tensors[mm.inputs[0]];
+  p->b = &body->tensors[mm.inputs[1]];
+  const ir::Tensor& y = body->tensors[mm.outputs[0]];
+  p->y = y.shape;
+  if (!isFloat32(*p->a) || !isFloat32(*p->b) || !isFloat32(y)) return false;
+  if (p->y.size() < 2 || p->y.size() > 6 || numElements(p->y) == 0) return false;
+  for (const ir::Tensor* t : {p->a, p->b}) {
+    if (t->shape.size() < 2 || t->shape.size() > p->y.size() || numElements(t->shape) == 0) return false;
+  }
+  if (!node.subgraph) return true;
+  int chain = mm.outputs[0];  // every later node takes the previous one's result
+  for (size_t i = 1; i < body->nodes.size(); ++i) {
+    const ir::Node& n = body->nodes[i];
+    if (n.outputs.size() != 1 || body->tensors[n.outputs[0]].shape != p->y || !isFloat32(body->tensors[n.outputs[0]])) return false;
+    if (std::count(n.inputs.begin(), n.inputs.end(), chain) != 1) return false;
+    MatMulPlan::Post post;
+    if (!postOpFor(*body, n, chain, source, &post)) return false;
+    if (post.binary && post.t->shape.size() > p->y.size()) return false;
+    MatMulPlan::Post* last = p->posts.empty() ? nullptr : &p->posts.back();
+    if (last && !last->binary && last->alg == dnnl::algorithm::eltwise_linear && post.alg == dnnl::algorithm::eltwise_linear) {
+      // a2 (a1 x + b1) + b2 as one linear
+      last->beta = post.alpha * last->beta + post.beta;
+      last->alpha *= post.alpha;
+    } else {
+      p->posts.push_back(post);
+    }
+    chain = n.outputs[0];
+  }
+  // oneDNN 2.6 gives every eltwise post-op of one algorithm the first one's parameters
+  // (seen here: linear(0.5), exp, linear(1, -0.25) computed 0.5 exp(.)): one each.
+  for (size_t i = 0; i < p->posts.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (!p->posts[i].binary && !p->posts[j].binary && p->posts[i].alg == p->posts[j].alg) return false;
+    }
+  }
+  return body->outputs.size() == 1 && body->outputs[0] == chain;
+}
+
 class OneDnnMatMul final : public Kernel {
  public:
-  OneDnnMatMul(const ir::Graph& g, const ir::Node& node) : stream_(cpuEngine()) {
-    const std::string op = node.op->name;
-    bool ta = false, tb = false;
-    float alpha = 1.0f;
-    if (op == "Gemm") {
-      const auto& a = node.attrs.get<GemmAttrs>();
-      ta = a.transpose_a, tb = a.transpose_b, alpha = a.alpha;
-      has_c_ = node.inputs.size() > 2 && node.inputs[2] >= 0;
-    } else {
-      const auto& a = node.attrs.get<MatMulAttrs>();
-      ta = a.transpose_a, tb = a.transpose_b;
-    }
-    const ir::Tensor& a = g.tensors[node.inputs[0]];
-    const ir::Tensor& b = g.tensors[node.inputs[1]];
-    const Shape& sy = g.tensors[node.outputs[0]].shape;
-    const size_t rank = sy.size();
-    const auto a_md = matrixDesc(a.shape, rank, ta);
-    const auto b_md = matrixDesc(b.shape, rank, tb);
-    const auto y_md = matrixDesc(sy, rank, false);
-    const bool const_b = b.isConstant();
+  explicit OneDnnMatMul(MatMulPlan plan) : p_(std::move(plan)), stream_(cpuEngine()) {
+    const size_t rank = p_.y.size();
+    const auto a_md = matrixDesc(p_.a->shape, rank, p_.ta);
+    const auto b_md = matrixDesc(p_.b->shape, rank, p_.tb);
+    const auto y_md = matrixDesc(p_.y, rank, false);
+    const bool const_b = p_.sb.constant != nullptr;
     const auto w_md = const_b ? dnnl::memory::desc(b_md.dims(), dt::f32, dnnl::memory::format_tag::any) : b_md;
     dnnl::primitive_attr attr;
-    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (p_.alpha != 1.0f) attr.set_output_scales(0, {p_.alpha});
     dnnl::post_ops po;
-    if (has_c_) {
-      c_md_ = matrixDesc(g.tensors[node.inputs[2]].shape, rank, false);
-      po.append_binary(dnnl::algorithm::binary_add, c_md_);
-      attr.set_post_ops(po);
+    for (const MatMulPlan::Post& post : p_.posts) {
+      if (post.binary) {
+        const auto md = matrixDesc(post.t->shape, rank, false);
+        po.append_binary(post.alg, md);
+        post_mems_.push_back(dnnl::memory(md, cpuEngine(), DNNL_MEMORY_NONE));
+      } else {
+        po.append_eltwise(1.0f, post.alg, post.alpha, post.beta);
+        post_mems_.emplace_back();
+      }
     }
+    if (!p_.posts.empty()) attr.set_post_ops(po);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, y_md), attr, cpuEngine());
     prim_ = dnnl::matmul(pd);
     a_mem_ = dnnl::memory(a_md, cpuEngine(), DNNL_MEMORY_NONE);
     y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
-    if (has_c_) c_mem_ = dnnl::memory(c_md_, cpuEngine(), DNNL_MEMORY_NONE);
     if (const_b) {  // weights: reordered once, here
-      dnnl::memory src(b_md, cpuEngine(), const_cast<uint8_t*>(b.constant->data));
+      dnnl::memory src(b_md, cpuEngine(), const_cast<void*>(p_.sb.constant));
       b_mem_ = dnnl::memory(pd.weights_desc(), cpuEngine());
       dnnl::reorder(src, b_mem_).execute(stream_, src, b_mem_);
       stream_.wait();
-      prepacked_ = true;
     } else {
       b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
     }
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    if (out[0].size() == 0) return Status::Ok();
-    a_mem_.set_data_handle(const_cast<void*>(in[0].data));
-    if (!prepacked_) b_mem_.set_data_handle(const_cast<void*>(in[1].data));
+    a_mem_.set_data_handle(const_cast<void*>(p_.sa.at(in)));
+    if (!p_.sb.constant) b_mem_.set_data_handle(const_cast<void*>(p_.sb.at(in)));
     y_mem_.set_data_handle(out[0].data);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, b_mem_}, {DNNL_ARG_DST, y_mem_}};
-    if (has_c_) {
-      c_mem_.set_data_handle(const_cast<void*>(in[2].data));
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = c_mem_;
+    for (size_t k = 0; k < p_.posts.size(); ++k) {
+      if (!p_.posts[k].binary) continue;
+      post_mems_[k].set_data_handle(const_cast<void*>(p_.posts[k].src.at(in)));
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(k)) | DNNL_ARG_SRC_1] = post_mems_[k];
     }
     prim_.execute(stream_, args);
     stream_.wait();
@@ -101,11 +238,11 @@ class OneDnnMatMul final : public Kernel {
   }
 
  private:
+  MatMulPlan p_;
   dnnl::stream stream_;
   dnnl::matmul prim_;
-  dnnl::memory a_mem_, b_mem_, y_mem_, c_mem_;
-  dnnl::memory::desc c_md_;
-  bool has_c_ = false, prepacked_ = false;
+  dnnl::memory a_mem_, b_mem_, y_mem_;
+  std::vector<dnnl::memory> post_mems_;  // per post-op; binary ones get a handle at launch
 };
 
 // Conv2D (groups, dilation, asymmetric pads, bias) on NCHW activations as they are in
@@ -176,27 +313,16 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
     return w.isConstant() && g.tensors[node.inputs[0]].shape.size() == 4 && w.shape.size() == 4 &&
            numElements(g.tensors[node.outputs[0]].shape) > 0 && numElements(g.tensors[node.inputs[0]].shape) > 0;
   }
-  if (op != "MatMul" && op != "BatchMatMul" && op != "Gemm") return false;
-  for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return false;
-  const Shape& sy = g.tensors[node.outputs[0]].shape;
-  if (g.tensors[node.outputs[0]].dtype != DType::kFloat32 || sy.size() < 2 || sy.size() > 6 || numElements(sy) == 0) return false;
-  for (int t : {node.inputs[0], node.inputs[1]}) {
-    if (g.tensors[t].shape.size() < 2 || g.tensors[t].shape.size() > sy.size()) return false;
-  }
-  if (op == "Gemm") {
-    const auto& a = node.attrs.get<GemmAttrs>();
-    const bool has_c = node.inputs.size() > 2 && node.inputs[2] >= 0;
-    if (has_c && (a.beta != 1.0f || g.tensors[node.inputs[2]].shape.size() > 2)) return false;
-  }
-  int64_t k = 1;
-  for (int t : {node.inputs[0], node.inputs[1]}) k *= numElements(g.tensors[t].shape) > 0 ? 1 : 0;
-  return k == 1;  // oneDNN rejects empty operands
+  MatMulPlan p;
+  return planFor(g, node, &p);
 }
 
 StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node) {
   try {
     if (std::string(node.op->name) == "Conv2D") return std::unique_ptr<Kernel>(new OneDnnConv(g, node));
-    return std::unique_ptr<Kernel>(new OneDnnMatMul(g, node));
+    MatMulPlan p;
+    if (!planFor(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
+    return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p)));
   } catch (const std::exception& e) {  // dnnl::error and allocation failures
     return makeError(StatusCode::kUnsupported, "oneDNN for ", node.name, ": ", e.what());
   }

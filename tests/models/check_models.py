@@ -5,7 +5,7 @@ line per run with the max abs and max rel error; exits 1 past the tolerance.
 
     python tests/models/check_models.py GKRT_BINARY MODEL_DIR [--diagonal]
         [--models mlp,transformer_block] [--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu"]
-        [--backends reference,cpu,opencl]
+        [--backends reference,cpu,opencl] [--fusion off,on]
 
 --diagonal runs (reference, fusion off) and (cpu, fusion on) only: both backends and
 both fusion states at half the time, for the large models. --runner runs a cross-built
@@ -26,6 +26,8 @@ ap.add_argument("--diagonal", action="store_true")
 ap.add_argument("--models", default="")
 ap.add_argument("--runner", default="")
 ap.add_argument("--backends", default="reference,cpu", help="comma-separated backends to run")
+ap.add_argument("--fusion", default="off,on", help="off, on or off,on")
+ap.add_argument("--gkm-suffix", default="", help="convert to NAME<suffix>.gkm (a run beside another on the same dir)")
 args = ap.parse_args()
 gkrt, model_dir, diagonal = args.gkrt, args.model_dir, args.diagonal
 runner = args.runner.split(";") if ";" in args.runner else args.runner.split()
@@ -38,7 +40,7 @@ for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):
     name = os.path.splitext(os.path.basename(onnx_path))[0]
     if wanted and name not in wanted:
         continue
-    gkm = os.path.join(model_dir, name + ".gkm")
+    gkm = os.path.join(model_dir, name + args.gkm_suffix + ".gkm")
     if not runner:
         subprocess.run([gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
     elif not os.path.exists(gkm):
@@ -51,7 +53,8 @@ for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):
         if e.size >= 10 and len(np.unique(e)) < 10:
             print(f"{name}: reference output {k} is degenerate ({len(np.unique(e))} distinct values); fix the weights")
             ok = False
-    combos = [(b, f) for b in BACKENDS for f in ("--opt_level=0", "--opt_level=2")]
+    levels = [{"off": "--opt_level=0", "on": "--opt_level=2"}[f] for f in args.fusion.split(",")]
+    combos = [(b, f) for b in BACKENDS for f in levels]
     if diagonal:
         combos = [("reference", "--opt_level=0"), ("cpu", "--opt_level=2")]
     for backend, fusion in combos:

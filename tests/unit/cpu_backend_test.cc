@@ -147,6 +147,68 @@ TEST(CpuBackend, GemmsMatchReference) {
   expectCpuMatchesReference(*g2, {randomTensor({9, 33}, 18), c2}, 1e-4);
 }
 
+// With MatMul in the cluster set, a GEMM and its elementwise tail (bias, activation,
+// scalar affine, residual add) are one cluster; oneDNN runs it as one matmul primitive
+// with post-ops.
+TEST(CpuBackend, GemmEpilogueClustersRunAsOnePrimitive) {
+  struct Case { const char* act; bool tb; };
+  // (the CPU column clusters Tanh, Exp, Maximum; GeLU and ReLU are not in it)
+  for (const Case& c : std::vector<Case>{{"Maximum", true}, {"Tanh", false}, {"Exp", false}}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {2, 24, 40});
+    Value r = b.input("r", DType::kFloat32, {2, 24, 32});
+    const HostTensor wt = randomTensor(c.tb ? Shape{32, 40} : Shape{40, 32}, 41), bias = randomTensor({32}, 42);
+    Value w = b.constant("w", DType::kFloat32, wt.shape(), wt.data());
+    Value h = b.add(b.op1("BatchMatMul", {x, w}, MatMulAttrs{false, c.tb}), b.constant("bias", DType::kFloat32, {32}, bias.data()));
+    Value a = std::string(c.act) == "Maximum" ? b.op1("Maximum", {h, b.scalar(0.0f, h)}) : b.op1(c.act, {h});
+    b.output(b.add(r, b.sub(b.mul(a, 1.5f), 0.25f)), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> inputs{randomTensor({2, 24, 40}, 43), randomTensor({2, 24, 32}, 44)};
+    auto want = testing::runGraph(*g, inputs, "reference", optLevel(0));
+    ASSERT_TRUE(want.ok());
+    SessionOptions o;
+    o.backend = "cpu";
+    o.fusion = *parseFusionFlags("--enable_cluster_ops=BatchMatMul");
+    auto s = Session::create(*g, o);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    ASSERT_EQ((*s)->kernelCount(), 1u) << c.act;
+#ifdef GKRT_HAVE_DNNL
+    const ir::Node& fused = (*s)->compiledGraph().nodes[0];
+    EXPECT_TRUE(cpu::canRunOneDnn((*s)->compiledGraph(), fused)) << c.act;
+#endif
+    for (size_t k = 0; k < inputs.size(); ++k) ASSERT_TRUE((*s)->setInput((*s)->inputs()[k].name, inputs[k]).ok());
+    ASSERT_TRUE((*s)->run().ok());
+    EXPECT_EQ(testing::compareTensors(*(*s)->output("y"), (*want)[0], 1e-4, 1e-5), "") << c.act;
+  }
+}
+
+// A tail with two scalar affine steps around an Exp: oneDNN 2.6 would give the second
+// linear post-op the first one's parameters, so such a cluster is not handed to it
+// (and still computes the right thing).
+TEST(CpuBackend, GemmEpilogueWithARepeatedPostOpKind) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {2, 4, 8});
+  const HostTensor wt = randomTensor({8, 6}, 45);
+  Value h = b.op1("BatchMatMul", {x, b.constant("w", DType::kFloat32, {8, 6}, wt.data())}, MatMulAttrs{false, false});
+  b.output(b.sub(b.op1("Exp", {b.mul(h, 0.5f)}), 0.25f), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const HostTensor in = randomTensor({2, 4, 8}, 46);
+  auto want = testing::runGraph(*g, {in}, "reference", optLevel(0));
+  auto got = testing::runGraph(*g, {in}, "cpu", *parseFusionFlags("--enable_cluster_ops=BatchMatMul"));
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status().toString();
+  EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-4, 1e-5), "");
+#ifdef GKRT_HAVE_DNNL
+  SessionOptions o;
+  o.fusion = *parseFusionFlags("--enable_cluster_ops=BatchMatMul");
+  auto s = Session::create(*g, o);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ((*s)->kernelCount(), 1u);
+  EXPECT_FALSE(cpu::canRunOneDnn((*s)->compiledGraph(), (*s)->compiledGraph().nodes[0]));
+#endif
+}
+
 // Conv2D: plain, strided/dilated with asymmetric pads, grouped, depthwise (with a
 // channel multiplier), 1x1; weights constant (packed at compile) or an input.
 TEST(CpuBackend, ConvolutionsMatchReference) {
