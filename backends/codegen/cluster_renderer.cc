@@ -373,6 +373,16 @@ class Renderer {
     line("const " + I + " i = bt * " + std::to_string(M * N) + " + m * " + Ns + " + n;");
     scopes_.emplace_back();
     scopes_.back()[std::to_string(mm.outputs[0]) + "@i"] = "acc";
+    RETURN_IF_ERROR(writeOutputs());
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    return Status::Ok();
+  }
+
+  // Every output at element i of the index space (shape S); a smaller output is written
+  // by the work-item at index 0 of every dim it broadcasts along.
+  Status writeOutputs() {
     for (size_t o = 0; o < outputs_.size(); ++o) {
       const Shape& s = tensors_[outputs_[o]].shape;
       if (sameModLeadingOnes(s, shape_)) {
@@ -380,7 +390,6 @@ class Renderer {
         line("y" + std::to_string(o) + "[i] = " + v + ";");
         continue;
       }
-      // A smaller output: written by the work-item at index 0 of every dim it broadcasts along.
       const std::vector<int64_t> st = ops::broadcastStrides(stripLeadingOnes(s), shape_);
       std::string first;
       int64_t div = 1;
@@ -401,9 +410,6 @@ class Renderer {
       --indent_;
       line("}");
     }
-    scopes_.pop_back();
-    --indent_;
-    line("}");
     return Status::Ok();
   }
 
@@ -413,34 +419,7 @@ class Renderer {
          d_.global_size + ") {");
     ++indent_;
     scopes_.emplace_back();
-    for (size_t o = 0; o < outputs_.size(); ++o) {
-      const Shape& s = tensors_[outputs_[o]].shape;
-      if (sameModLeadingOnes(s, shape_)) {
-        ASSIGN_OR_RETURN(std::string v, value(outputs_[o], Index{"i", Tag::kFull}));
-        line("y" + std::to_string(o) + "[i] = " + v + ";");
-        continue;
-      }
-      // A smaller output: written by the work-item at index 0 of every dim it broadcasts along.
-      const std::vector<int64_t> st = ops::broadcastStrides(stripLeadingOnes(s), shape_);
-      std::string first;
-      int64_t div = 1;
-      for (size_t d = shape_.size(); d-- > 0;) {
-        if (st[d] == 0 && shape_[d] != 1) {
-          first += std::string(first.empty() ? "" : " && ") + "((i / " + std::to_string(div) + ") % " +
-                   std::to_string(shape_[d]) + ") == 0";
-        }
-        div *= shape_[d];
-      }
-      line("if (" + first + ") {");
-      ++indent_;
-      scopes_.emplace_back();
-      ASSIGN_OR_RETURN(Index at, project(Index{"i", Tag::kFull}, shape_, s));
-      ASSIGN_OR_RETURN(std::string v, value(outputs_[o], at));
-      line("y" + std::to_string(o) + "[" + at.expr + "] = " + v + ";");
-      scopes_.pop_back();
-      --indent_;
-      line("}");
-    }
+    RETURN_IF_ERROR(writeOutputs());
     scopes_.pop_back();
     --indent_;
     line("}");

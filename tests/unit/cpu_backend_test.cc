@@ -13,15 +13,8 @@
 namespace gkrt {
 namespace {
 
-HostTensor randomTensor(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  std::vector<float> v(static_cast<size_t>(numElements(shape)));
-  for (float& x : v) x = u(rng);
-  return HostTensor::fromFloats(shape, v);
-}
-
-FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
+using testing::optLevel;
+using testing::randomTensor;
 
 // The backends under test: cpu, and opencl where this build has it.
 std::vector<std::string> fastBackends() {

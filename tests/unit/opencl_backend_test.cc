@@ -24,15 +24,8 @@ namespace {
     if (!probe.ok()) GTEST_SKIP() << "no opencl here: " << probe.status().message(); \
   } while (0)
 
-HostTensor randomTensor(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  std::vector<float> v(static_cast<size_t>(numElements(shape)));
-  for (float& x : v) x = u(rng);
-  return HostTensor::fromFloats(shape, v);
-}
-
-FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
+using testing::optLevel;
+using testing::randomTensor;
 
 std::string freshCacheDir(const std::string& name) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("gkrt_cl_" + name + std::to_string(getpid()))).string();

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -65,5 +66,16 @@ inline std::string compareTensors(const HostTensor& got, const HostTensor& want,
   }
   return "";
 }
+
+// Uniform floats in [-2, 2) from `seed`.
+inline HostTensor randomTensor(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> v(static_cast<size_t>(numElements(shape)));
+  for (float& x : v) x = u(rng);
+  return HostTensor::fromFloats(shape, v);
+}
+
+inline FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
 
 }  // namespace gkrt::testing
