@@ -16,7 +16,8 @@ HostTensor::HostTensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::mo
 
 HostTensor HostTensor::fromFloats(const Shape& shape, const std::vector<float>& values) {
   HostTensor t(DType::kFloat32, shape);
-  std::memcpy(t.data(), values.data(), std::min(t.bytes(), values.size() * sizeof(float)));
+  const size_t bytes = std::min(t.bytes(), values.size() * sizeof(float));
+  if (bytes) std::memcpy(t.data(), values.data(), bytes);
   return t;
 }
 

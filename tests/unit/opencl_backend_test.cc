@@ -130,7 +130,7 @@ TEST(OpenClBackend, BoolAndIntegerOpsMatchReference) {
   Value fi = b.op1("Cast", {i}, CastAttrs{DType::kFloat32});
   b.output(b.add(sel, fi), "y");
   Value xi = b.op1("Cast", {b.mul(x, 1e9f)}, CastAttrs{DType::kInt32});
-  b.output(b.op1("Maximum", {b.add(xi, i), b.op1("Neg", {i})}), "z");
+  b.output(b.op1("Maximum", {xi, b.add(b.mul(i, i), b.op1("Neg", {i}))}), "z");  // no overflow: saturated values only compared
   b.output(b.op1("LogicalOr", {b.op1("LogicalNot", {neg}), b.op1("Equal", {x, b.op1("Abs", {x})})}), "m");
   b.output(b.op1("Cast", {b.op1("BroadcastTo", {i}, ShapeAttrs{{2, 3, 4}})}, CastAttrs{DType::kInt64}), "w");
   auto g = b.finish();
