@@ -35,15 +35,6 @@ inline Shape stripLeadingOnes(const Shape& s) {
   return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
 }
 inline bool sameModLeadingOnes(const Shape& a, const Shape& b) { return stripLeadingOnes(a) == stripLeadingOnes(b); }
-// Whether `in` broadcasts to `out` (numpy rules, `in` not of higher rank).
-inline bool broadcastsTo(const Shape& in, const Shape& out) {
-  if (in.size() > out.size()) return false;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const int64_t d = in[in.size() - 1 - k], o = out[out.size() - 1 - k];
-    if (d != o && d != 1) return false;
-  }
-  return true;
-}
 inline Shape dropOnes(const Shape& s) {
   Shape out;
   for (int64_t d : s) if (d != 1) out.push_back(d);

@@ -59,19 +59,10 @@ struct Builder {
     } else if (tt.shape == consumer || numElements(tt.shape) == p.total) {
       o->kind = Operand::kFull;  // flat order is the same
     } else {
-      if (!broadcastable(tt.shape, consumer)) return false;
+      if (!broadcastsTo(tt.shape, consumer)) return false;
       o->kind = Operand::kGather;
       o->dims = consumer;
       o->strides = ops::broadcastStrides(tt.shape, consumer);
-    }
-    return true;
-  }
-
-  static bool broadcastable(const Shape& in, const Shape& out) {
-    if (in.size() > out.size()) return false;
-    for (size_t k = 0; k < in.size(); ++k) {
-      const int64_t d = in[in.size() - 1 - k], o = out[out.size() - 1 - k];
-      if (d != o && d != 1) return false;
     }
     return true;
   }

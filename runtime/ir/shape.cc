@@ -42,6 +42,15 @@ std::vector<int64_t> contiguousStrides(const Shape& s) {
   return st;
 }
 
+bool broadcastsTo(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t d = in[in.size() - 1 - k], o = out[out.size() - 1 - k];
+    if (d != o && d != 1) return false;
+  }
+  return true;
+}
+
 StatusOr<Shape> broadcastShapes(const Shape& a, const Shape& b) {
   const size_t r = std::max(a.size(), b.size());
   Shape out(r);

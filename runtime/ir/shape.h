@@ -24,6 +24,8 @@ StatusOr<int64_t> checkedNumElements(const Shape& s);
 int64_t numElements(const Shape& s);
 // Row-major strides in elements.
 std::vector<int64_t> contiguousStrides(const Shape& s);
+// Whether `in` broadcasts to `out` unchanged (numpy rules, `in` of no higher rank).
+bool broadcastsTo(const Shape& in, const Shape& out);
 // Numpy-style broadcast of two shapes; error names both shapes.
 StatusOr<Shape> broadcastShapes(const Shape& a, const Shape& b);
 // Normalises a possibly negative axis against rank; error when out of [-rank, rank).
