@@ -6,23 +6,18 @@
 namespace gkrt::opencl {
 namespace {
 
-std::string platformInfo(cl_platform_id p, cl_platform_info what) {
+// A string property through clGetPlatformInfo / clGetDeviceInfo; "" when unavailable.
+template <class Object, class Info, class Getter>
+std::string infoString(Getter get, Object object, Info what) {
   size_t n = 0;
-  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
+  if (get(object, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
   std::string s(n, '\0');
-  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  get(object, what, n, s.data(), nullptr);
   s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));
   return s;
 }
-
-std::string deviceInfo(cl_device_id d, cl_device_info what) {
-  size_t n = 0;
-  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
-  std::string s(n, '\0');
-  clGetDeviceInfo(d, what, n, s.data(), nullptr);
-  s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));
-  return s;
-}
+std::string platformInfo(cl_platform_id p, cl_platform_info what) { return infoString(clGetPlatformInfo, p, what); }
+std::string deviceInfo(cl_device_id d, cl_device_info what) { return infoString(clGetDeviceInfo, d, what); }
 
 struct Candidate {
   cl_platform_id platform;
