@@ -7,6 +7,7 @@
 #include "backends/codegen/index_exprs.h"
 #include "backends/codegen/op_expressions.h"
 #include "backends/codegen/render_helpers.h"
+#include "backends/reduce_layout.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -142,14 +143,10 @@ class Renderer {
         return unsupported("reductions over different shapes or axes");
       }
     }
-    total_ = numElements(shape_);
-    reduce_size_ = 1;
-    for (size_t d = 0; d < shape_.size(); ++d) if (reduced_[d]) reduce_size_ *= shape_[d];
-    rows_ = reduce_size_ ? total_ / reduce_size_ : 0;
-    if (reduce_size_ == 0) {  // rows of nothing: count them from the kept dims
-      rows_ = 1;
-      for (size_t d = 0; d < shape_.size(); ++d) if (!reduced_[d]) rows_ *= shape_[d];
-    }
+    layout_ = ReduceLayout(shape_, reduced_);
+    total_ = layout_.total();
+    reduce_size_ = layout_.extent();
+    rows_ = layout_.rows();
     local_size_ = 1;
     while (local_size_ < reduce_size_ && local_size_ < kMaxReduceLocalSize) local_size_ *= 2;
     for (int t : outputs_) {
@@ -161,25 +158,8 @@ class Renderer {
   }
 
   bool isFullShaped(const Shape& s) const { return sameModLeadingOnes(s, shape_); }
-  // A tensor holding one value per row, in row order.
-  bool isRowShaped(const Shape& s) const {
-    if (numElements(s) != rows_) return false;
-    Shape kept;
-    for (size_t d = 0; d < shape_.size(); ++d) if (!reduced_[d]) kept.push_back(shape_[d]);
-    return dropOnes(s) == dropOnes(kept);
-  }
-  // Broadcast to S, `u` varies exactly along the kept dims, in row order.
-  bool broadcastsAsRow(const Shape& u) const {
-    if (u.size() > shape_.size()) return false;
-    const std::vector<int64_t> st = ops::broadcastStrides(u, shape_);
-    int64_t expected = 1;
-    for (size_t d = shape_.size(); d-- > 0;) {
-      if (shape_[d] == 1) continue;
-      if (reduced_[d] ? st[d] != 0 : st[d] != expected) return false;
-      if (!reduced_[d]) expected *= shape_[d];
-    }
-    return true;
-  }
+  bool isRowShaped(const Shape& s) const { return layout_.isRowShaped(s); }
+  bool broadcastsAsRow(const Shape& u) const { return layout_.broadcastsAsRow(u); }
 
   void line(const std::string& s) { body_ += std::string(2 * indent_, ' ') + s + "\n"; }
   std::string fresh(const char* prefix) { return prefix + std::to_string(counter_++); }
@@ -524,6 +504,7 @@ class Renderer {
   int64_t gemm_groups_ = 0;
   Shape shape_;               // S: the output shape, or the reductions' input shape
   std::vector<char> reduced_;  // per dim of S
+  ReduceLayout layout_;
   int64_t total_ = 0, rows_ = 0, reduce_size_ = 0;
   int local_size_ = 1;
   std::string index_type_ = "int";

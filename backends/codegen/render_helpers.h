@@ -29,16 +29,4 @@ inline std::string combine(const ReduceKind& k, const std::string& a, const std:
   return "(" + a + " + " + b + ")";
 }
 
-inline Shape stripLeadingOnes(const Shape& s) {
-  size_t k = 0;
-  while (k + 1 < s.size() && s[k] == 1) ++k;
-  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
-}
-inline bool sameModLeadingOnes(const Shape& a, const Shape& b) { return stripLeadingOnes(a) == stripLeadingOnes(b); }
-inline Shape dropOnes(const Shape& s) {
-  Shape out;
-  for (int64_t d : s) if (d != 1) out.push_back(d);
-  return out;
-}
-
 }  // namespace gkrt::codegen

@@ -2,6 +2,7 @@
 
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
+#include "backends/cpu/fused_reduce.h"
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
 #include "backends/cpu/onednn_kernels.h"
@@ -18,11 +19,13 @@ CpuBackend::~CpuBackend() = default;
 
 bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return node.op && node.op->reference; }
 
-// Fast paths first: elementwise clusters and ops as one tiled loop, GEMMs on the packed
-// GEMM; convolution, pooling, softmax, layernorm and transpose on their own kernels;
-// every other node runs its reference kernel.
+// Fast paths first: elementwise clusters and ops as one tiled loop, clusters with
+// reductions as passes of such loops over rows, GEMMs on oneDNN or the packed GEMM;
+// convolution, pooling, softmax, layernorm and transpose on their own kernels; every
+// other node runs its reference kernel.
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
+  if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {
     auto k = cpu::compileOneDnn(g, node);
     if (k.ok()) return k;  // else our own GEMM / convolution

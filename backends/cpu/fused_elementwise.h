@@ -13,8 +13,6 @@
 
 namespace gkrt::cpu {
 
-constexpr int64_t kTile = 512;
-
 // Whether `node` (a Fused node, or one elementwise op) can run as one tiled loop:
 // float32 throughout, supported ops, outputs of one shape that every input broadcasts to.
 bool canRunElementwise(const ir::Graph& g, const ir::Node& node);

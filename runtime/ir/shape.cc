@@ -1,6 +1,7 @@
 #include "runtime/ir/shape.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace gkrt {
 
@@ -49,6 +50,20 @@ bool broadcastsTo(const Shape& in, const Shape& out) {
     if (d != o && d != 1) return false;
   }
   return true;
+}
+
+Shape stripLeadingOnes(const Shape& s) {
+  size_t k = 0;
+  while (k + 1 < s.size() && s[k] == 1) ++k;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+}
+
+bool sameModLeadingOnes(const Shape& a, const Shape& b) { return stripLeadingOnes(a) == stripLeadingOnes(b); }
+
+Shape dropOnes(const Shape& s) {
+  Shape out;
+  for (int64_t d : s) if (d != 1) out.push_back(d);
+  return out;
 }
 
 StatusOr<Shape> broadcastShapes(const Shape& a, const Shape& b) {

@@ -26,6 +26,11 @@ int64_t numElements(const Shape& s);
 std::vector<int64_t> contiguousStrides(const Shape& s);
 // Whether `in` broadcasts to `out` unchanged (numpy rules, `in` of no higher rank).
 bool broadcastsTo(const Shape& in, const Shape& out);
+// Leading 1s removed (a rank-0 result keeps one dim); shapes equal but for leading 1s;
+// every 1 removed.
+Shape stripLeadingOnes(const Shape& s);
+bool sameModLeadingOnes(const Shape& a, const Shape& b);
+Shape dropOnes(const Shape& s);
 // Numpy-style broadcast of two shapes; error names both shapes.
 StatusOr<Shape> broadcastShapes(const Shape& a, const Shape& b);
 // Normalises a possibly negative axis against rank; error when out of [-rank, rank).

@@ -18,10 +18,12 @@ namespace gkrt::testing {
 // Runs `g` on `backend` with the given inputs (by input order); outputs by output order.
 inline StatusOr<std::vector<HostTensor>> runGraph(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                                                   const std::string& backend = "reference",
-                                                  std::optional<FusionOptions> fusion = std::nullopt) {
+                                                  std::optional<FusionOptions> fusion = std::nullopt,
+                                                  int num_threads = 0) {
   SessionOptions opts;
   opts.backend = backend;
   opts.fusion = fusion;
+  opts.backend_options.num_threads = num_threads;
   for (size_t k = 0; k < inputs.size() && k < g.inputs.size(); ++k) {
     opts.input_shapes[g.tensors[g.inputs[k]].name] = inputs[k].shape();
   }
