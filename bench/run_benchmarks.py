@@ -8,7 +8,8 @@ reported as ratios against references measured in the same run.
    x' = 2x, on 16M floats) on the cpu backend against a STREAM-style triad
    (bench/triad.cc): achieved GB/s / triad GB/s, at each thread count.
 2. Fused vs unfused (the cpu backend, fusion on and off): MyNet, MyOp, a LayerNorm
-   block, a softmax, a GeLU MLP.
+   block, a softmax, a GeLU MLP; and the LayerNorm block and softmax expanded and
+   stitched into one reduce cluster (opt_level 3) against the hand-written kernels.
 3. End to end against onnxruntime's CPU provider (ORT_ENABLE_ALL, the same thread
    count, the same ONNX graph): the zoo MLP, the transformer encoder block (seq 128),
    and a ResNet-style conv block. Ratio = gkrt p50 / onnxruntime p50 (<= 1: gkrt is
@@ -146,6 +147,14 @@ def main():
             print(f"{name:18s} fused {r['on']['p50_ms']:8.3f}  unfused {r['off']['p50_ms']:8.3f}  "
                   f"speed-up {r['off']['p50_ms'] / r['on']['p50_ms']:5.2f}x  kernels {r['on']['kernels']} vs "
                   f"{r['off']['kernels']}")
+        print("-- reduce-cluster executor: Softmax/LayerNorm expanded and stitched into one cluster "
+              "(opt_level 3) vs the hand-written kernel (p50 ms)")
+        stitched = dict(os.environ, MS_DEV_GRAPH_KERNEL_FLAGS="--opt_level=3 --enable_expand_ops=Softmax,LayerNorm")
+        for name in ("layernorm_block", "softmax"):
+            st = gkrt_bench(models[name], threads, "on", env=stitched)["on"]
+            hk = gkrt_bench(models[name], threads, "on")["on"]
+            print(f"{name:18s} reduce cluster {st['p50_ms']:8.3f} ({st['kernels']} kernel{'s' if st['kernels'] != 1 else ''})"
+                  f"  hand-written {hk['p50_ms']:8.3f} ({hk['kernels']} kernels)  ratio {st['p50_ms'] / hk['p50_ms']:5.2f}")
         print("-- end to end vs onnxruntime CPU (p50 ms; ratio = gkrt / onnxruntime)")
         for name in ("mlp", "transformer_block", "conv_block"):
             r = gkrt_bench(models[name], threads, "on")["on"]
