@@ -61,17 +61,7 @@ void expectCpuMatchesReference(const ir::Graph& g, const std::vector<HostTensor>
 
 TEST(CpuReduce, ExpandedNormsAndReductionsRunOnTheReduceExecutor) {
   for (const Shape& s : {Shape{3, 7, 33}, Shape{2, 700}, Shape{1, 3000}, Shape{2, 9000}}) {
-    GraphBuilder b;
-    Value x = b.input("x", DType::kFloat32, s);
-    const HostTensor gamma = randomTensor({s.back()}, 3), beta = randomTensor({s.back()}, 4);
-    Value gm = b.constant("g", DType::kFloat32, {s.back()}, gamma.data());
-    Value bt = b.constant("b", DType::kFloat32, {s.back()}, beta.data());
-    Value sm = b.op1("Softmax", {x}, AxisAttrs{-1, false});
-    b.output(b.op1("LayerNorm", {b.add(x, sm), gm, bt}, NormAttrs{-1, 1e-5f}), "ln");
-    b.output(b.op1("ReduceMax", {b.op1("Exp", {x})}, AxesAttrs{{0}, true}), "outer_max");
-    b.output(b.op1("ReduceMean", {b.mul(x, x)}, AxesAttrs{{}, false}), "mean_all");
-    b.output(b.op1("LogSoftmax", {x}, AxisAttrs{0, false}), "log_softmax0");
-    auto g = b.finish();
+    auto g = testing::normsAndReductionsGraph(s);
     ASSERT_TRUE(g.ok()) << g.status().toString();
     const auto [with, taken] = reduceNodes(*g, kExpandNorms);
     EXPECT_GE(with, 4) << shapeToString(s);

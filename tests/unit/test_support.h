@@ -78,6 +78,23 @@ inline HostTensor randomTensor(const Shape& shape, uint32_t seed) {
   return HostTensor::fromFloats(shape, v);
 }
 
+// x of shape `s` through a Softmax and a LayerNorm along the last axis, ReduceMax of
+// exp(x) over axis 0, ReduceMean of x*x over all axes and a LogSoftmax along axis 0:
+// the reductions that expand into reduce clusters, on every layout.
+inline StatusOr<ir::Graph> normsAndReductionsGraph(const Shape& s) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, s);
+  const HostTensor gamma = randomTensor({s.back()}, 3), beta = randomTensor({s.back()}, 4);
+  Value gm = b.constant("g", DType::kFloat32, {s.back()}, gamma.data());
+  Value bt = b.constant("b", DType::kFloat32, {s.back()}, beta.data());
+  Value sm = b.op1("Softmax", {x}, AxisAttrs{-1, false});
+  b.output(b.op1("LayerNorm", {b.add(x, sm), gm, bt}, NormAttrs{-1, 1e-5f}), "ln");
+  b.output(b.op1("ReduceMax", {b.op1("Exp", {x})}, AxesAttrs{{0}, true}), "outer_max");
+  b.output(b.op1("ReduceMean", {b.mul(x, x)}, AxesAttrs{{}, false}), "mean_all");
+  b.output(b.op1("LogSoftmax", {x}, AxisAttrs{0, false}), "log_softmax0");
+  return b.finish();
+}
+
 inline FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
 
 }  // namespace gkrt::testing
