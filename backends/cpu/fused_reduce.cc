@@ -1,7 +1,6 @@
 #include "backends/cpu/fused_reduce.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
