@@ -90,7 +90,8 @@ std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vecto
   Status s = ir::validateGraph(probe);
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
-  if (s.ok()) s = ir::inferNodeOutputs(graph_, added, &dtypes, &shapes);
+  std::vector<std::shared_ptr<const ir::ConstData>> values;
+  if (s.ok()) s = ir::inferNodeOutputs(graph_, added, &dtypes, &shapes, &values);
   if (!s.ok()) {
     fail(s.withContext(added.name));
     return outs;
@@ -98,6 +99,7 @@ std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vecto
   for (size_t k = 0; k < added.outputs.size(); ++k) {
     graph_.tensors[added.outputs[k]].dtype = dtypes[k];
     if (!shapes.empty()) graph_.tensors[added.outputs[k]].shape = shapes[k];
+    graph_.tensors[added.outputs[k]].value = values[k];
   }
   return outs;
 }

@@ -9,9 +9,18 @@
 //   ASSIGN_OR_RETURN(HostTensor y, session->output("result"));
 //
 // create() does all checking, kernel preparation and allocation; run() only launches
-// kernels. resizeInput() re-infers shapes and recompiles.
+// kernels.
+//
+// Models with dynamic dims (`?` in `gkrt info`) accept any input size their declared
+// shapes allow: a session compiles one plan per set of input shapes (shapes inferred,
+// shape arithmetic folded, fused, memory planned, kernels compiled) the first time it
+// runs with them, and keeps the last `max_cached_plans` plans, so alternating sizes
+// switch plans without recompiling. setInput() with a new size is staged; the next
+// run() picks (or compiles) the plan for the inputs' sizes. Static dims, ranks and dim
+// names shared by several inputs are checked on every path that sets shapes.
 #pragma once
 
+#include <list>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,10 +37,13 @@ namespace gkrt {
 struct SessionOptions {
   std::string backend = "cpu";
   BackendOptions backend_options;
-  // Shapes for inputs with unknown (symbolic) dims, by input name.
+  // Shapes for inputs with unknown (symbolic) dims, by input name: the first plan is
+  // compiled by create() for them (otherwise at the first run()).
   std::map<std::string, Shape> input_shapes;
   // Graph kernel fusion; unset = defaults overridden by MS_DEV_GRAPH_KERNEL_FLAGS.
   std::optional<FusionOptions> fusion;
+  // Compiled plans kept for models with dynamic dims (one per set of input shapes).
+  size_t max_cached_plans = 4;
 };
 
 struct TensorInfo {
@@ -47,20 +59,27 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  // The inputs and outputs of the current plan (before the first plan: as declared,
+  // -1 for dims not known yet).
   const std::vector<TensorInfo>& inputs() const { return inputs_; }
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
   const std::string& backendName() const { return backend_name_; }
 
-  // Copies `value` into input `name`; its dtype and shape must match the input's.
+  // Copies `value` into input `name`. Its dtype must be the input's; its shape the
+  // input's, or any the declared shape allows (a new size takes effect at run()).
   Status setInput(const std::string& name, const HostTensor& value);
-  // Gives input `name` a new shape (only dims declared unknown may change).
+  // Gives input `name` a new shape now (only dims declared unknown may change).
   Status resizeInput(const std::string& name, const Shape& shape);
   Status run();
   StatusOr<HostTensor> output(const std::string& name) const;
 
+  // Plans compiled so far (a model with static shapes: 1) and plans kept now.
+  size_t plansCompiled() const { return plans_compiled_; }
+  size_t plansCached() const { return plans_.size(); }
+
   // Kernels launched per run, the fused graph they were compiled from, and what
-  // fusion did.
-  size_t kernelCount() const { return steps_.size(); }
+  // fusion did (of the current plan).
+  size_t kernelCount() const;
   // Per kernel: its node, whether it is a fused cluster, and the bytes it reads and
   // writes (inputs + outputs, each once); for `gkrt bench`.
   struct KernelInfo {
@@ -75,44 +94,38 @@ class Session {
   // Bytes the session allocated: the activation arena (inputs, outputs and
   // intermediates at planned offsets; constants are used in place) and the kernels'
   // workspace.
-  size_t allocatedBytes() const { return allocated_bytes_; }
+  size_t allocatedBytes() const;
   // The arena's size: the peak of live activation bytes under the memory plan (device
   // backends: the bytes of every tensor, constants included, each in its own buffer).
-  size_t peakBytes() const { return arena_bytes_; }
+  size_t peakBytes() const;
   // What the activations would take without the plan (each tensor its own bytes).
-  size_t tensorBytes() const { return tensor_bytes_; }
-  const ir::Graph& compiledGraph() const { return graph_; }
-  const FusionReport& fusionReport() const { return fusion_report_; }
+  size_t tensorBytes() const;
+  const ir::Graph& compiledGraph() const;
+  const FusionReport& fusionReport() const;
+
+  struct Plan;  // one compiled specialisation (runtime/session_plan.h)
 
  private:
-  Session() = default;
-  Status compile();
-  void release();
-  Status allocateTensors(const std::vector<char>& referenced);
+  Session();
+  // The plan for these input shapes: cached, or compiled now.
+  StatusOr<Plan*> planFor(const std::map<std::string, Shape>& shapes);
+  // Makes the plan for the inputs' current and staged shapes the active one, moving
+  // input data over.
+  Status activate(const std::map<std::string, Shape>& overrides);
+  std::map<std::string, Shape> currentShapes() const;
   int findInput(const std::string& name) const;
-
-  struct Step {
-    std::unique_ptr<Kernel> kernel;
-    const char* backend = "";
-    std::vector<TensorView> inputs;
-    std::vector<MutableTensorView> outputs;
-  };
+  void describeIo();
 
   ir::Graph model_;
-  ir::Graph graph_;
   std::string backend_name_;
-  FusionOptions fusion_options_;
-  FusionReport fusion_report_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Backend> fallback_;
   BackendOptions backend_options_;
-  std::map<std::string, Shape> input_shapes_;
+  FusionOptions fusion_options_;
+  size_t max_cached_plans_ = 4;
+  std::list<std::unique_ptr<Plan>> plans_;  // most recently used first
+  Plan* active_ = nullptr;
+  size_t plans_compiled_ = 0;
+  std::map<std::string, HostTensor> staged_;  // inputs set with a new size, for the next run()
   std::vector<TensorInfo> inputs_, outputs_;
-  std::vector<void*> buffers_;  // per tensor; null for constants used in place
-  std::vector<void*> owned_;    // what release() gives back
-  void* workspace_ = nullptr;
-  size_t allocated_bytes_ = 0, arena_bytes_ = 0, tensor_bytes_ = 0;
-  std::vector<Step> steps_;
 };
 
 }  // namespace gkrt

@@ -42,6 +42,15 @@ Status convert(const ConvertArgs& a) {
   auto imported = importOnnxFile(a.model, o);
   if (!imported.ok()) return imported.status().withContext(a.model);
   ir::Graph g = std::move(imported).value();
+  std::string dynamic;  // inputs whose dims were kept dynamic
+  for (int t : g.inputs) {
+    if (!isStatic(g.tensors[t].shape)) dynamic += (dynamic.empty() ? "" : ", ") + g.tensors[t].name + " " + shapeToString(g.tensors[t].shape);
+  }
+  if (!dynamic.empty() && (!a.op_list.empty() || !a.fuse_for.empty())) {
+    return makeError(StatusCode::kInvalidArgument, !a.fuse_for.empty() ? "--fuse-for" : "--emit-op-list",
+                     " needs fixed input sizes (fusion runs on static shapes); the model's inputs ", dynamic,
+                     " have dynamic dims: add --input-shape for each");
+  }
   if (!a.op_list.empty()) {
     ASSIGN_OR_RETURN(auto ops, opListFor(g));
     RETURN_IF_ERROR(writeOpList(a.op_list, ops));
@@ -60,6 +69,7 @@ Status convert(const ConvertArgs& a) {
   RETURN_IF_ERROR(saveModelFile(g, a.output));
   std::cout << "wrote " << a.output << ": " << g.inputs.size() << " inputs, " << g.outputs.size() << " outputs, "
             << g.nodes.size() << " nodes";
+  if (!dynamic.empty()) std::cout << " (dynamic dims kept: " << dynamic << ")";
   if (!a.fuse_for.empty()) std::cout << " (pre-fused for " << a.fuse_for << ": " << fused_kernels << " kernels)";
   std::cout << "\n";
   return Status::Ok();

@@ -3,12 +3,14 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 #include "tools/array_print.h"
 #include "tools/commands.h"
 #include "tools/npy.h"
+#include "tools/output_names.h"
 #include "tools/parse_args.h"
 
 namespace gkrt::tools {
@@ -51,13 +53,15 @@ Status run(const RunArgs& a) {
     std::filesystem::create_directories(a.output_dir, ec);
     if (ec) return makeError(StatusCode::kIoError, "cannot create '", a.output_dir, "': ", ec.message());
   }
+  std::set<std::string> written;
   for (const TensorInfo& info : session->outputs()) {
     ASSIGN_OR_RETURN(HostTensor out, session->output(info.name));
     if (a.print || a.output_dir.empty()) std::cout << info.name << ": " << formatArray(out) << "\n";
-    if (!a.output_dir.empty()) {  // a name with '/' ("gpu_0/softmax") gets subfolders
-      const std::filesystem::path file = std::filesystem::path(a.output_dir) / (info.name + ".npy");
-      std::error_code ec;
-      std::filesystem::create_directories(file.parent_path(), ec);
+    if (!a.output_dir.empty()) {  // names are never paths: "gpu_0/softmax" -> gpu_0_softmax.npy
+      const std::string file_name = outputFileName(info.name, written);
+      written.insert(file_name);
+      const std::filesystem::path file = std::filesystem::path(a.output_dir) / file_name;
+      if (file_name != info.name + ".npy") std::cout << "output '" << info.name << "' written as " << file.string() << "\n";
       RETURN_IF_ERROR(writeNpy(file.string(), out));
     }
   }

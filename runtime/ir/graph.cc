@@ -5,6 +5,7 @@
 #include <queue>
 #include <sstream>
 
+#include "runtime/ir/known_values.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt::ir {
@@ -203,14 +204,16 @@ Status validateGraph(Graph& g) {
   return Status::Ok();
 }
 
-Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtypes, std::vector<Shape>* shapes) {
+Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtypes, std::vector<Shape>* shapes,
+                        std::vector<std::shared_ptr<const ConstData>>* values) {
+  if (values) values->assign(n.outputs.size(), nullptr);
   std::vector<TensorType> types(n.inputs.size());
   std::vector<const TensorType*> in(n.inputs.size(), nullptr);
   bool all_static = true;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     if (n.inputs[k] < 0) continue;
     const Tensor& t = g.tensors[n.inputs[k]];
-    types[k] = {t.dtype, t.shape};
+    types[k] = {t.dtype, t.shape, t.knownData()};
     in[k] = &types[k];
     all_static = all_static && isStatic(t.shape);
   }
@@ -229,18 +232,21 @@ Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtype
     auto count = checkedNumElements((*shapes)[k]);
     if (!count.ok()) return count.status().withContext("output " + std::to_string(k));
   }
+  if (values) RETURN_IF_ERROR(computeKnownValues(g, n, *dtypes, *shapes, values));
   return Status::Ok();
 }
 
 Status inferShapes(Graph& g) {
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
+  std::vector<std::shared_ptr<const ConstData>> values;
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
-    RETURN_IF_ERROR(inferNodeOutputs(g, n, &dtypes, &shapes).withContext(describeNode(g, i)));
+    RETURN_IF_ERROR(inferNodeOutputs(g, n, &dtypes, &shapes, &values).withContext(describeNode(g, i)));
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       g.tensors[n.outputs[k]].dtype = dtypes[k];
       if (!shapes.empty()) g.tensors[n.outputs[k]].shape = shapes[k];
+      g.tensors[n.outputs[k]].value = values[k];
     }
   }
   return Status::Ok();

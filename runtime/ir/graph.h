@@ -40,7 +40,12 @@ struct Tensor {
   Shape shape;                            // kUnknownDim where not yet known
   std::vector<std::string> dim_symbols;   // empty, or one name per dim ("" = none)
   std::shared_ptr<const ConstData> constant;  // set for constants (weights)
+  // Not a constant, but a value known at compile time for the current input shapes
+  // (shape arithmetic: Shape, Gather, Concat, ... of small tensors); never saved.
+  std::shared_ptr<const ConstData> value;
   bool isConstant() const { return constant != nullptr; }
+  // The constant's bytes, else the known value's, else null.
+  const ConstData* knownData() const { return constant ? constant.get() : value.get(); }
 };
 
 class Graph;
@@ -76,13 +81,17 @@ class Graph {
 // `nodes` topologically. Messages name the node/tensor and the problem.
 Status validateGraph(Graph& g);
 
-// Infers every tensor's dtype and shape from the graph inputs and constants, checking
-// declared static shapes. Nodes whose inputs are not all static are left as declared.
+// Infers every tensor's dtype and shape from the graph inputs and constants, and the
+// known values of small computable tensors (Tensor::value). Nodes whose inputs are not
+// all static are left as declared.
 Status inferShapes(Graph& g);
 
 // Output dtypes of node `n` (a node of `g` or one about to be added), and its output
-// shapes when every input shape is static (`shapes` left empty otherwise).
-Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtypes, std::vector<Shape>* shapes);
+// shapes when every input shape is static (`shapes` left empty otherwise). With
+// `values`, also the outputs' values where they are small and computable now (every
+// input constant or known, or an op reading only input shapes such as Shape).
+Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtypes, std::vector<Shape>* shapes,
+                        std::vector<std::shared_ptr<const ConstData>>* values = nullptr);
 
 // Text form of a node's identity for messages: "node 3 'mul_1' (Mul)".
 std::string describeNode(const Graph& g, int node_index);

@@ -22,6 +22,9 @@ const char* opClassName(OpClass c);
 struct TensorType {
   DType dtype = DType::kFloat32;
   Shape shape;
+  // The tensor's bytes when known at compile time (a constant, or a value computed
+  // from input shapes); shape rules of ops taking shapes as tensors read it.
+  const ir::ConstData* value = nullptr;
 };
 
 // Input types (nullptr for an absent optional input) -> output dtypes / shapes.
@@ -37,6 +40,15 @@ struct KernelContext {
 };
 // Plain, obvious, portable implementation; the correctness oracle for every backend.
 using ReferenceKernel = Status (*)(const KernelContext& ctx);
+// Ops taking shape operands as tensors (ONNX Reshape, Expand, Slice, ... of models with
+// dynamic dims) name the static op they become once those operands are known: its
+// name, attributes and which of this node's inputs it keeps.
+struct LoweredOp {
+  const char* op = nullptr;
+  Attrs attrs;
+  std::vector<int> inputs;  // positions in this node's inputs
+};
+using LowerRule = Status (*)(const ir::Node& node, const std::vector<const TensorType*>& in, LoweredOp& out);
 
 constexpr int kVariadic = -1;
 
@@ -52,6 +64,8 @@ struct OpDef {
   ShapeRule shape_rule;
   ReferenceKernel reference;
   const char* summary;  // one line: formula or semantics
+  LowerRule lower = nullptr;        // ops with shape operands: their static form
+  bool reads_only_shapes = false;   // the kernel reads its inputs' shapes, not their data (Shape)
 };
 
 // Looks an op up by its name or an alias ("Gelu" -> GeLU, "Where" -> Select).

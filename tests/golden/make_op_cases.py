@@ -26,8 +26,9 @@ def i32(*shape, lo=-20, hi=20):
     return rng.integers(lo, hi, shape).astype(np.int32)
 
 
-def case(name, op, inputs, outputs, attrs=None, rtol=1e-5, atol=1e-6, num_outputs=None):
-    """inputs/outputs: lists of arrays (None = absent optional input)."""
+def case(name, op, inputs, outputs, attrs=None, rtol=1e-5, atol=1e-6, num_outputs=None, constant_inputs=()):
+    """inputs/outputs: lists of arrays (None = absent optional input); constant_inputs:
+    positions of inputs given as constants (shape operands a session must know)."""
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
     ins = []
@@ -45,7 +46,7 @@ def case(name, op, inputs, outputs, attrs=None, rtol=1e-5, atol=1e-6, num_output
         outs.append(p)
     cases.append({"name": name, "op": op, "attrs": {k: str(v) for k, v in (attrs or {}).items()},
                   "inputs": ins, "outputs": outs, "rtol": rtol, "atol": atol,
-                  "num_outputs": num_outputs or len(outputs)})
+                  "num_outputs": num_outputs or len(outputs), "constant_inputs": list(constant_inputs)})
 
 
 def ints(v):
@@ -374,6 +375,30 @@ case("Resize_bilinear", "Resize", [img], [as32(resize_ref(img.astype(np.float64)
 case("Resize_bilinear_align_corners", "Resize", [img],
      [as32(resize_ref(img.astype(np.float64), 2, 3, "linear", "align_corners"))],
      {"mode": "linear", "coordinate_transformation": "align_corners", "sizes": "2,3"})
+
+# ---- dynamic-shape ops: shape operands as (constant) tensors --------------------------
+i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+dx = f32(2, 3, 4)
+case("Shape", "Shape", [dx], [i64(2, 3, 4)])
+case("DynamicReshape", "DynamicReshape", [dx, i64(0, -1)], [dx.reshape(2, 12)], constant_inputs=[1])
+db = f32(3, 1)
+case("DynamicBroadcastTo", "DynamicBroadcastTo", [db, i64(2, 1, 4)], [np.broadcast_to(db, (2, 3, 4))], constant_inputs=[1])
+ds = f32(4, 6)
+case("DynamicSlice", "DynamicSlice", [ds, i64(1, -1), i64(100, 0), i64(0, 1), i64(2, -2)], [ds[1:100:2, -1:0:-2]],
+     constant_inputs=[1, 2, 3, 4])
+case("DynamicFill", "DynamicFill", [np.array([2.5], np.float32), i64(2, 3)], [np.full((2, 3), 2.5, np.float32)],
+     constant_inputs=[1])
+dt = f32(2, 3)
+case("DynamicTile", "DynamicTile", [dt, i64(2, 1)], [np.tile(dt, (2, 1))], constant_inputs=[1])
+case("DynamicResize_sizes", "DynamicResize", [img, i64(1, 2, 6, 8)],
+     [as32(resize_ref(img.astype(np.float64), 6, 8, "nearest", "asymmetric", "floor"))],
+     {"mode": "nearest", "coordinate_transformation": "asymmetric", "nearest_mode": "floor"}, constant_inputs=[1])
+case("DynamicResize_scales", "DynamicResize", [img],
+     [as32(resize_ref(img.astype(np.float64), 6, 6, "linear", "half_pixel"))],
+     {"mode": "linear", "coordinate_transformation": "half_pixel", "scale_h": 2.0, "scale_w": 1.5})
+case("DynamicRange_int64", "DynamicRange", [i64(3), i64(20), i64(4)], [i64(3, 7, 11, 15, 19)], constant_inputs=[0, 1, 2])
+case("DynamicRange_float", "DynamicRange", [np.float32(1.0), np.float32(2.6), np.float32(0.4)],
+     [np.array([1.0, 1.4, 1.8, 2.2], np.float32)], constant_inputs=[0, 1, 2])
 
 # ---- linear algebra, convolution, pooling -------------------------------------------
 ma, mb = f32(5, 3), f32(3, 4)

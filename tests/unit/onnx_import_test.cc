@@ -195,7 +195,10 @@ TEST(OnnxImport, HostileFiles) {
   v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("batch");
   addNode(dg, "Relu", {"x"}, {"y"});
   addOutput(dg, "y");
-  expectError(import(dynamic), {"input 'x' has dynamic shape ?", "--input-shape x="});
+  auto kept = import(dynamic);  // dynamic dims are kept (tests/unit/dynamic_shapes_test.cc)
+  ASSERT_TRUE(kept.ok()) << kept.status().toString();
+  EXPECT_EQ(kept->tensors[kept->inputs[0]].shape, (Shape{-1}));
+  EXPECT_EQ(kept->tensors[kept->inputs[0]].dim_symbols, (std::vector<std::string>{"batch"}));
   OnnxImportOptions o;
   o.input_shapes["x"] = {3};
   EXPECT_TRUE(import(dynamic, o).ok());

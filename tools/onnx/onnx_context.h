@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ class Context {
   struct ConvRecord { Value x, w, b; Conv2DAttrs attrs; };
   std::map<int, ConvRecord>& convs() { return convs_; }
 
+  // Models kept with dynamic dims: values whose shape (or, for shape arithmetic, value)
+  // depends on an input's dynamic dims. Converters that would bake such a dim into an
+  // attribute emit the op's dynamic form instead (DynamicReshape, DynamicSlice, ...).
+  void markDynamic(Value v) { if (v.id >= 0) dynamic_.insert(v.id); }
+  bool isDynamic(Value v) const { return v.id >= 0 && dynamic_.count(v.id) > 0; }
+  bool keepsDynamicDims() const { return !dynamic_.empty(); }
+
   // Adds op `name`; when every input is a constant the result is computed now and
   // bound as constants instead (no node is added).
   std::vector<Value> op(const std::string& name, const std::vector<Value>& inputs, Attrs attrs = {}, int outputs = 1);
@@ -55,6 +63,7 @@ class Context {
   std::map<std::string, Value> values_;
   std::map<std::string, int> uses_;
   std::map<int, ConvRecord> convs_;
+  std::set<int> dynamic_;
 };
 
 // Attribute access with defaults.

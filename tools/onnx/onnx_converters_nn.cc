@@ -283,6 +283,22 @@ Status resize(Context& c, const Node& n, Outs& o) {
     if (ax < 0) ax += 4;
     if (ax < 0 || ax > 3) return unsupported(n, "axis out of range");
   }
+  if (c.isDynamic(x)) {  // sizes from the run's input: scales as attributes, or computed sizes as input 1
+    if (attrInts(n, "axes", {}).size() || attrString(n, "keep_aspect_ratio_policy", "stretch") != "stretch") {
+      return unsupported(n, "axes or keep_aspect_ratio_policy with dynamic input dims are not supported");
+    }
+    if (c.opset() >= 11 && c.present(n, 3)) {
+      o = {c.op1("DynamicResize", {x, c.in(n, 3)}, a)};
+      return Status::Ok();
+    }
+    ASSIGN_OR_RETURN(HostTensor scales, c.constant(c.in(n, c.opset() >= 11 ? 2 : 1), "Resize scales"));
+    const auto sc = scales.toFloats();
+    if (sc.size() != 4 || sc[0] != 1.0f || sc[1] != 1.0f) return unsupported(n, "only H and W may be resized");
+    a.scale_h = sc[2];
+    a.scale_w = sc[3];
+    o = {c.op1("DynamicResize", {x}, a)};
+    return Status::Ok();
+  }
   Shape out = xs;
   if (c.opset() >= 11 && c.present(n, 3)) {
     ASSIGN_OR_RETURN(Ints sizes, c.constInts(c.in(n, 3), "Resize sizes"));

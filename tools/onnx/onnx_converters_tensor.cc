@@ -1,4 +1,5 @@
 // ONNX shape and data-movement ops, constants and index ops.
+#include <algorithm>
 #include <cstring>
 #include <cmath>
 #include <map>
@@ -23,10 +24,18 @@ Status reshape(Context& c, const Node& n, Outs& o) {
   Ints shape;
   if (c.opset() < 5) {
     shape = attrInts(n, "shape");
+  } else if (!c.isConstant(c.in(n, 1)) && c.isDynamic(c.in(n, 1))) {  // a shape computed from dynamic dims
+    if (attrInt(n, "allowzero", 0)) return unsupported(n, "allowzero=1 with a computed shape is not supported");
+    o = {c.op1("DynamicReshape", {x, c.in(n, 1)})};
+    return Status::Ok();
   } else {
     ASSIGN_OR_RETURN(shape, c.constInts(c.in(n, 1), "Reshape shape"));
   }
   const Shape xs = shapeOf(c, x);
+  if (c.isDynamic(x) && !attrInt(n, "allowzero", 0) && std::count(shape.begin(), shape.end(), 0)) {
+    o = {c.op1("DynamicReshape", {x, c.ints(shape)})};  // 0 copies a dim only known at run time
+    return Status::Ok();
+  }
   if (!attrInt(n, "allowzero", 0)) {
     for (size_t d = 0; d < shape.size(); ++d) if (shape[d] == 0 && d < xs.size()) shape[d] = xs[d];
   }
@@ -37,6 +46,12 @@ Status flatten(Context& c, const Node& n, Outs& o) {
   const Shape xs = shapeOf(c, c.in(n, 0));
   int64_t axis = attrInt(n, "axis", 1);
   if (axis < 0) axis += static_cast<int64_t>(xs.size());
+  if (c.isDynamic(c.in(n, 0)) && axis > 0) {  // outer = product of dims only known at run time
+    Value dims = c.op1("StridedSlice", {c.op1("Shape", {c.in(n, 0)})}, StridedSliceAttrs{{0}, {axis}, {0}, {1}});
+    Value outer = c.op1("ReduceProd", {dims}, AxesAttrs{{}, true});
+    o = {c.op1("DynamicReshape", {c.in(n, 0), c.op1("Concat", {outer, c.ints({-1})}, AxisAttrs{0, false})})};
+    return Status::Ok();
+  }
   int64_t outer = 1;
   for (int64_t d = 0; d < axis && d < static_cast<int64_t>(xs.size()); ++d) outer *= xs[d];
   o = {c.op1("Reshape", {c.in(n, 0)}, ShapeAttrs{{outer, -1}})};
@@ -85,6 +100,14 @@ Status split(Context& c, const Node& n, Outs& o) {
 }
 Status slice(Context& c, const Node& n, Outs& o) {
   StridedSliceAttrs a;
+  bool computed = false;  // starts/ends/... computed from dynamic dims
+  for (int k = 1; k < n.input_size() && c.opset() >= 10; ++k) computed = computed || (c.present(n, k) && !c.isConstant(c.in(n, k)) && c.isDynamic(c.in(n, k)));
+  if (computed) {
+    std::vector<Value> ins;
+    for (int k = 0; k < n.input_size() && k < 5; ++k) ins.push_back(c.in(n, k));
+    o = {c.op1("DynamicSlice", ins)};
+    return Status::Ok();
+  }
   if (c.opset() < 10) {
     a.begins = attrInts(n, "starts");
     a.ends = attrInts(n, "ends");
@@ -107,12 +130,20 @@ Status gather(Context& c, const Node& n, Outs& o) {
   return Status::Ok();
 }
 Status expand(Context& c, const Node& n, Outs& o) {
+  if (c.isDynamic(c.in(n, 0)) || (!c.isConstant(c.in(n, 1)) && c.isDynamic(c.in(n, 1)))) {
+    o = {c.op1("DynamicBroadcastTo", {c.in(n, 0), c.in(n, 1)})};
+    return Status::Ok();
+  }
   ASSIGN_OR_RETURN(Ints shape, c.constInts(c.in(n, 1), "Expand shape"));
   ASSIGN_OR_RETURN(Shape target, broadcastShapes(shapeOf(c, c.in(n, 0)), shape));
   o = {c.op1("BroadcastTo", {c.in(n, 0)}, ShapeAttrs{target})};
   return Status::Ok();
 }
 Status tile(Context& c, const Node& n, Outs& o) {
+  if (!c.isConstant(c.in(n, 1)) && c.isDynamic(c.in(n, 1))) {
+    o = {c.op1("DynamicTile", {c.in(n, 0), c.in(n, 1)})};
+    return Status::Ok();
+  }
   ASSIGN_OR_RETURN(Ints repeats, c.constInts(c.in(n, 1), "Tile repeats"));
   o = {c.op1("Tile", {c.in(n, 0)}, TileAttrs{repeats})};
   return Status::Ok();
@@ -156,10 +187,19 @@ Status shape(Context& c, const Node& n, Outs& o) {
   if (end < 0) end += r;
   start = std::clamp<int64_t>(start, 0, r);
   end = std::clamp<int64_t>(end, start, r);
+  if (c.isDynamic(c.in(n, 0))) {  // dims known at run time: keep the op
+    Value dims = c.op1("Shape", {c.in(n, 0)});
+    o = {start == 0 && end == r ? dims : c.op1("StridedSlice", {dims}, StridedSliceAttrs{{start}, {end}, {0}, {1}})};
+    return Status::Ok();
+  }
   o = {c.ints(Ints(s.begin() + start, s.begin() + end))};
   return Status::Ok();
 }
 Status size(Context& c, const Node& n, Outs& o) {
+  if (c.isDynamic(c.in(n, 0))) {
+    o = {c.op1("ReduceProd", {c.op1("Shape", {c.in(n, 0)})}, AxesAttrs{{}, false})};
+    return Status::Ok();
+  }
   HostTensor t(DType::kInt64, {});
   t.as<int64_t>()[0] = numElements(shapeOf(c, c.in(n, 0)));
   o = {c.constant(t)};
@@ -185,16 +225,26 @@ Status constant(Context& c, const Node& n, Outs& o) {
   return Status::Ok();
 }
 Status constantOfShape(Context& c, const Node& n, Outs& o) {
-  ASSIGN_OR_RETURN(Ints shape, c.constInts(c.in(n, 0), "ConstantOfShape shape"));
   HostTensor value = HostTensor::fromFloats({1}, {0.0f});
   if (const auto* a = findAttr(n, "value")) {
     ASSIGN_OR_RETURN(value, tensorFromProto(a->t(), "."));
   }
   const Value v = c.constant(value);
+  if (!c.isConstant(c.in(n, 0)) && c.isDynamic(c.in(n, 0))) {
+    o = {c.op1("DynamicFill", {v, c.in(n, 0)})};
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(Ints shape, c.constInts(c.in(n, 0), "ConstantOfShape shape"));
   o = {c.op1("FillV2", {v}, ShapeAttrs{shape})};
   return Status::Ok();
 }
 Status range(Context& c, const Node& n, Outs& o) {
+  for (int k = 0; k < 3; ++k) {
+    if (!c.isConstant(c.in(n, k)) && c.isDynamic(c.in(n, k))) {
+      o = {c.op1("DynamicRange", {c.in(n, 0), c.in(n, 1), c.in(n, 2)})};
+      return Status::Ok();
+    }
+  }
   ASSIGN_OR_RETURN(HostTensor start, c.constant(c.in(n, 0), "Range start"));
   ASSIGN_OR_RETURN(HostTensor limit, c.constant(c.in(n, 1), "Range limit"));
   ASSIGN_OR_RETURN(HostTensor delta, c.constant(c.in(n, 2), "Range delta"));

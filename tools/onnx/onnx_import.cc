@@ -13,6 +13,7 @@
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 #include "tools/onnx/onnx_context.h"
+#include "tools/onnx/onnx_dynamic_dims.h"
 
 namespace gkrt {
 
@@ -149,6 +150,10 @@ Value Context::in(const onnx::NodeProto& n, int k) const {
 }
 
 StatusOr<HostTensor> Context::constant(Value v, const char* what) const {
+  if (!isConstant(v) && isDynamic(v)) {
+    return makeError(StatusCode::kUnsupported, what, " depends on the input's dynamic dims, which gkrt cannot keep "
+                     "dynamic here; give the input a fixed size with --input-shape");
+  }
   if (!isConstant(v)) {
     return makeError(StatusCode::kUnsupported, what, " must be a constant (an initializer or computable from them)");
   }
@@ -182,7 +187,13 @@ std::vector<Value> Context::op(const std::string& name, const std::vector<Value>
   bool all_constant = def && std::string(def->name) != "Dropout" && std::string(def->name) != "StandardNormal" &&
                       std::string(def->name) != "UniformReal";
   for (Value v : inputs) all_constant = all_constant && (v.id < 0 || isConstant(v));
-  if (!all_constant || inputs.empty()) return b_.op(name, inputs, std::move(attrs), outputs);
+  if (!all_constant || inputs.empty()) {
+    std::vector<Value> outs = b_.op(name, inputs, std::move(attrs), outputs);
+    bool dynamic = false;
+    for (Value v : inputs) dynamic = dynamic || isDynamic(v);
+    if (dynamic) for (Value o : outs) markDynamic(o);
+    return outs;
+  }
   // Fold: build the one-node graph, interpret it, bind the results as constants.
   GraphBuilder mini;
   std::vector<Value> min;
@@ -237,8 +248,10 @@ std::vector<int64_t> attrInts(const onnx::NodeProto& n, const std::string& name,
 
 }  // namespace onnx_import
 
-StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::string& base_dir,
-                                    const OnnxImportOptions& given_options) {
+namespace onnx_import {
+
+StatusOr<ir::Graph> convertGraph(const onnx::ModelProto& model, const std::string& base_dir,
+                                 const OnnxImportOptions& given_options, const std::map<std::string, Shape>* probe) {
   OnnxImportOptions options = given_options;
   int64_t opset = 0;
   for (const auto& o : model.opset_import()) {
@@ -295,11 +308,14 @@ StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::st
       }
       shape = given->second;
     }
+    const bool probed = probe && probe->count(input.name()) && !isStatic(shape);
+    if (probed) shape = probe->at(input.name());
     if (!isStatic(shape)) {
       return makeError(StatusCode::kInvalidArgument, "input '", input.name(), "' has dynamic shape ",
                        shapeToString(shape), "; give it with --input-shape ", input.name(), "=d0,d1,...");
     }
     const Value in = b.input(input.name(), dtype, shape, symbols);
+    if (probed) c.markDynamic(in);
     graph_inputs.insert(in.id);
     c.bind(input.name(), in);
   }
@@ -353,6 +369,29 @@ StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::st
   ASSIGN_OR_RETURN(ir::Graph result, b.finish());
   ir::compactGraph(result);
   return result;
+}
+
+}  // namespace onnx_import
+
+StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::string& base_dir,
+                                    const OnnxImportOptions& options) {
+  const std::vector<onnx_import::DimProbe> probes = onnx_import::dynamicDimProbes(model, options);
+  if (probes.empty()) return onnx_import::convertGraph(model, base_dir, options, nullptr);
+  // Dynamic dims kept: the model is converted at two sets of sizes; a graph that only
+  // differs in the shapes of computed tensors is valid at every size (see
+  // onnx_dynamic_dims.h). Sizes a model cannot take (too small for its pooling, ...)
+  // make the next probe set be tried.
+  Status first_error;
+  for (const onnx_import::DimProbe& probe : probes) {
+    auto a = onnx_import::convertGraph(model, base_dir, options, &probe.first);
+    if (!a.ok() && a.status().code() == StatusCode::kUnsupported) return a.status();
+    StatusOr<ir::Graph> b = a.ok() ? onnx_import::convertGraph(model, base_dir, options, &probe.second) : a.status();
+    if (!b.ok() && b.status().code() == StatusCode::kUnsupported) return b.status();
+    if (a.ok() && b.ok()) return onnx_import::mergeProbeGraphs(model, options, std::move(a).value(), *b);
+    if (first_error.ok()) first_error = a.ok() ? b.status() : a.status();
+  }
+  return first_error.withContext("converting with the dynamic dims kept (at trial sizes; give fixed sizes with "
+                                 "--input-shape if the model needs particular ones)");
 }
 
 StatusOr<ir::Graph> importOnnxFile(const std::string& path, const OnnxImportOptions& options) {

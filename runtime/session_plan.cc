@@ -1,0 +1,171 @@
+#include "runtime/session_plan.h"
+
+#include <algorithm>
+
+#include "runtime/device_fallback.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/log.h"
+#include "runtime/memory_plan.h"
+#include "runtime/shape_specialize.h"
+
+namespace gkrt {
+
+Session::Plan::~Plan() {
+  steps.clear();
+  for (void* p : owned) backend->deallocate(p);
+  if (workspace) backend->deallocate(workspace);
+}
+
+StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph& model,
+                                                                const std::map<std::string, Shape>& shapes,
+                                                                const std::string& backend_name,
+                                                                const BackendOptions& backend_options,
+                                                                const FusionOptions& fusion_options) {
+  std::unique_ptr<Plan> p(new Plan());
+  Plan& s = *p;
+  s.input_shapes = shapes;
+  ASSIGN_OR_RETURN(s.backend, createBackend(backend_name, backend_options));
+  s.graph = ir::cloneGraph(model);
+  RETURN_IF_ERROR(specializeShapes(s.graph, shapes));
+  const FusionColumn column = fusion_options.profile.value_or(s.backend->fusionColumn());
+  ASSIGN_OR_RETURN(s.fusion_report, runFusionPipeline(s.graph, fusion_options, column, [&s](const ir::Node& n) {
+                     return s.backend->supports(s.graph, n);
+                   }));
+  for (int t : s.graph.inputs) s.inputs.push_back({s.graph.tensors[t].name, s.graph.tensors[t].dtype, s.graph.tensors[t].shape});
+  for (int t : s.graph.outputs) s.outputs.push_back({s.graph.tensors[t].name, s.graph.tensors[t].dtype, s.graph.tensors[t].shape});
+
+  std::vector<char> referenced(s.graph.tensors.size(), 0);  // fusion leaves unreferenced tensors behind
+  for (const ir::Node& n : s.graph.nodes) {
+    for (int t : n.inputs) if (t >= 0) referenced[t] = 1;
+    for (int t : n.outputs) referenced[t] = 1;
+  }
+  for (int t : s.graph.inputs) referenced[t] = 1;
+  for (int t : s.graph.outputs) referenced[t] = 1;
+  // Kernels first: their in-place hints shape the memory plan.
+  size_t workspace = 0;
+  for (size_t i = 0; i < s.graph.nodes.size(); ++i) {
+    const ir::Node& node = s.graph.nodes[i];
+    Backend* target = s.backend.get();
+    if (!s.backend->supports(s.graph, node)) {
+      // Host backends fall back to the reference kernels; device backends to the cpu
+      // backend, with copies in and out.
+      if (!s.fallback) {
+        ASSIGN_OR_RETURN(s.fallback, createBackend(s.backend->isHost() ? "reference" : "cpu", backend_options));
+      }
+      target = s.fallback.get();
+      const std::string why = s.backend->unsupportedReason(s.graph, node);
+      GKRT_LOG_INFO("backend ", s.backend->name(), " does not support ", ir::describeNode(s.graph, int(i)),
+                    why.empty() ? "" : " (" + why + ")", "; it runs on the ", s.fallback->name(), " backend");
+    }
+    Step step;
+    step.backend = target->name();
+    auto kernel = target->compile(s.graph, node);
+    if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(s.graph, int(i)));
+    step.kernel = std::move(kernel).value();
+    if (target != s.backend.get() && !s.backend->isHost()) {
+      step.kernel = makeHostFallbackKernel(*s.backend, std::move(step.kernel), s.graph, node);
+    }
+    workspace = std::max(workspace, step.kernel->workspaceBytes());
+    s.steps.push_back(std::move(step));
+  }
+  RETURN_IF_ERROR(s.backend->finishCompile());
+  if (s.fallback) RETURN_IF_ERROR(s.fallback->finishCompile());
+  RETURN_IF_ERROR(s.allocateTensors(referenced));
+  auto data_of = [&](int t) -> void* {
+    const ir::Tensor& tensor = s.graph.tensors[t];
+    if (s.buffers[t]) return s.buffers[t];
+    return const_cast<uint8_t*>(tensor.constant->data);
+  };
+  for (size_t i = 0; i < s.graph.nodes.size(); ++i) {
+    const ir::Node& node = s.graph.nodes[i];
+    Step& step = s.steps[i];
+    for (int t : node.inputs) {
+      if (t < 0) { step.inputs.push_back({}); continue; }
+      step.inputs.push_back({s.graph.tensors[t].dtype, s.graph.tensors[t].shape, data_of(t)});
+    }
+    for (int t : node.outputs) step.outputs.push_back({s.graph.tensors[t].dtype, s.graph.tensors[t].shape, data_of(t)});
+  }
+  if (workspace) {
+    ASSIGN_OR_RETURN(s.workspace, s.backend->allocate(workspace));
+    s.allocated_bytes += workspace;
+  }
+  GKRT_LOG_INFO("session compiled for ", s.backend->name(), ": ", s.steps.size(), " kernels");
+  return p;
+}
+
+// Host backends: one arena, offsets from the memory plan (constants used in place).
+// Device backends: one allocation per tensor, constants copied over.
+Status Session::Plan::allocateTensors(const std::vector<char>& referenced) {
+  buffers.assign(graph.tensors.size(), nullptr);
+  auto bytes_of = [&](size_t t) {
+    return static_cast<size_t>(numElements(graph.tensors[t].shape)) * dtypeSize(graph.tensors[t].dtype);
+  };
+  if (!backend->isHost()) {
+    for (size_t t = 0; t < graph.tensors.size(); ++t) {
+      const ir::Tensor& tensor = graph.tensors[t];
+      if (!referenced[t]) continue;
+      ASSIGN_OR_RETURN(buffers[t], backend->allocate(bytes_of(t)));
+      owned.push_back(buffers[t]);
+      allocated_bytes += bytes_of(t);
+      tensor_bytes += bytes_of(t);
+      if (tensor.isConstant()) RETURN_IF_ERROR(backend->copyToDevice(buffers[t], tensor.constant->data, bytes_of(t)));
+    }
+    arena_bytes = tensor_bytes;  // no plan on devices yet: every tensor its own buffer
+    return Status::Ok();
+  }
+  const int num_steps = static_cast<int>(graph.nodes.size());
+  std::vector<int> request_of(graph.tensors.size(), -1);
+  std::vector<BufferRequest> requests;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (!referenced[t] || graph.tensors[t].isConstant()) continue;
+    request_of[t] = static_cast<int>(requests.size());
+    requests.push_back({bytes_of(t), num_steps, -1, -1});
+    tensor_bytes += bytes_of(t);
+  }
+  std::vector<char> pinned(graph.tensors.size(), 0);  // inputs and outputs keep their bytes
+  for (int t : graph.inputs) {  // set before run(), kept across runs
+    pinned[t] = 1;
+    if (request_of[t] < 0) continue;  // an input that is also an initializer
+    requests[size_t(request_of[t])].first = -1;
+    requests[size_t(request_of[t])].last = num_steps;
+  }
+  for (int t : graph.outputs) {
+    pinned[t] = 1;
+    if (request_of[t] < 0) continue;
+    requests[size_t(request_of[t])].last = num_steps;
+  }
+  for (int i = 0; i < num_steps; ++i) {
+    for (int t : graph.nodes[i].outputs) {
+      if (t < 0 || request_of[t] < 0) continue;
+      BufferRequest& r = requests[size_t(request_of[t])];
+      r.first = std::min(r.first, i);
+      r.last = std::max(r.last, i);
+    }
+    for (int t : graph.nodes[i].inputs) {
+      if (t >= 0 && request_of[t] >= 0) requests[size_t(request_of[t])].last = std::max(requests[size_t(request_of[t])].last, i);
+    }
+  }
+  for (int i = 0; i < num_steps; ++i) {  // in place: an input dying here hands its bytes to output 0
+    const ir::Node& node = graph.nodes[i];
+    const int k = steps[i].kernel->inPlaceInput();
+    if (k < 0 || k >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
+    const int in = node.inputs[k], out = node.outputs[0];
+    if (in < 0 || out < 0 || request_of[in] < 0 || request_of[out] < 0 || pinned[in] || pinned[out] || in == out) continue;
+    BufferRequest &rin = requests[size_t(request_of[in])], &rout = requests[size_t(request_of[out])];
+    if (rin.last != i || rin.bytes != rout.bytes || rout.share_with >= 0) continue;
+    rout.share_with = request_of[in];
+  }
+  const MemoryPlan plan = planMemory(requests);
+  arena_bytes = plan.arena_bytes;
+  if (requests.empty()) return Status::Ok();
+  // Never empty: tensors with no elements still get a valid address.
+  ASSIGN_OR_RETURN(void* arena, backend->allocate(std::max(arena_bytes, kArenaAlignment)));
+  owned.push_back(arena);
+  allocated_bytes += arena_bytes;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (request_of[t] >= 0) buffers[t] = static_cast<char*>(arena) + plan.offsets[size_t(request_of[t])];
+  }
+  return Status::Ok();
+}
+
+}  // namespace gkrt
