@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "backends/cpu/onednn_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/recurrent.h"
 
@@ -23,16 +24,13 @@ using ops::RecurrentSpec;
 
 constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kSeqLens = 4, kInitH = 5, kInitC = 6, kP = 7;
 
-dnnl::engine& cpuEngine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
 const ir::Tensor* inputTensor(const ir::Graph& g, const ir::Node& node, int k) {
   return static_cast<int>(node.inputs.size()) > k && node.inputs[k] >= 0 ? &g.tensors[node.inputs[k]] : nullptr;
 }
 
-const float* constFloats(const ir::Tensor* t) { return t ? reinterpret_cast<const float*>(t->constant->data) : nullptr; }
+const float* constFloats(const ir::Tensor* t) {
+  return t ? reinterpret_cast<const float*>(t->constant->data) : nullptr;
+}
 
 // ONNX gate index of each oneDNN gate: LSTM oneDNN i, f, c, o from ONNX i, o, f, c; GRU
 // and RNN keep their order (z/u, r, h/o).
@@ -45,10 +43,14 @@ std::vector<int64_t> onnxGateOf(RecurrentKind k) {
 // The oneDNN activation of a vanilla RNN, or undef when oneDNN has none for it.
 dnnl::algorithm rnnActivation(RnnActivation fn) {
   switch (fn) {
-    case RnnActivation::kTanh: return dnnl::algorithm::eltwise_tanh;
-    case RnnActivation::kRelu: return dnnl::algorithm::eltwise_relu;
-    case RnnActivation::kSigmoid: return dnnl::algorithm::eltwise_logistic;
-    default: return dnnl::algorithm::undef;
+    case RnnActivation::kTanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case RnnActivation::kRelu:
+      return dnnl::algorithm::eltwise_relu;
+    case RnnActivation::kSigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    default:
+      return dnnl::algorithm::undef;
   }
 }
 
@@ -66,7 +68,8 @@ bool defaultActivations(const RecurrentSpec& s) {
   for (const auto& dir : s.act) {
     if (!sameActivations(dir, s.act[0])) return false;
     for (size_t k = 0; k < dir.size(); ++k) {
-      const RnnActivation want = k == 0 && s.kind != RecurrentKind::kRnn ? RnnActivation::kSigmoid : RnnActivation::kTanh;
+      const RnnActivation want =
+          k == 0 && s.kind != RecurrentKind::kRnn ? RnnActivation::kSigmoid : RnnActivation::kTanh;
       if (s.kind == RecurrentKind::kRnn) {
         if (rnnActivation(dir[k].fn) == dnnl::algorithm::undef) return false;
       } else if (dir[k].fn != want) {
@@ -79,7 +82,8 @@ bool defaultActivations(const RecurrentSpec& s) {
 
 class OneDnnRecurrent final : public Kernel {
  public:
-  OneDnnRecurrent(const ir::Graph& g, const ir::Node& node, RecurrentSpec spec) : s_(std::move(spec)), stream_(cpuEngine()) {
+  OneDnnRecurrent(const ir::Graph& g, const ir::Node& node, RecurrentSpec spec)
+      : s_(std::move(spec)), stream_(oneDnnEngine()) {
     const int64_t T = s_.seq, N = s_.batch, I = s_.input, H = s_.hidden, D = s_.directions;
     const std::vector<int64_t> gate = onnxGateOf(s_.kind);
     const int64_t G = static_cast<int64_t>(gate.size());
@@ -116,7 +120,8 @@ class OneDnnRecurrent final : public Kernel {
     const dnnl::memory::desc x_md({T, N, I}, dt::f32, s_.batch_first ? tag::ntc : tag::tnc);
     const dnnl::memory::desc y_md({T, N, D * H}, dt::f32, s_.batch_first ? tag::ntc : tag::tnc);
     const dnnl::memory::desc state_md({1, D, N, H}, dt::f32, tag::ldnc);
-    const dnnl::memory::desc wl_plain({1, D, I, G, H}, dt::f32, tag::ldigo), wi_plain({1, D, H, G, H}, dt::f32, tag::ldigo);
+    const dnnl::memory::desc wl_plain({1, D, I, G, H}, dt::f32, tag::ldigo),
+        wi_plain({1, D, H, G, H}, dt::f32, tag::ldigo);
     const dnnl::memory::desc wl_any({1, D, I, G, H}, dt::f32, tag::any), wi_any({1, D, H, G, H}, dt::f32, tag::any);
     const dnnl::memory::desc bias_md({1, D, GB, H}, dt::f32, tag::ldgo);
     const dnnl::memory::desc peep_md({1, D, 3, H}, dt::f32, tag::ldgo);
@@ -126,23 +131,24 @@ class OneDnnRecurrent final : public Kernel {
     const auto prop = dnnl::prop_kind::forward_inference;
     dnnl::memory::desc wl_md, wi_md;
     if (s_.kind == RecurrentKind::kLstm) {
-      auto desc = p ? dnnl::lstm_forward::desc(prop, dir, x_md, state_md, state_md, wl_any, wi_any, peep_md, bias_md, y_md,
-                                               state_md, state_md)
+      auto desc = p ? dnnl::lstm_forward::desc(prop, dir, x_md, state_md, state_md, wl_any, wi_any, peep_md, bias_md,
+                                               y_md, state_md, state_md)
                     : dnnl::lstm_forward::desc(prop, dir, x_md, state_md, state_md, wl_any, wi_any, bias_md, y_md,
                                                state_md, state_md);
-      dnnl::lstm_forward::primitive_desc pd(desc, cpuEngine());
+      dnnl::lstm_forward::primitive_desc pd(desc, oneDnnEngine());
       prim_ = dnnl::lstm_forward(pd);
       wl_md = pd.weights_layer_desc();
       wi_md = pd.weights_iter_desc();
     } else if (lbr) {
       dnnl::lbr_gru_forward::primitive_desc pd(
-          dnnl::lbr_gru_forward::desc(prop, dir, x_md, state_md, wl_any, wi_any, bias_md, y_md, state_md), cpuEngine());
+          dnnl::lbr_gru_forward::desc(prop, dir, x_md, state_md, wl_any, wi_any, bias_md, y_md, state_md),
+          oneDnnEngine());
       prim_ = dnnl::lbr_gru_forward(pd);
       wl_md = pd.weights_layer_desc();
       wi_md = pd.weights_iter_desc();
     } else if (s_.kind == RecurrentKind::kGru) {
       dnnl::gru_forward::primitive_desc pd(
-          dnnl::gru_forward::desc(prop, dir, x_md, state_md, wl_any, wi_any, bias_md, y_md, state_md), cpuEngine());
+          dnnl::gru_forward::desc(prop, dir, x_md, state_md, wl_any, wi_any, bias_md, y_md, state_md), oneDnnEngine());
       prim_ = dnnl::gru_forward(pd);
       wl_md = pd.weights_layer_desc();
       wi_md = pd.weights_iter_desc();
@@ -150,7 +156,7 @@ class OneDnnRecurrent final : public Kernel {
       dnnl::vanilla_rnn_forward::primitive_desc pd(
           dnnl::vanilla_rnn_forward::desc(prop, rnnActivation(s_.act[0][0].fn), dir, x_md, state_md, wl_any, wi_any,
                                           bias_md, y_md, state_md),
-          cpuEngine());
+          oneDnnEngine());
       prim_ = dnnl::vanilla_rnn_forward(pd);
       wl_md = pd.weights_layer_desc();
       wi_md = pd.weights_iter_desc();
@@ -158,22 +164,22 @@ class OneDnnRecurrent final : public Kernel {
     wl_mem_ = reordered(wl_plain, wl.data(), wl_md);
     wi_mem_ = reordered(wi_plain, wi.data(), wi_md);
     bias_ = std::move(bias);
-    bias_mem_ = dnnl::memory(bias_md, cpuEngine(), bias_.data());
+    bias_mem_ = dnnl::memory(bias_md, oneDnnEngine(), bias_.data());
     if (p) {
       peep_ = std::move(peep);
-      peep_mem_ = dnnl::memory(peep_md, cpuEngine(), peep_.data());
+      peep_mem_ = dnnl::memory(peep_md, oneDnnEngine(), peep_.data());
     }
     // Y straight into the output where ONNX's layout is oneDNN's (batch first, one
     // direction or batch 1); else through a buffer, permuted after.
     y_direct_ = s_.batch_first || D == 1 || N == 1;
     y_buf_.resize(T * N * D * H);
     for (auto* v : {&h0_, &c0_, &hn_, &cn_}) v->assign(D * N * H, 0.0f);
-    x_mem_ = dnnl::memory(x_md, cpuEngine(), DNNL_MEMORY_NONE);
-    y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
-    h0_mem_ = dnnl::memory(state_md, cpuEngine(), h0_.data());
-    c0_mem_ = dnnl::memory(state_md, cpuEngine(), c0_.data());
-    hn_mem_ = dnnl::memory(state_md, cpuEngine(), hn_.data());
-    cn_mem_ = dnnl::memory(state_md, cpuEngine(), cn_.data());
+    x_mem_ = dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    y_mem_ = dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    h0_mem_ = dnnl::memory(state_md, oneDnnEngine(), h0_.data());
+    c0_mem_ = dnnl::memory(state_md, oneDnnEngine(), c0_.data());
+    hn_mem_ = dnnl::memory(state_md, oneDnnEngine(), hn_.data());
+    cn_mem_ = dnnl::memory(state_md, oneDnnEngine(), cn_.data());
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
@@ -191,10 +197,10 @@ class OneDnnRecurrent final : public Kernel {
     float* y = !out.empty() && out[0].data ? out[0].as<float>() : nullptr;
     x_mem_.set_data_handle(const_cast<void*>(in[kX].data));
     y_mem_.set_data_handle(y_direct_ && y ? static_cast<void*>(y) : static_cast<void*>(y_buf_.data()));
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC_LAYER, x_mem_},     {DNNL_ARG_SRC_ITER, h0_mem_}, {DNNL_ARG_WEIGHTS_LAYER, wl_mem_},
-        {DNNL_ARG_WEIGHTS_ITER, wi_mem_}, {DNNL_ARG_BIAS, bias_mem_},   {DNNL_ARG_DST_LAYER, y_mem_},
-        {DNNL_ARG_DST_ITER, hn_mem_}};
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC_LAYER, x_mem_},      {DNNL_ARG_SRC_ITER, h0_mem_},
+                                               {DNNL_ARG_WEIGHTS_LAYER, wl_mem_}, {DNNL_ARG_WEIGHTS_ITER, wi_mem_},
+                                               {DNNL_ARG_BIAS, bias_mem_},        {DNNL_ARG_DST_LAYER, y_mem_},
+                                               {DNNL_ARG_DST_ITER, hn_mem_}};
     if (s_.kind == RecurrentKind::kLstm) {
       args[DNNL_ARG_SRC_ITER_C] = c0_mem_;
       args[DNNL_ARG_DST_ITER_C] = cn_mem_;
@@ -220,8 +226,8 @@ class OneDnnRecurrent final : public Kernel {
 
  private:
   dnnl::memory reordered(const dnnl::memory::desc& plain, float* data, const dnnl::memory::desc& want) {
-    dnnl::memory src(plain, cpuEngine(), data);
-    dnnl::memory dst(want, cpuEngine());
+    dnnl::memory src(plain, oneDnnEngine(), data);
+    dnnl::memory dst(want, oneDnnEngine());
     dnnl::reorder(src, dst).execute(stream_, src, dst);
     stream_.wait();
     return dst;
@@ -236,8 +242,12 @@ class OneDnnRecurrent final : public Kernel {
 };
 
 }  // namespace
+#endif  // GKRT_HAVE_DNNL
 
 bool canRunOneDnnRecurrent(const ir::Graph& g, const ir::Node& node) {
+#ifndef GKRT_HAVE_DNNL
+  return false;
+#else
   if (!node.op) return false;
   const std::string op = node.op->name;
   if (op != "LSTM" && op != "GRU" && op != "RNN") return false;
@@ -256,25 +266,21 @@ bool canRunOneDnnRecurrent(const ir::Graph& g, const ir::Node& node) {
   auto spec = ops::recurrentSpec(node, x->shape, r->shape);
   if (!spec.ok() || spec->hidden <= 0 || spec->clip > 0.0f || spec->input_forget) return false;
   return defaultActivations(*spec);
+#endif
 }
 
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnRecurrent(const ir::Graph& g, const ir::Node& node) {
+#ifndef GKRT_HAVE_DNNL
+  return makeError(StatusCode::kUnsupported, node.name, ": this gkrt was built without oneDNN (libdnnl-dev)");
+#else
   ASSIGN_OR_RETURN(RecurrentSpec spec,
-                   ops::recurrentSpec(node, g.tensors[node.inputs[kX]].shape, g.tensors[node.inputs[kR]].shape));
+                   ops::recurrentSpec(node, g.tensors[node.inputs[0]].shape, g.tensors[node.inputs[2]].shape));
   try {
     return std::unique_ptr<Kernel>(new OneDnnRecurrent(g, node, std::move(spec)));
   } catch (const std::exception& e) {  // dnnl::error (a case this oneDNN refuses) and allocation failures
-    return makeError(StatusCode::kUnsupported, "oneDNN for ", node.name, ": ", e.what());
+    return makeError(StatusCode::kUnsupported, "oneDNN for ", node.name, " (", node.op->name, "): ", e.what());
   }
-}
-
-#else  // no oneDNN in this build
-
-bool canRunOneDnnRecurrent(const ir::Graph&, const ir::Node&) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnRecurrent(const ir::Graph&, const ir::Node& node) {
-  return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
-}
-
 #endif
+}
 
 }  // namespace gkrt::cpu

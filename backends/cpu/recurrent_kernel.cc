@@ -26,7 +26,9 @@ const ir::Tensor* inputTensor(const ir::Graph& g, const ir::Node& node, int k) {
 // v = act(v) over n elements; sigmoid as 0.5 tanh(x/2) + 0.5 so both run vectorised.
 void activate(const Activation& a, float* v, int64_t n) {
   switch (a.fn) {
-    case RnnActivation::kTanh: vecMath(VecFn::kTanh, v, v, n); return;
+    case RnnActivation::kTanh:
+      vecMath(VecFn::kTanh, v, v, n);
+      return;
     case RnnActivation::kSigmoid:
       for (int64_t i = 0; i < n; ++i) v[i] *= 0.5f;
       vecMath(VecFn::kTanh, v, v, n);
@@ -80,9 +82,9 @@ struct DirectionWeights {
 
 // Per-direction state and scratch, sized at compile.
 struct DirectionScratch {
-  std::vector<float> xw;             // [rows][gates * hidden]
+  std::vector<float> xw;                    // [rows][gates * hidden]
   std::vector<float> h, c, h_prev, c_prev;  // [batch][hidden]
-  std::vector<float> gates, tmp;     // [gates * hidden], [hidden]
+  std::vector<float> gates, tmp;            // [gates * hidden], [hidden]
 };
 
 class RecurrentKernel final : public Kernel {
@@ -174,10 +176,14 @@ class RecurrentKernel final : public Kernel {
     for (int64_t b = 0; b < s_.batch; ++b) {
       float* h = sc.h.data() + b * H;
       float* c = sc.c.data() + b * H;
-      if (init_h) std::memcpy(h, init_h + s_.stateIndex(d, b), H * sizeof(float));
-      else std::fill(h, h + H, 0.0f);
-      if (init_c) std::memcpy(c, init_c + s_.stateIndex(d, b), H * sizeof(float));
-      else std::fill(c, c + H, 0.0f);
+      if (init_h)
+        std::memcpy(h, init_h + s_.stateIndex(d, b), H * sizeof(float));
+      else
+        std::fill(h, h + H, 0.0f);
+      if (init_c)
+        std::memcpy(c, init_c + s_.stateIndex(d, b), H * sizeof(float));
+      else
+        std::fill(c, c + H, 0.0f);
     }
     const int64_t steps = *std::max_element(lens_.begin(), lens_.end());
     for (int64_t step = 0; step < steps; ++step) {
@@ -192,9 +198,15 @@ class RecurrentKernel final : public Kernel {
         float* h = sc.h.data() + b * H;
         float* c = sc.c.data() + b * H;
         switch (s_.kind) {
-          case RecurrentKind::kRnn: rnnCell(d, h); break;
-          case RecurrentKind::kGru: gruCell(d, h); break;
-          case RecurrentKind::kLstm: lstmCell(d, h, c); break;
+          case RecurrentKind::kRnn:
+            rnnCell(d, h);
+            break;
+          case RecurrentKind::kGru:
+            gruCell(d, h);
+            break;
+          case RecurrentKind::kLstm:
+            lstmCell(d, h, c);
+            break;
         }
         if (y) std::memcpy(y + s_.yIndex(t, d, b), h, H * sizeof(float));
       }

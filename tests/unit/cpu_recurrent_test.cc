@@ -44,7 +44,8 @@ Built build(const Case& c) {
   };
   const Shape xs = c.attrs.layout ? Shape{c.batch, c.seq, c.input} : Shape{c.seq, c.batch, c.input};
   const Shape state = c.attrs.layout ? Shape{c.batch, D, H} : Shape{D, c.batch, H};
-  std::vector<Value> ins = {b.input("x", DType::kFloat32, xs), weight({D, G * H, c.input}, 2), weight({D, G * H, H}, 3)};
+  std::vector<Value> ins = {b.input("x", DType::kFloat32, xs), weight({D, G * H, c.input}, 2),
+                            weight({D, G * H, H}, 3)};
   out.inputs.push_back(randomTensor(xs, 1));
   ins.push_back(c.bias ? weight({D, 2 * G * H}, 4) : Value{-1});
   if (c.seq_lens) {
@@ -92,7 +93,8 @@ std::vector<HostTensor> launchKernel(Kernel& k, const ir::Graph& g, const std::v
       if (tensor.isConstant()) {
         v.data = tensor.constant->data;
       } else {
-        for (size_t i = 0; i < g.inputs.size(); ++i) if (g.inputs[i] == t) v.data = inputs[i].data();
+        for (size_t i = 0; i < g.inputs.size(); ++i)
+          if (g.inputs[i] == t) v.data = inputs[i].data();
       }
     }
     in.push_back(v);
@@ -131,7 +133,9 @@ bool expectCpuMatchesReference(const Case& c) {
     cpu::ThreadPool pool(threads);
     auto own = cpu::compileRecurrent(g, node, pool);
     EXPECT_TRUE(own.ok()) << own.status().toString();
-    if (own.ok()) expectAllClose(launchKernel(**own, g, m.inputs), *want, what + ", own kernel, " + std::to_string(threads) + " threads");
+    if (own.ok())
+      expectAllClose(launchKernel(**own, g, m.inputs), *want,
+                     what + ", own kernel, " + std::to_string(threads) + " threads");
   }
   if (!cpu::canRunOneDnnRecurrent(g, node)) return false;
   auto dnnl = cpu::compileOneDnnRecurrent(g, node);
@@ -224,9 +228,10 @@ TEST(CpuRecurrent, GruLinearBeforeResetWithAndWithoutBias) {
 
 TEST(CpuRecurrent, EveryActivationWithAlphaBeta) {
   const std::vector<RnnActivation> all = {
-      RnnActivation::kRelu,       RnnActivation::kTanh,        RnnActivation::kSigmoid,   RnnActivation::kAffine,
-      RnnActivation::kLeakyRelu,  RnnActivation::kThresholdedRelu, RnnActivation::kScaledTanh,
-      RnnActivation::kHardSigmoid, RnnActivation::kElu,        RnnActivation::kSoftsign,  RnnActivation::kSoftplus};
+      RnnActivation::kRelu,       RnnActivation::kTanh,        RnnActivation::kSigmoid,
+      RnnActivation::kAffine,     RnnActivation::kLeakyRelu,   RnnActivation::kThresholdedRelu,
+      RnnActivation::kScaledTanh, RnnActivation::kHardSigmoid, RnnActivation::kElu,
+      RnnActivation::kSoftsign,   RnnActivation::kSoftplus};
   for (size_t i = 0; i < all.size(); ++i) {
     Case c;
     c.op = "LSTM";
@@ -245,8 +250,9 @@ TEST(CpuRecurrent, ReferenceFollowsTheOnnxFormula) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {1, 1, 1});
   Value h0 = b.input("h0", DType::kFloat32, {1, 1, 1});
-  auto ys = b.op("RNN", {x, b.constant({1, 1, 1}, {0.5f}), b.constant({1, 1, 1}, {-2.0f}),
-                         b.constant({1, 2}, {0.25f, 0.125f}), Value{-1}, h0},
+  auto ys = b.op("RNN",
+                 {x, b.constant({1, 1, 1}, {0.5f}), b.constant({1, 1, 1}, {-2.0f}), b.constant({1, 2}, {0.25f, 0.125f}),
+                  Value{-1}, h0},
                  attrs(RnnDirection::kForward), 2);
   b.output(ys[0], "y");
   b.output(ys[1], "y_h");
@@ -254,8 +260,8 @@ TEST(CpuRecurrent, ReferenceFollowsTheOnnxFormula) {
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const float want = std::tanh(0.8f * 0.5f + 0.3f * -2.0f + 0.25f + 0.125f);
   for (const char* backend : {"reference", "cpu"}) {
-    auto got = testing::runGraph(*g, {HostTensor::fromFloats({1, 1, 1}, {0.8f}), HostTensor::fromFloats({1, 1, 1}, {0.3f})},
-                                 backend);
+    auto got = testing::runGraph(
+        *g, {HostTensor::fromFloats({1, 1, 1}, {0.8f}), HostTensor::fromFloats({1, 1, 1}, {0.3f})}, backend);
     ASSERT_TRUE(got.ok()) << got.status().toString();
     EXPECT_NEAR((*got)[0].toFloats()[0], want, 1e-6) << backend;
     EXPECT_NEAR((*got)[1].toFloats()[0], want, 1e-6) << backend;
@@ -267,7 +273,8 @@ TEST(CpuRecurrent, BadShapesAndAttributesAreClearErrors) {
   Value x = b.input("x", DType::kFloat32, {5, 2, 4});
   RecurrentAttrs a;
   a.hidden_size = 7;  // R says 6
-  b.op("LSTM", {x, b.constant({1, 24, 4}, std::vector<float>(96, 0.1f)), b.constant({1, 24, 6}, std::vector<float>(144, 0.1f))},
+  b.op("LSTM",
+       {x, b.constant({1, 24, 4}, std::vector<float>(96, 0.1f)), b.constant({1, 24, 6}, std::vector<float>(144, 0.1f))},
        a, 3);
   auto g = b.finish();
   ASSERT_FALSE(g.ok());
@@ -277,7 +284,9 @@ TEST(CpuRecurrent, BadShapesAndAttributesAreClearErrors) {
   Value x2 = b2.input("x", DType::kFloat32, {5, 2, 4});
   RecurrentAttrs a2;
   a2.activations = {RnnActivation::kTanh};  // GRU takes 2 per direction
-  b2.op("GRU", {x2, b2.constant({1, 18, 4}, std::vector<float>(72, 0.1f)), b2.constant({1, 18, 6}, std::vector<float>(108, 0.1f))},
+  b2.op("GRU",
+        {x2, b2.constant({1, 18, 4}, std::vector<float>(72, 0.1f)),
+         b2.constant({1, 18, 6}, std::vector<float>(108, 0.1f))},
         a2, 2);
   auto g2 = b2.finish();
   ASSERT_FALSE(g2.ok());

@@ -12,14 +12,23 @@ namespace gkrt::onnx_import {
 
 namespace {
 
-struct ActivationUse { bool alpha, beta; };
+struct ActivationUse {
+  bool alpha, beta;
+};
 
 // Which of alpha and beta each activation reads from the attribute lists.
 ActivationUse activationUse(RnnActivation fn) {
   switch (fn) {
-    case RnnActivation::kAffine: case RnnActivation::kScaledTanh: case RnnActivation::kHardSigmoid: return {true, true};
-    case RnnActivation::kLeakyRelu: case RnnActivation::kThresholdedRelu: case RnnActivation::kElu: return {true, false};
-    default: return {false, false};
+    case RnnActivation::kAffine:
+    case RnnActivation::kScaledTanh:
+    case RnnActivation::kHardSigmoid:
+      return {true, true};
+    case RnnActivation::kLeakyRelu:
+    case RnnActivation::kThresholdedRelu:
+    case RnnActivation::kElu:
+      return {true, false};
+    default:
+      return {false, false};
   }
 }
 
@@ -41,10 +50,14 @@ StatusOr<RnnActivation> activationNamed(const Node& n, const std::string& name) 
 StatusOr<RecurrentAttrs> recurrentAttrs(const Node& n, size_t per_direction) {
   RecurrentAttrs a;
   const std::string direction = attrString(n, "direction", "forward");
-  if (direction == "forward") a.direction = RnnDirection::kForward;
-  else if (direction == "reverse") a.direction = RnnDirection::kReverse;
-  else if (direction == "bidirectional") a.direction = RnnDirection::kBidirectional;
-  else return unsupported(n, "direction '" + direction + "' (valid: forward, reverse, bidirectional)");
+  if (direction == "forward")
+    a.direction = RnnDirection::kForward;
+  else if (direction == "reverse")
+    a.direction = RnnDirection::kReverse;
+  else if (direction == "bidirectional")
+    a.direction = RnnDirection::kBidirectional;
+  else
+    return unsupported(n, "direction '" + direction + "' (valid: forward, reverse, bidirectional)");
   const size_t dirs = a.direction == RnnDirection::kBidirectional ? 2 : 1;
   a.hidden_size = attrInt(n, "hidden_size", 0);
   a.layout = attrInt(n, "layout", 0);

@@ -14,13 +14,20 @@ namespace gkrt::ops {
 
 Activation defaultActivation(RnnActivation fn) {
   switch (fn) {
-    case RnnActivation::kAffine: return {fn, 1.0f, 0.0f};
-    case RnnActivation::kLeakyRelu: return {fn, 0.01f, 0.0f};
-    case RnnActivation::kThresholdedRelu: return {fn, 1.0f, 0.0f};
-    case RnnActivation::kScaledTanh: return {fn, 1.0f, 1.0f};
-    case RnnActivation::kHardSigmoid: return {fn, 0.2f, 0.5f};
-    case RnnActivation::kElu: return {fn, 1.0f, 0.0f};
-    default: return {fn, 0.0f, 0.0f};
+    case RnnActivation::kAffine:
+      return {fn, 1.0f, 0.0f};
+    case RnnActivation::kLeakyRelu:
+      return {fn, 0.01f, 0.0f};
+    case RnnActivation::kThresholdedRelu:
+      return {fn, 1.0f, 0.0f};
+    case RnnActivation::kScaledTanh:
+      return {fn, 1.0f, 1.0f};
+    case RnnActivation::kHardSigmoid:
+      return {fn, 0.2f, 0.5f};
+    case RnnActivation::kElu:
+      return {fn, 1.0f, 0.0f};
+    default:
+      return {fn, 0.0f, 0.0f};
   }
 }
 
@@ -36,9 +43,12 @@ constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kSeqLens = 4, kInitH = 5, kInitC =
 // Activations each op takes, per direction, and their ONNX defaults.
 std::vector<RnnActivation> defaultActivations(RecurrentKind k) {
   switch (k) {
-    case RecurrentKind::kLstm: return {RnnActivation::kSigmoid, RnnActivation::kTanh, RnnActivation::kTanh};
-    case RecurrentKind::kGru: return {RnnActivation::kSigmoid, RnnActivation::kTanh};
-    case RecurrentKind::kRnn: return {RnnActivation::kTanh};
+    case RecurrentKind::kLstm:
+      return {RnnActivation::kSigmoid, RnnActivation::kTanh, RnnActivation::kTanh};
+    case RecurrentKind::kGru:
+      return {RnnActivation::kSigmoid, RnnActivation::kTanh};
+    case RecurrentKind::kRnn:
+      return {RnnActivation::kTanh};
   }
   return {};
 }
@@ -90,8 +100,9 @@ StatusOr<RecurrentSpec> recurrentSpec(const ir::Node& n, const Shape& x, const S
   }
   for (const Floats* list : {&a.activation_alpha, &a.activation_beta}) {
     if (!list->empty() && list->size() != a.activations.size()) {
-      return makeError(StatusCode::kInvalidArgument, op, " activation_alpha/beta need one value per listed activation (",
-                       a.activations.size(), "), got ", list->size());
+      return makeError(StatusCode::kInvalidArgument, op,
+                       " activation_alpha/beta need one value per listed activation (", a.activations.size(), "), got ",
+                       list->size());
     }
   }
   s.act.assign(static_cast<size_t>(s.directions), {});
@@ -184,7 +195,8 @@ Status recurrentKernel(const KernelContext& c) {
     }
   }
   const MutableTensorView* y = c.outputs.size() > 0 && c.out(0).data ? &c.out(0) : nullptr;
-  if (y) for (int64_t i = 0; i < y->size(); ++i) storeF(y->data, y->dtype, i, 0.0f);
+  if (y)
+    for (int64_t i = 0; i < y->size(); ++i) storeF(y->data, y->dtype, i, 0.0f);
 
   std::vector<float> h(H), cell(H), hprev(H), cprev(H), pre(G * H), rh(H);
   auto clip = [&](float v) { return s.clip > 0.0f ? std::min(s.clip, std::max(-s.clip, v)) : v; };
@@ -222,7 +234,8 @@ Status recurrentKernel(const KernelContext& c) {
             for (int64_t j = 0; j < H; ++j) rh[j] = rg[j] * hprev[j];
           }
           for (int64_t j = 0; j < H; ++j) {
-            const float lin = s.linear_before_reset ? rg[j] * recur(2 * H + j, hprev.data()) : recur(2 * H + j, rh.data());
+            const float lin =
+                s.linear_before_reset ? rg[j] * recur(2 * H + j, hprev.data()) : recur(2 * H + j, rh.data());
             const float cand = applyActivation(act[1], clip(pre[2 * H + j] + lin));
             h[j] = (1.0f - z[j]) * cand + z[j] * hprev[j];
           }
@@ -230,16 +243,18 @@ Status recurrentKernel(const KernelContext& c) {
           for (int64_t j = 0; j < H; ++j) {
             const float pi = pd ? pd[j] : 0.0f, po = pd ? pd[H + j] : 0.0f, pf = pd ? pd[2 * H + j] : 0.0f;
             const float ig = applyActivation(act[0], clip(pre[j] + recur(j, hprev.data()) + pi * cprev[j]));
-            const float fg = s.input_forget
-                                 ? 1.0f - ig
-                                 : applyActivation(act[0], clip(pre[2 * H + j] + recur(2 * H + j, hprev.data()) + pf * cprev[j]));
+            const float fg =
+                s.input_forget
+                    ? 1.0f - ig
+                    : applyActivation(act[0], clip(pre[2 * H + j] + recur(2 * H + j, hprev.data()) + pf * cprev[j]));
             const float cand = applyActivation(act[1], clip(pre[3 * H + j] + recur(3 * H + j, hprev.data())));
             cell[j] = fg * cprev[j] + ig * cand;
             const float og = applyActivation(act[0], clip(pre[H + j] + recur(H + j, hprev.data()) + po * cell[j]));
             h[j] = og * applyActivation(act[2], cell[j]);
           }
         }
-        if (y) for (int64_t j = 0; j < H; ++j) storeF(y->data, y->dtype, s.yIndex(t, d, b) + j, h[j]);
+        if (y)
+          for (int64_t j = 0; j < H; ++j) storeF(y->data, y->dtype, s.yIndex(t, d, b) + j, h[j]);
       }
       for (size_t o = 1; o < c.outputs.size() && o < 3; ++o) {
         if (!c.out(o).data) continue;
@@ -254,15 +269,17 @@ Status recurrentKernel(const KernelContext& c) {
 }  // namespace
 
 void registerRecurrentOps(std::vector<OpDef>& t) {
-  if constexpr (opSelected("LSTM")) t.push_back({"LSTM", OpClass::kOpaque, 3, 8, 1, 3, AttrKind::kRecurrent, dtypeRecurrent,
-               shapeRecurrent, recurrentKernel,
-               "ONNX LSTM (X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?) -> Y, Y_h, Y_c; gates i,o,f,c"});
-  if constexpr (opSelected("GRU")) t.push_back({"GRU", OpClass::kOpaque, 3, 6, 1, 2, AttrKind::kRecurrent, dtypeRecurrent,
-               shapeRecurrent, recurrentKernel,
-               "ONNX GRU (X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h; gates z,r,h"});
-  if constexpr (opSelected("RNN")) t.push_back({"RNN", OpClass::kOpaque, 3, 6, 1, 2, AttrKind::kRecurrent, dtypeRecurrent,
-               shapeRecurrent, recurrentKernel,
-               "ONNX RNN (X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h; H = f(X W^T + H R^T + Wb + Rb)"});
+  if constexpr (opSelected("LSTM"))
+    t.push_back({"LSTM", OpClass::kOpaque, 3, 8, 1, 3, AttrKind::kRecurrent, dtypeRecurrent, shapeRecurrent,
+                 recurrentKernel,
+                 "ONNX LSTM (X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?) -> Y, Y_h, Y_c; gates i,o,f,c"});
+  if constexpr (opSelected("GRU"))
+    t.push_back({"GRU", OpClass::kOpaque, 3, 6, 1, 2, AttrKind::kRecurrent, dtypeRecurrent, shapeRecurrent,
+                 recurrentKernel, "ONNX GRU (X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h; gates z,r,h"});
+  if constexpr (opSelected("RNN"))
+    t.push_back({"RNN", OpClass::kOpaque, 3, 6, 1, 2, AttrKind::kRecurrent, dtypeRecurrent, shapeRecurrent,
+                 recurrentKernel,
+                 "ONNX RNN (X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h; H = f(X W^T + H R^T + Wb + Rb)"});
 }
 
 }  // namespace gkrt::ops

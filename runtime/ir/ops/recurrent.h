@@ -31,17 +31,28 @@ struct Activation {
 
 inline float applyActivation(const Activation& a, float x) {
   switch (a.fn) {
-    case RnnActivation::kRelu: return x > 0.0f ? x : 0.0f;
-    case RnnActivation::kTanh: return std::tanh(x);
-    case RnnActivation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case RnnActivation::kAffine: return a.alpha * x + a.beta;
-    case RnnActivation::kLeakyRelu: return x < 0.0f ? a.alpha * x : x;
-    case RnnActivation::kThresholdedRelu: return x > a.alpha ? x : 0.0f;
-    case RnnActivation::kScaledTanh: return a.alpha * std::tanh(a.beta * x);
-    case RnnActivation::kHardSigmoid: return std::fmax(0.0f, std::fmin(1.0f, a.alpha * x + a.beta));
-    case RnnActivation::kElu: return x < 0.0f ? a.alpha * (std::exp(x) - 1.0f) : x;
-    case RnnActivation::kSoftsign: return x / (1.0f + std::fabs(x));
-    case RnnActivation::kSoftplus: return x > 20.0f ? x : std::log1p(std::exp(x));
+    case RnnActivation::kRelu:
+      return x > 0.0f ? x : 0.0f;
+    case RnnActivation::kTanh:
+      return std::tanh(x);
+    case RnnActivation::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case RnnActivation::kAffine:
+      return a.alpha * x + a.beta;
+    case RnnActivation::kLeakyRelu:
+      return x < 0.0f ? a.alpha * x : x;
+    case RnnActivation::kThresholdedRelu:
+      return x > a.alpha ? x : 0.0f;
+    case RnnActivation::kScaledTanh:
+      return a.alpha * std::tanh(a.beta * x);
+    case RnnActivation::kHardSigmoid:
+      return std::fmax(0.0f, std::fmin(1.0f, a.alpha * x + a.beta));
+    case RnnActivation::kElu:
+      return x < 0.0f ? a.alpha * (std::exp(x) - 1.0f) : x;
+    case RnnActivation::kSoftsign:
+      return x / (1.0f + std::fabs(x));
+    case RnnActivation::kSoftplus:
+      return x > 20.0f ? x : std::log1p(std::exp(x));
   }
   return x;
 }
@@ -51,8 +62,8 @@ Activation defaultActivation(RnnActivation fn);
 
 struct RecurrentSpec {
   RecurrentKind kind = RecurrentKind::kRnn;
-  int64_t gates = 1;        // 1 (RNN), 3 (GRU), 4 (LSTM)
-  int64_t directions = 1;   // 2 when bidirectional
+  int64_t gates = 1;       // 1 (RNN), 3 (GRU), 4 (LSTM)
+  int64_t directions = 1;  // 2 when bidirectional
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
   bool batch_first = false;  // layout 1
   float clip = 0.0f;         // 0: none
@@ -69,9 +80,7 @@ struct RecurrentSpec {
   int64_t yIndex(int64_t t, int64_t d, int64_t b) const {
     return (batch_first ? (b * seq + t) * directions + d : (t * directions + d) * batch + b) * hidden;
   }
-  int64_t stateIndex(int64_t d, int64_t b) const {
-    return (batch_first ? b * directions + d : d * batch + b) * hidden;
-  }
+  int64_t stateIndex(int64_t d, int64_t b) const { return (batch_first ? b * directions + d : d * batch + b) * hidden; }
 };
 
 RecurrentKind recurrentKind(const ir::Node& n);
