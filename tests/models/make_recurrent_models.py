@@ -3,7 +3,8 @@
 an LSTM with initial states and all three outputs, a reverse GRU
 (linear_before_reset, as PyTorch exports it) with a linear head, and a 2-layer
 bidirectional LSTM with per-sequence lengths wired as PyTorch exports stacked layers
-(Transpose + Reshape between them). Writes OUT/<model>.onnx, inputs and onnxruntime's
+(Transpose + Reshape between them), and LSTM/GRU with non-default activations,
+alpha/beta and clip. Writes OUT/<model>.onnx, inputs and onnxruntime's
 outputs like make_models.py; check_models.py compares gkrt with them.
 
     python tests/models/make_recurrent_models.py OUT"""
@@ -84,4 +85,19 @@ inits.append(numpy_helper.from_array(np.array([T, B, 2 * H], np.int64), "merge")
 nodes.append(helper.make_node("MatMul", [layer_in, "head"], ["out0_logits"]))
 save("rnn_bilstm", nodes, [value("x", [T, B, I])], [value("out0_logits", [T, B, C])], inits,
      {"x": rng.standard_normal((T, B, I)).astype(np.float32)})
-print(f"wrote rnn_lstm, rnn_gru, rnn_bilstm to {OUT}")
+# Non-default activations with alpha/beta (onnxruntime reads them per function that takes
+# one), clip, and a linear_before_reset GRU with Affine/ThresholdedRelu.
+T, B, I, H = 6, 2, 4, 5
+for name, op, gates, dirs, attrs in (
+        ("rnn_activations_lstm", "LSTM", 4, 2,
+         dict(activations=["HardSigmoid", "Elu", "Softsign", "Sigmoid", "LeakyRelu", "ScaledTanh"],
+              activation_alpha=[0.3, 0.8, 0.05, 0.9], activation_beta=[0.4, 0.7], direction="bidirectional", clip=2.5)),
+        ("rnn_activations_gru", "GRU", 3, 1,
+         dict(activations=["Affine", "ThresholdedRelu"], activation_alpha=[0.5, 0.1], activation_beta=[0.25],
+              linear_before_reset=1))):
+    save(name, [helper.make_node(op, ["x", "W", "R", "B"], ["out0_y", "out1_y_h"], hidden_size=H, **attrs)],
+         [value("x", [T, B, I])], [value("out0_y", [T, dirs, B, H]), value("out1_y_h", [dirs, B, H])],
+         [weight("W", [dirs, gates * H, I], 0.5), weight("R", [dirs, gates * H, H], 0.5),
+          weight("B", [dirs, 2 * gates * H], 0.5)],
+         {"x": rng.standard_normal((T, B, I)).astype(np.float32)})
+print(f"wrote rnn_lstm, rnn_gru, rnn_bilstm, rnn_activations_lstm, rnn_activations_gru to {OUT}")
