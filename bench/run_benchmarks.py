@@ -19,7 +19,10 @@ reported as ratios against references measured in the same run.
    --backend cpu,opencl` table, and the opencl session compile cold (empty program
    cache) vs warm (second start). PoCL's own kernel cache is switched off
    (POCL_KERNEL_CACHE=0) so that "cold" compiles for real.
-Session compile time (fusion + kernel preparation) is reported for every model."""
+5. Recurrent: a 2-layer bidirectional LSTM (seq 100, batch 1, input 128, hidden 128,
+   layers joined as PyTorch exports them) against onnxruntime, gkrt / onnxruntime p50.
+Session compile time (fusion + kernel preparation) is reported for every model.
+--sections picks some of them (chains, fusion, reduce, e2e, recurrent, opencl)."""
 import argparse
 import json
 import os
@@ -36,6 +39,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
 ap.add_argument("--threads", default="1,2")
 ap.add_argument("--quick", action="store_true", help="fewer iterations")
+ap.add_argument("--sections", default="chains,fusion,reduce,e2e,recurrent,opencl",
+                help="comma-separated sections to run")
 args = ap.parse_args()
 GKRT = os.path.join(args.build, "tools", "gkrt")
 TRIAD = os.path.join(args.build, "tools", "gkrt_triad")
@@ -91,11 +96,27 @@ def build_models():
         helper.make_node("Relu", ["s"], ["y"])],
         [("x", [1, 64, 56, 56])], [("y", [1, 64, 56, 56])],
         [w("w1", [64, 64, 3, 3]), w("b1", [64]), w("w2", [64, 64, 3, 3]), w("b2", [64])])
+    m["bilstm_2layer"] = bilstm_model("bilstm_2layer", seq=100, batch=1, input_size=128, hidden=128, layers=2)
     zoo = os.path.join(args.build, "zoo")
     subprocess.run([sys.executable, "tests/models/make_models.py", zoo], check=True, stdout=subprocess.DEVNULL)
     m["mlp"] = os.path.join(zoo, "mlp.onnx")
     m["transformer_block"] = os.path.join(zoo, "transformer_block.onnx")
     return m
+
+
+def bilstm_model(name, seq, batch, input_size, hidden, layers):
+    nodes, inits, x, size = [], [numpy_helper.from_array(np.array([seq, batch, 2 * hidden], np.int64), "merge")], "x", input_size
+    for layer in range(layers):
+        p = f"l{layer}_"
+        inits += [w(p + "W", [2, 4 * hidden, size], 0.08), w(p + "R", [2, 4 * hidden, hidden], 0.08),
+                  w(p + "B", [2, 8 * hidden], 0.05)]
+        nodes += [helper.make_node("LSTM", [x, p + "W", p + "R", p + "B"], [p + "y"], hidden_size=hidden,
+                                   direction="bidirectional"),
+                  helper.make_node("Transpose", [p + "y"], [p + "yt"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", [p + "yt", "merge"], [p + "out"])]
+        x, size = p + "out", 2 * hidden
+    nodes[-1].output[0] = "y"
+    return model(name, nodes, [("x", [seq, batch, input_size])], [("y", [seq, batch, 2 * hidden])], inits)
 
 
 def gkrt_bench(onnx_path, threads, fusion, backend="cpu", env=None, show=False):
@@ -112,6 +133,11 @@ def gkrt_bench(onnx_path, threads, fusion, backend="cpu", env=None, show=False):
 
 
 def ort_p50(onnx_path, threads):
+    return ort_stats(onnx_path, threads)[0]
+
+
+def ort_stats(onnx_path, threads):
+    """onnxruntime's p50 and min ms."""
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
@@ -126,42 +152,52 @@ def ort_p50(onnx_path, threads):
         t0 = time.perf_counter()
         s.run(None, feeds)
         times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times))
+    return float(np.median(times)), float(np.min(times))
 
 
 def main():
     models = build_models()
+    sections = set(args.sections.split(","))
     for threads in [int(t) for t in args.threads.split(",")]:
         triad = float(subprocess.run([TRIAD, str(N16M), str(threads)], check=True, capture_output=True,
                                      text=True).stdout)
         print(f"\n== {threads} thread(s); STREAM-style triad {triad:.1f} GB/s")
-        print("-- fused elementwise chains vs the triad (16M floats)")
-        for name in ("mynet_16m", "myop_16m"):
+        if "chains" in sections:
+            print("-- fused elementwise chains vs the triad (16M floats)")
+            for name in ("mynet_16m", "myop_16m"):
+                r = gkrt_bench(models[name], threads, "on")["on"]
+                gbps = r["fused_bytes_per_run"] / (r["min_ms"] / 1e3) / 1e9
+                print(f"{name:18s} {r['min_ms']:8.2f} ms  {gbps:6.1f} GB/s  = {100 * gbps / triad:5.1f}% of triad "
+                      f"({r['kernels']} kernel{'s' if r['kernels'] != 1 else ''})")
+        if "fusion" in sections:
+            print("-- fused vs unfused, cpu backend (p50 ms)")
+            for name in ("mynet_16m", "myop_16m", "layernorm_block", "softmax", "gelu_mlp"):
+                r = gkrt_bench(models[name], threads, "on,off")
+                print(f"{name:18s} fused {r['on']['p50_ms']:8.3f}  unfused {r['off']['p50_ms']:8.3f}  "
+                      f"speed-up {r['off']['p50_ms'] / r['on']['p50_ms']:5.2f}x  kernels {r['on']['kernels']} vs "
+                      f"{r['off']['kernels']}")
+        if "reduce" in sections:
+            print("-- reduce-cluster executor: Softmax/LayerNorm expanded and stitched into one cluster "
+                  "(opt_level 3) vs the hand-written kernel (p50 ms)")
+            stitched = dict(os.environ, MS_DEV_GRAPH_KERNEL_FLAGS="--opt_level=3 --enable_expand_ops=Softmax,LayerNorm")
+            for name in ("layernorm_block", "softmax"):
+                st = gkrt_bench(models[name], threads, "on", env=stitched)["on"]
+                hk = gkrt_bench(models[name], threads, "on")["on"]
+                print(f"{name:18s} reduce cluster {st['p50_ms']:8.3f} ({st['kernels']} kernel{'s' if st['kernels'] != 1 else ''})"
+                      f"  hand-written {hk['p50_ms']:8.3f} ({hk['kernels']} kernels)  ratio {st['p50_ms'] / hk['p50_ms']:5.2f}")
+        e2e = [n for n, sec in (("mlp", "e2e"), ("transformer_block", "e2e"), ("conv_block", "e2e"),
+                                ("bilstm_2layer", "recurrent")) if sec in sections]
+        if e2e:
+            print("-- end to end vs onnxruntime CPU (p50 ms; ratio = gkrt / onnxruntime)")
+        for name in e2e:
             r = gkrt_bench(models[name], threads, "on")["on"]
-            gbps = r["fused_bytes_per_run"] / (r["min_ms"] / 1e3) / 1e9
-            print(f"{name:18s} {r['min_ms']:8.2f} ms  {gbps:6.1f} GB/s  = {100 * gbps / triad:5.1f}% of triad "
-                  f"({r['kernels']} kernel{'s' if r['kernels'] != 1 else ''})")
-        print("-- fused vs unfused, cpu backend (p50 ms)")
-        for name in ("mynet_16m", "myop_16m", "layernorm_block", "softmax", "gelu_mlp"):
-            r = gkrt_bench(models[name], threads, "on,off")
-            print(f"{name:18s} fused {r['on']['p50_ms']:8.3f}  unfused {r['off']['p50_ms']:8.3f}  "
-                  f"speed-up {r['off']['p50_ms'] / r['on']['p50_ms']:5.2f}x  kernels {r['on']['kernels']} vs "
-                  f"{r['off']['kernels']}")
-        print("-- reduce-cluster executor: Softmax/LayerNorm expanded and stitched into one cluster "
-              "(opt_level 3) vs the hand-written kernel (p50 ms)")
-        stitched = dict(os.environ, MS_DEV_GRAPH_KERNEL_FLAGS="--opt_level=3 --enable_expand_ops=Softmax,LayerNorm")
-        for name in ("layernorm_block", "softmax"):
-            st = gkrt_bench(models[name], threads, "on", env=stitched)["on"]
-            hk = gkrt_bench(models[name], threads, "on")["on"]
-            print(f"{name:18s} reduce cluster {st['p50_ms']:8.3f} ({st['kernels']} kernel{'s' if st['kernels'] != 1 else ''})"
-                  f"  hand-written {hk['p50_ms']:8.3f} ({hk['kernels']} kernels)  ratio {st['p50_ms'] / hk['p50_ms']:5.2f}")
-        print("-- end to end vs onnxruntime CPU (p50 ms; ratio = gkrt / onnxruntime)")
-        for name in ("mlp", "transformer_block", "conv_block"):
-            r = gkrt_bench(models[name], threads, "on")["on"]
-            o = ort_p50(models[name], threads)
+            o, o_min = ort_stats(models[name], threads)
+            # min too for the recurrent model: a step-synchronous loop shows a loaded machine most
+            extra = f"  min {r['min_ms']:.3f} vs {o_min:.3f} ratio {r['min_ms'] / o_min:5.2f}" if name == "bilstm_2layer" else ""
             print(f"{name:18s} gkrt {r['p50_ms']:8.3f}  onnxruntime {o:8.3f}  ratio {r['p50_ms'] / o:5.2f}  "
-                  f"compile {r['compile_ms']:.1f} ms")
-    opencl_bench(models, int(args.threads.split(",")[-1]))
+                  f"compile {r['compile_ms']:.1f} ms{extra}")
+    if "opencl" in sections:
+        opencl_bench(models, int(args.threads.split(",")[-1]))
 
 
 def opencl_bench(models, threads):

@@ -10,16 +10,27 @@ flatbuffers::voffset_t slot(int i) { return flatbuffers::FieldIndexToOffset(stat
 // Nested vectors must exist before the table starts: create them first.
 struct VectorMaker {
   flatbuffers::FlatBufferBuilder& fbb;
-  std::vector<flatbuffers::Offset<flatbuffers::Vector<int64_t>>> vecs;
-  void operator()(const char*, const Ints& v) { vecs.push_back(fbb.CreateVector(v)); }
+  std::vector<flatbuffers::uoffset_t> vecs;
+  void operator()(const char*, const Ints& v) { vecs.push_back(fbb.CreateVector(v).o); }
+  void operator()(const char*, const Floats& v) { vecs.push_back(fbb.CreateVector(v).o); }
+  template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void operator()(const char*, const std::vector<E>& v) {
+    std::vector<int8_t> raw(v.size());
+    for (size_t k = 0; k < v.size(); ++k) raw[k] = static_cast<int8_t>(v[k]);
+    vecs.push_back(fbb.CreateVector(raw).o);
+  }
   template <class F> void operator()(const char*, const F&) { vecs.emplace_back(0); }
 };
 
 struct FieldWriter {
   flatbuffers::FlatBufferBuilder& fbb;
-  const std::vector<flatbuffers::Offset<flatbuffers::Vector<int64_t>>>& vecs;
+  const std::vector<flatbuffers::uoffset_t>& vecs;
   int i = 0;
-  void operator()(const char*, const Ints&) { fbb.AddOffset(slot(i), vecs[i]); ++i; }
+  void addVector() { fbb.AddOffset(slot(i), flatbuffers::Offset<void>(vecs[i])); ++i; }
+  void operator()(const char*, const Ints&) { addVector(); }
+  void operator()(const char*, const Floats&) { addVector(); }
+  template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void operator()(const char*, const std::vector<E>&) {
+    addVector();
+  }
   void operator()(const char*, int64_t v) { fbb.AddElement<int64_t>(slot(i++), v, 0); }
   void operator()(const char*, float v) { fbb.AddElement<float>(slot(i++), v, 0.0f); }
   void operator()(const char*, bool v) { fbb.AddElement<uint8_t>(slot(i++), v ? 1 : 0, 0); }
@@ -39,6 +50,23 @@ struct FieldReader {
   void operator()(const char*, Ints& v) {
     const auto* vec = t->GetPointer<const flatbuffers::Vector<int64_t>*>(slot(i++));
     if (vec) v = copyInt64Vector(vec);
+  }
+  void operator()(const char*, Floats& v) {
+    const auto* vec = t->GetPointer<const flatbuffers::Vector<float>*>(slot(i++));
+    if (vec) v.assign(vec->begin(), vec->end());
+  }
+  template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void operator()(const char* name, std::vector<E>& v) {
+    const auto* vec = t->GetPointer<const flatbuffers::Vector<int8_t>*>(slot(i++));
+    if (!vec) return;
+    v.clear();
+    for (int8_t raw : *vec) {
+      if (raw < 0 || raw >= enumCount<E>()) {
+        status = makeError(StatusCode::kInvalidModel, "attribute '", name, "' has an entry ", int(raw),
+                           ", valid are 0..", enumCount<E>() - 1);
+        return;
+      }
+      v.push_back(static_cast<E>(raw));
+    }
   }
   void operator()(const char*, int64_t& v) { v = t->GetField<int64_t>(slot(i++), v); }
   void operator()(const char*, float& v) { v = t->GetField<float>(slot(i++), v); }

@@ -6,6 +6,8 @@
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
 #include "backends/cpu/onednn_kernels.h"
+#include "backends/cpu/onednn_recurrent.h"
+#include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
@@ -21,7 +23,8 @@ bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return
 
 // Fast paths first: elementwise clusters and ops as one tiled loop, clusters with
 // reductions as passes of such loops over rows, GEMMs on oneDNN or the packed GEMM;
-// convolution, pooling, softmax, layernorm and transpose on their own kernels; every
+// convolution, pooling, softmax, layernorm and transpose on their own kernels; LSTM,
+// GRU and RNN on oneDNN's RNN primitives or their own kernel; every
 // other node runs its reference kernel.
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
@@ -34,6 +37,11 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
   if (cpu::canRunNorm(g, node)) return cpu::compileNorm(g, node, *pool_);
   if (cpu::canRunTranspose(g, node)) return cpu::compileTranspose(g, node, *pool_);
+  if (cpu::canRunOneDnnRecurrent(g, node)) {
+    auto k = cpu::compileOneDnnRecurrent(g, node);
+    if (k.ok()) return k;  // else our own recurrent kernel
+  }
+  if (cpu::canRunRecurrent(g, node)) return cpu::compileRecurrent(g, node, *pool_);
   return makeReferenceKernel(node);
 }
 

@@ -305,6 +305,8 @@ class OneDnnConv final : public Kernel {
 
 }  // namespace
 
+dnnl::engine& oneDnnEngine() { return cpuEngine(); }
+
 bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
   const std::string op = node.op->name;
   if (op == "Conv2D") {  // constant weights (reordered once), float32, non-empty

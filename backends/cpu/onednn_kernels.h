@@ -10,7 +10,18 @@
 
 #include "backends/backend.h"
 
+#ifdef GKRT_HAVE_DNNL
+namespace dnnl {
+struct engine;
+}
+#endif
+
 namespace gkrt::cpu {
+
+#ifdef GKRT_HAVE_DNNL
+// The one cpu engine every oneDNN kernel of this backend uses.
+dnnl::engine& oneDnnEngine();
+#endif
 
 // Whether this build has oneDNN and it takes `node`.
 bool canRunOneDnn(const ir::Graph& g, const ir::Node& node);

@@ -54,7 +54,8 @@ struct FieldSetter {
     ASSIGN_OR_RETURN(out, parseDType(text));
     return Status::Ok();
   }
-  static Status parse(std::string text, Ints& out) {
+  // Lists: "1,2,3" or "[1,2,3]", each item parsed as one value of the element type.
+  template <class T> static Status parse(std::string text, std::vector<T>& out) {
     out.clear();
     if (!text.empty() && text.front() == '[') text = text.substr(1);
     if (!text.empty() && text.back() == ']') text.pop_back();
@@ -64,7 +65,7 @@ struct FieldSetter {
       if (comma == std::string::npos) comma = text.size();
       std::string item = text.substr(pos, comma - pos);
       while (!item.empty() && item.front() == ' ') item.erase(0, 1);
-      int64_t v = 0;
+      T v{};
       RETURN_IF_ERROR(parse(item, v));
       out.push_back(v);
       pos = comma + 1;

@@ -25,9 +25,9 @@ enum class AttrKind : uint8_t {
   kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
-  kRounding, kRepeat,
+  kRounding, kRepeat, kRecurrent,
 };
-constexpr int kNumAttrKinds = 30;
+constexpr int kNumAttrKinds = 31;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -38,6 +38,12 @@ enum class GeluApprox : uint8_t { kTanh = 0, kNone };
 enum class DataFormat : uint8_t { kNCHW = 0, kNHWC };
 enum class Reduction : uint8_t { kNone = 0, kSum, kMean };
 enum class RoundingMode : uint8_t { kTrunc = 0, kFloor };
+enum class RnnDirection : uint8_t { kForward = 0, kReverse, kBidirectional };
+// The activation functions ONNX lists for LSTM/GRU/RNN, in ONNX's spelling.
+enum class RnnActivation : uint8_t {
+  kRelu = 0, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu, kSoftsign,
+  kSoftplus,
+};
 
 // Names of each enum's values, in numbering order (used by printing and parsing).
 template <typename E> struct EnumNames;
@@ -54,9 +60,13 @@ GKRT_ENUM_NAMES(GeluApprox, "tanh", "none");
 GKRT_ENUM_NAMES(DataFormat, "NCHW", "NHWC");
 GKRT_ENUM_NAMES(Reduction, "none", "sum", "mean");
 GKRT_ENUM_NAMES(RoundingMode, "trunc", "floor");
+GKRT_ENUM_NAMES(RnnDirection, "forward", "reverse", "bidirectional");
+GKRT_ENUM_NAMES(RnnActivation, "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
+                "HardSigmoid", "Elu", "Softsign", "Softplus");
 #undef GKRT_ENUM_NAMES
 
 using Ints = std::vector<int64_t>;
+using Floats = std::vector<float>;
 
 #define GKRT_ATTR(Name, Kind) static constexpr AttrKind kKind = AttrKind::Kind; \
   static constexpr const char* kName = Name
@@ -203,6 +213,20 @@ struct RoundingAttrs { GKRT_ATTR("Rounding", kRounding);
 struct RepeatAttrs { GKRT_ATTR("Repeat", kRepeat);
   int64_t repeats = 1; int64_t axis = 0;
   template <class S, class V> static void fields(S& s, V& v) { v("repeats", s.repeats); v("axis", s.axis); }
+};
+// ONNX LSTM, GRU and RNN. `activations` holds, per direction (forward first), the
+// op's functions in ONNX order (LSTM f, g, h; GRU f, g; RNN f), empty for the defaults;
+// `activation_alpha` / `activation_beta` hold one value per listed function (unused
+// ones 0). clip 0 = no clip.
+struct RecurrentAttrs { GKRT_ATTR("Recurrent", kRecurrent);
+  int64_t hidden_size = 0; RnnDirection direction = RnnDirection::kForward; int64_t layout = 0; float clip = 0.0f;
+  bool input_forget = false; bool linear_before_reset = false; std::vector<RnnActivation> activations;
+  Floats activation_alpha; Floats activation_beta;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("hidden_size", s.hidden_size); v("direction", s.direction); v("layout", s.layout); v("clip", s.clip);
+    v("input_forget", s.input_forget); v("linear_before_reset", s.linear_before_reset);
+    v("activations", s.activations); v("activation_alpha", s.activation_alpha); v("activation_beta", s.activation_beta);
+  }
 };
 #undef GKRT_ATTR
 

@@ -29,9 +29,22 @@ struct FieldPrinter {
     for (size_t i = 0; i < xs.size(); ++i) os << (i ? "," : "") << xs[i];
     os << "]";
   }
+  void print(const Floats& xs) {
+    os << "[";
+    for (size_t i = 0; i < xs.size(); ++i) os << (i ? "," : "") << xs[i];
+    os << "]";
+  }
   template <class E, std::enable_if_t<kIsNamedEnum<E>, int> = 0> void print(E e) {
     const int i = static_cast<int>(e);
     os << (i < EnumNames<E>::count ? EnumNames<E>::names[i] : "?");
+  }
+  template <class E, std::enable_if_t<kIsNamedEnum<E>, int> = 0> void print(const std::vector<E>& es) {
+    os << "[";
+    for (size_t i = 0; i < es.size(); ++i) {
+      os << (i ? "," : "");
+      print(es[i]);
+    }
+    os << "]";
   }
 };
 
@@ -43,7 +56,12 @@ struct FieldHasher {
   void add(float x) { uint32_t u; std::memcpy(&u, &x, 4); mix(u); }
   void add(bool x) { mix(x ? 1 : 2); }
   void add(const Ints& xs) { for (int64_t x : xs) add(x); mix(xs.size()); }
+  void add(const Floats& xs) { for (float x : xs) add(x); mix(xs.size()); }
   template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void add(E e) { mix(static_cast<size_t>(e)); }
+  template <class E, std::enable_if_t<std::is_enum_v<E>, int> = 0> void add(const std::vector<E>& es) {
+    for (E e : es) add(e);
+    mix(es.size());
+  }
 };
 
 // Collects field references of one struct so two instances compare field by field.
@@ -128,6 +146,7 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kReduction: fn(ReductionAttrs{}); return true;
     case AttrKind::kRounding: fn(RoundingAttrs{}); return true;
     case AttrKind::kRepeat: fn(RepeatAttrs{}); return true;
+    case AttrKind::kRecurrent: fn(RecurrentAttrs{}); return true;
   }
   return false;
 }

@@ -17,6 +17,7 @@ void registerLinearOps(std::vector<OpDef>& t);
 void registerTrainingOps(std::vector<OpDef>& t);
 void registerFusedOps(std::vector<OpDef>& t);
 void registerDynamicShapeOps(std::vector<OpDef>& t);
+void registerRecurrentOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -48,6 +49,7 @@ struct OpTable {
     ops::registerTrainingOps(ops);
     ops::registerFusedOps(ops);
     ops::registerDynamicShapeOps(ops);
+    ops::registerRecurrentOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

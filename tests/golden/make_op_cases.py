@@ -547,6 +547,43 @@ case("LambApplyOptimizerAssign", "LambApplyOptimizerAssign",
      [gr, v_, m_, var_, sc(b1), sc(1 - b1), sc(b2), sc(1 - b2), sc(1e-6), sc(steps), sc(1.0), sc(0.01)],
      [as32(lamb_upd), as32(nv2), as32(nm2)], rtol=1e-4, atol=1e-5)
 
+# ---- recurrent ops: expected values from ONNX's own numpy reference (onnx.reference) ----
+def onnx_reference(op, inputs, num_outputs, attrs):
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    names = [f"i{k}" if a is not None else "" for k, a in enumerate(inputs)]
+    outs = [f"o{k}" for k in range(num_outputs)]
+    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
+    graph = helper.make_graph(
+        [helper.make_node(op, names, outs, **attrs)], op,
+        [helper.make_tensor_value_info(n, types[a.dtype], a.shape) for n, a in zip(names, inputs) if a is not None],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    return [as32(o) for o in ReferenceEvaluator(model).run(None, {n: a for n, a in zip(names, inputs) if a is not None})]
+
+
+def recurrent_case(name, op, inputs, num_outputs, **attrs):
+    outs = onnx_reference(op, inputs, num_outputs, attrs)
+    case(name, op, inputs, outs, {k: v for k, v in attrs.items()}, rtol=1e-4, atol=1e-5)
+
+
+T_, B_, I_, H_ = 4, 2, 3, 5
+rw = lambda *s: f32(*s, lo=-0.6, hi=0.6)  # noqa: E731
+recurrent_case("LSTM_bidirectional_peepholes", "LSTM",
+               [f32(T_, B_, I_), rw(2, 4 * H_, I_), rw(2, 4 * H_, H_), rw(2, 8 * H_), None, f32(2, B_, H_),
+                f32(2, B_, H_), rw(2, 3 * H_)], 3, hidden_size=H_, direction="bidirectional")
+recurrent_case("LSTM_reverse_layout1", "LSTM",
+               [f32(B_, T_, I_), rw(1, 4 * H_, I_), rw(1, 4 * H_, H_), rw(1, 8 * H_)], 3, hidden_size=H_,
+               direction="reverse", layout=1)
+recurrent_case("GRU_bidirectional_linear_before_reset", "GRU",
+               [f32(T_, B_, I_), rw(2, 3 * H_, I_), rw(2, 3 * H_, H_), rw(2, 6 * H_), None, f32(2, B_, H_)], 2,
+               hidden_size=H_, direction="bidirectional", linear_before_reset=1)
+recurrent_case("GRU_forward", "GRU", [f32(T_, B_, I_), rw(1, 3 * H_, I_), rw(1, 3 * H_, H_), rw(1, 6 * H_)], 2,
+               hidden_size=H_)
+recurrent_case("RNN_reverse_initial_h", "RNN",
+               [f32(T_, B_, I_), rw(1, H_, I_), rw(1, H_, H_), rw(1, 2 * H_), None, f32(1, B_, H_)], 2,
+               hidden_size=H_, direction="reverse")
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)
 print(f"wrote {len(cases)} golden cases to {OUT}")

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <functional>
 
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
@@ -225,6 +226,64 @@ TEST(OnnxImport, ExternalDataBesideTheModel) {
   auto out = testing::runGraph(*r, {HostTensor::fromFloats({2}, {2, 2})});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{6, -2}));
+}
+
+// LSTM/GRU/RNN: attributes reach the op (activations with alpha/beta as onnxruntime
+// consumes them), and what the op cannot take is a clear error naming it.
+TEST(OnnxImport, RecurrentOpsAndTheirErrors) {
+  auto lstm = [](const std::function<void(onnx::NodeProto*)>& edit) {
+    onnx::ModelProto m = model(14);
+    auto* g = m.mutable_graph();
+    addInput(g, "x", {3, 1, 2});
+    addInitializer(g, "W", {1, 8, 2}, std::vector<float>(16, 0.1f));
+    addInitializer(g, "R", {1, 8, 2}, std::vector<float>(16, 0.1f));
+    auto* n = addNode(g, "LSTM", {"x", "W", "R"}, {"y", "y_h"});
+    auto* h = n->add_attribute();
+    h->set_name("hidden_size");
+    h->set_type(onnx::AttributeProto::INT);
+    h->set_i(2);
+    edit(n);
+    addOutput(g, "y");
+    addOutput(g, "y_h");
+    return import(m);
+  };
+  auto strings = [](onnx::NodeProto* n, const std::string& name, std::vector<std::string> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRINGS);
+    for (auto& s : v) a->add_strings(s);
+  };
+  auto floats = [](onnx::NodeProto* n, const std::string& name, std::vector<float> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOATS);
+    for (float f : v) a->add_floats(f);
+  };
+  auto ok = lstm([&](onnx::NodeProto* n) {
+    strings(n, "activations", {"HardSigmoid", "Tanh", "LeakyRelu"});
+    floats(n, "activation_alpha", {0.3f, 0.7f});  // HardSigmoid's, then LeakyRelu's
+  });
+  ASSERT_TRUE(ok.ok()) << ok.status().toString();
+  const ir::Node* node = nullptr;
+  for (const ir::Node& n : ok->nodes) if (std::string(n.op->name) == "LSTM") node = &n;
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->attrs.toString(),
+            "hidden_size=2 direction=forward layout=0 clip=0 input_forget=false linear_before_reset=false "
+            "activations=[HardSigmoid,Tanh,LeakyRelu] activation_alpha=[0.3,0,0.7] activation_beta=[0.5,0,0]");
+
+  expectError(lstm([&](onnx::NodeProto* n) { strings(n, "activations", {"Sigmoid", "Swish", "Tanh"}); }),
+              {"LSTM", "activation 'Swish'", "HardSigmoid"});
+  expectError(lstm([&](onnx::NodeProto* n) { strings(n, "activations", {"Sigmoid", "Tanh"}); }),
+              {"LSTM", "activations lists 2 functions", "3 per direction"});
+  expectError(lstm([&](onnx::NodeProto* n) {
+                auto* a = n->add_attribute();
+                a->set_name("direction");
+                a->set_type(onnx::AttributeProto::STRING);
+                a->set_s("sideways");
+              }),
+              {"direction 'sideways'", "bidirectional"});
+  expectError(lstm([&](onnx::NodeProto* n) { n->mutable_attribute(0)->set_i(3); }),  // R says 2
+              {"hidden_size=3", "hidden size 2"});
 }
 
 }  // namespace
