@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
+#include "runtime/control_flow_kernels.h"
 #include "runtime/device_fallback.h"
 #include "runtime/memory_plan.h"
 #include "runtime/log.h"
@@ -86,6 +87,10 @@ Status Session::compile() {
   size_t workspace = 0;
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const ir::Node& node = graph_.nodes[i];
+    if (!node.subgraphs.empty()) {  // control flow: its subgraphs become child sessions
+      RETURN_IF_ERROR(addControlFlowStep(static_cast<int>(i)));
+      continue;
+    }
     Backend* target = backend_.get();
     if (!backend_->supports(graph_, node)) {
       // Host backends fall back to the reference kernels; device backends to the cpu
@@ -132,6 +137,34 @@ Status Session::compile() {
   }
   GKRT_LOG_INFO("session compiled for ", backend_->name(), ": ", steps_.size(), " kernels");
   return Status::Ok();
+}
+
+Status Session::addControlFlowStep(int i) {
+  const ir::Node& node = graph_.nodes[size_t(i)];
+  SessionOptions child;
+  child.backend = backend_name_;
+  child.backend_options = backend_options_;
+  child.fusion = fusion_options_;
+  auto kernel = compileControlFlowKernel(node, child);
+  if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(graph_, i));
+  Step step;
+  step.backend = backend_->name();
+  step.kernel = std::move(kernel).value();
+  if (!backend_->isHost()) step.kernel = makeHostFallbackKernel(*backend_, std::move(step.kernel), graph_, node);
+  steps_.push_back(std::move(step));
+  return Status::Ok();
+}
+
+Status Session::setInputData(size_t k, const void* data, size_t bytes) {
+  if (!bytes) return Status::Ok();
+  return backend_->copyToDevice(buffers_[graph_.inputs[k]], data, bytes);
+}
+
+Status Session::copyOutputData(size_t k, void* data, size_t bytes) const {
+  const int t = graph_.outputs[k];
+  if (!bytes) return Status::Ok();
+  const void* src = buffers_[t] ? buffers_[t] : graph_.tensors[t].constant->data;
+  return backend_->copyToHost(data, src, bytes);
 }
 
 // Host backends: one arena, offsets from the memory plan (constants used in place).

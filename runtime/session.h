@@ -57,6 +57,10 @@ class Session {
   Status resizeInput(const std::string& name, const Shape& shape);
   Status run();
   StatusOr<HostTensor> output(const std::string& name) const;
+  // Input/output k by position, `bytes` exactly its size, no checks: for kernels that
+  // run a child session (control flow, runtime/control_flow_kernels.h).
+  Status setInputData(size_t k, const void* data, size_t bytes);
+  Status copyOutputData(size_t k, void* data, size_t bytes) const;
 
   // Kernels launched per run, the fused graph they were compiled from, and what
   // fusion did.
@@ -87,6 +91,7 @@ class Session {
  private:
   Session() = default;
   Status compile();
+  Status addControlFlowStep(int node_index);
   void release();
   Status allocateTensors(const std::vector<char>& referenced);
   int findInput(const std::string& name) const;

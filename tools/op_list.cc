@@ -13,6 +13,7 @@ void collectOps(const ir::Graph& g, std::set<std::string>& ops) {
   for (const ir::Node& n : g.nodes) {
     ops.insert(n.op->name);
     if (n.subgraph) collectOps(*n.subgraph, ops);
+    for (const auto& sub : n.subgraphs) collectOps(*sub, ops);
   }
 }
 

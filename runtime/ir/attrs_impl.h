@@ -128,6 +128,8 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kReduction: fn(ReductionAttrs{}); return true;
     case AttrKind::kRounding: fn(RoundingAttrs{}); return true;
     case AttrKind::kRepeat: fn(RepeatAttrs{}); return true;
+    case AttrKind::kLoop: fn(LoopAttrs{}); return true;
+    case AttrKind::kScan: fn(ScanAttrs{}); return true;
   }
   return false;
 }

@@ -54,6 +54,15 @@ struct OpDef {
   const char* summary;  // one line: formula or semantics
 };
 
+// Control flow (runtime/ir/ops/control_flow.cc): how many subgraphs nodes of `op` hold
+// (If 2, Loop and Scan 1, every other op 0).
+int subgraphCount(const OpDef& op);
+namespace ir {
+// Node `i` of `g` holds the subgraphs its op takes, each valid, with as many inputs and
+// outputs as the op binds to the node's (messages name the node and the branch).
+Status validateControlFlowSubgraphs(const Graph& g, int i);
+}  // namespace ir
+
 // Looks an op up by its name or an alias ("Gelu" -> GeLU, "Where" -> Select).
 const OpDef* findOp(std::string_view name);
 // Every op, in definition order.

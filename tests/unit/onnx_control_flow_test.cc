@@ -1,0 +1,231 @@
+// The ONNX converter on control flow: an If with a constant (or frozen) condition is
+// inlined, otherwise kept with both branches; outer values the subgraphs read become
+// explicit inputs; a Loop with scan outputs needs a trip count known at conversion.
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+#include "tools/onnx/onnx_import.h"
+
+namespace gkrt {
+namespace {
+
+void addValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
+              std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
+  auto* v = list->Add();
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(type);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_" + std::to_string(g->node_size()));
+  for (auto& i : in) n->add_input(i);
+  for (auto& o : out) n->add_output(o);
+  return n;
+}
+void addGraphAttr(onnx::NodeProto* n, const std::string& name, const onnx::GraphProto& g) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+void addIntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+StatusOr<ir::Graph> import(const onnx::ModelProto& m, const OnnxImportOptions& o = {}) {
+  const std::string path = ::testing::TempDir() + "/cf.onnx";
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return importOnnxFile(path, o);
+}
+
+// y = If(flag) { x * k } else { x - x2 } + 1, where k, x and x2 are outer values.
+onnx::ModelProto ifModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  addValue(g->mutable_input(), "flag", {}, onnx::TensorProto::BOOL);
+  addValue(g->mutable_input(), "x", {3});
+  auto* k = g->add_initializer();
+  k->set_name("k");
+  k->set_data_type(onnx::TensorProto::FLOAT);
+  k->add_dims(3);
+  for (float v : {2.f, 3.f, 4.f}) k->add_float_data(v);
+  addNode(g, "Neg", {"x"}, {"x2"});
+  onnx::GraphProto then_g, else_g;
+  addNode(&then_g, "Mul", {"x", "k"}, {"t"});
+  addValue(then_g.mutable_output(), "t", {3});
+  addNode(&else_g, "Sub", {"x", "x2"}, {"e"});
+  addValue(else_g.mutable_output(), "e", {3});
+  auto* node = addNode(g, "If", {"flag"}, {"picked"});
+  addGraphAttr(node, "then_branch", then_g);
+  addGraphAttr(node, "else_branch", else_g);
+  auto* one = g->add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::FLOAT);
+  one->add_float_data(1);
+  addNode(g, "Add", {"picked", "one"}, {"y"});
+  addValue(g->mutable_output(), "y", {3});
+  return m;
+}
+
+HostTensor flag(bool v) {
+  HostTensor t(DType::kBool, {});
+  *static_cast<uint8_t*>(t.data()) = v;
+  return t;
+}
+
+size_t countOps(const ir::Graph& g, const char* op) {
+  size_t n = 0;
+  for (const ir::Node& node : g.nodes) n += std::string(node.op->name) == op;
+  return n;
+}
+
+TEST(OnnxControlFlow, IfIsKeptWithCapturesAsInputs) {
+  auto g = import(ifModel());
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  ASSERT_EQ(countOps(*g, "If"), 1u);
+  const ir::Node* node = nullptr;
+  for (const ir::Node& n : g->nodes) if (std::string(n.op->name) == "If") node = &n;
+  // {flag, x, x2}: x read by both branches, x2 by the else branch only; the constant
+  // k is copied into the then branch rather than captured.
+  ASSERT_EQ(node->inputs.size(), 3u);
+  EXPECT_EQ(g->tensors[node->inputs[1]].name, "x");
+  EXPECT_STREQ(g->nodes[0].op->name, "Neg");
+  EXPECT_EQ(node->inputs[2], g->nodes[0].outputs[0]);
+  for (const auto& branch : node->subgraphs) {
+    ASSERT_EQ(branch->inputs.size(), 2u);
+    EXPECT_EQ(branch->tensors[branch->inputs[0]].name, "x");
+    EXPECT_EQ(branch->tensors[branch->inputs[1]].name, "x2");
+  }
+  const HostTensor x = HostTensor::fromFloats({3}, {1, -2, 3});
+  for (const char* backend : {"reference", "cpu"}) {
+    auto t = testing::runGraph(*g, {flag(true), x}, backend);
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    EXPECT_EQ((*t)[0].toFloats(), (std::vector<float>{3, -5, 13})) << backend;
+    auto e = testing::runGraph(*g, {flag(false), x}, backend);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ((*e)[0].toFloats(), (std::vector<float>{3, -3, 7})) << backend;
+  }
+}
+
+TEST(OnnxControlFlow, IfOnAFrozenConditionIsInlined) {
+  for (bool taken : {true, false}) {
+    OnnxImportOptions o;
+    o.frozen_inputs["flag"] = flag(taken);
+    auto g = import(ifModel(), o);
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    EXPECT_EQ(countOps(*g, "If"), 0u);
+    EXPECT_EQ(countOps(*g, taken ? "Mul" : "Sub"), 1u);
+    EXPECT_EQ(countOps(*g, taken ? "Sub" : "Mul"), 0u);
+    auto out = testing::runGraph(*g, {HostTensor::fromFloats({3}, {1, -2, 3})}, "cpu");
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_EQ((*out)[0].toFloats(), taken ? (std::vector<float>{3, -5, 13}) : (std::vector<float>{3, -3, 7}));
+  }
+}
+
+// Loop(M, cond, s) { s + x } with a scan output; M from `trips`.
+onnx::ModelProto loopModel(bool constant_trips) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  addValue(g->mutable_input(), "x", {2});
+  addValue(g->mutable_input(), "s0", {2});
+  if (constant_trips) {
+    auto* t = g->add_initializer();
+    t->set_name("trips");
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(4);
+  } else {
+    addValue(g->mutable_input(), "trips", {}, onnx::TensorProto::INT64);
+  }
+  onnx::GraphProto body;
+  addValue(body.mutable_input(), "i", {}, onnx::TensorProto::INT64);
+  addValue(body.mutable_input(), "c", {}, onnx::TensorProto::BOOL);
+  addValue(body.mutable_input(), "s", {2});
+  addNode(&body, "Identity", {"c"}, {"c_out"});
+  addNode(&body, "Add", {"s", "x"}, {"s_out"});
+  addNode(&body, "Identity", {"s_out"}, {"scan"});
+  for (const char* o : {"c_out", "s_out", "scan"}) body.add_output()->set_name(o);
+  auto* node = addNode(g, "Loop", {"trips", "", "s0"}, {"s_final", "all"});
+  addGraphAttr(node, "body", body);
+  addValue(g->mutable_output(), "s_final", {2});
+  addValue(g->mutable_output(), "all", {4, 2});
+  return m;
+}
+
+TEST(OnnxControlFlow, LoopWithAConstantTripCountRuns) {
+  auto g = import(loopModel(true));
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  ASSERT_EQ(countOps(*g, "Loop"), 1u);
+  for (const char* backend : {"reference", "cpu"}) {
+    auto r = testing::runGraph(*g, {HostTensor::fromFloats({2}, {1, 10}), HostTensor::fromFloats({2}, {0, 5})}, backend);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    EXPECT_EQ((*r)[0].toFloats(), (std::vector<float>{4, 45})) << backend;
+    EXPECT_EQ((*r)[1].shape(), (Shape{4, 2}));
+    EXPECT_EQ((*r)[1].toFloats(), (std::vector<float>{1, 15, 2, 25, 3, 35, 4, 45})) << backend;
+  }
+}
+
+TEST(OnnxControlFlow, LoopScanOutputsWithARuntimeTripCountAreAClearError) {
+  auto g = import(loopModel(false));
+  ASSERT_FALSE(g.ok());
+  for (const char* needle : {"Loop", "scan output", "trip count M", "'trips'", "--freeze"}) {
+    EXPECT_NE(g.status().message().find(needle), std::string::npos) << g.status().message();
+  }
+  OnnxImportOptions o;  // the fix the message names
+  HostTensor trips(DType::kInt64, {});
+  *static_cast<int64_t*>(trips.data()) = 4;
+  o.frozen_inputs["trips"] = trips;
+  auto frozen = import(loopModel(false), o);
+  ASSERT_TRUE(frozen.ok()) << frozen.status().toString();
+}
+
+TEST(OnnxControlFlow, ScanWithAnOuterValueAndReverseDirection) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  addValue(g->mutable_input(), "init", {2});
+  addValue(g->mutable_input(), "xs", {3, 2});
+  addValue(g->mutable_input(), "w", {2});
+  onnx::GraphProto body;
+  addValue(body.mutable_input(), "acc", {2});
+  addValue(body.mutable_input(), "row", {2});
+  addNode(&body, "Mul", {"row", "w"}, {"wr"});
+  addNode(&body, "Add", {"acc", "wr"}, {"acc_out"});
+  addNode(&body, "Identity", {"acc_out"}, {"trace"});
+  for (const char* o : {"acc_out", "trace"}) body.add_output()->set_name(o);
+  auto* node = addNode(g, "Scan", {"init", "xs"}, {"final", "traces"});
+  addGraphAttr(node, "body", body);
+  addIntAttr(node, "num_scan_inputs", 1);
+  auto* dirs = node->add_attribute();
+  dirs->set_name("scan_input_directions");
+  dirs->set_type(onnx::AttributeProto::INTS);
+  dirs->add_ints(1);
+  addValue(g->mutable_output(), "final", {2});
+  addValue(g->mutable_output(), "traces", {3, 2});
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const ir::Node& n : r->nodes) {
+    if (std::string(n.op->name) == "Scan") { EXPECT_EQ(n.inputs.size(), 3u); }  // + w
+  }
+  auto out = testing::runGraph(*r, {HostTensor::fromFloats({2}, {0, 0}), HostTensor::fromFloats({3, 2}, {1, 2, 3, 4, 5, 6}),
+                                    HostTensor::fromFloats({2}, {1, 10})}, "cpu");
+  ASSERT_TRUE(out.ok()) << out.status().toString();
+  EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{9, 120}));
+  EXPECT_EQ((*out)[1].toFloats(), (std::vector<float>{5, 60, 8, 100, 9, 120}));  // rows 2, 1, 0 accumulated
+}
+
+}  // namespace
+}  // namespace gkrt
