@@ -130,8 +130,9 @@ Status convertLoop(Context& c, const Node& n, Outs& outs) {
     if (m.size() != 1) return unsupported(n, "the trip count M holds " + std::to_string(m.size()) + " values");
     attrs.trip_count = std::max<int64_t>(0, m[0]);
   } else if (scans > 0) {
-    return unsupported(n, std::to_string(scans) + " scan output(s) need the trip count M at conversion, but M ('" +
-                              n.input(0) + "') is " + (trips.id < 0 ? "absent" : "computed at run time") +
+    return unsupported(n, std::to_string(scans) + " scan output(s) are sized by the trip count, so M ('" + n.input(0) +
+                              "') must be a constant at conversion, but it is " +
+                              (trips.id < 0 ? "absent" : "computed at run time") +
                               "; freeze the inputs it depends on (gkrt convert --freeze NAME=values.npy) or export "
                               "the loop with a constant trip count");
   }
