@@ -83,9 +83,7 @@ save("cf_if_data", graph, {"x": np.abs(x) + 0.1, "y": rng.standard_normal((3, 5)
 steps, hidden = 5, 8
 body = helper.make_graph(
     [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-     helper.make_node("Unsqueeze", ["i", "axis0"], ["i1"]),
-     helper.make_node("Add", ["i1", "one"], ["i2"]),
-     helper.make_node("Slice", ["xs", "i1", "i2"], ["x_i"]),
+     helper.make_node("Gather", ["xs", "i"], ["x_i"], axis=0),  # xs[i], as PyTorch exports it
      helper.make_node("MatMul", ["h_in", "w"], ["hw"]),
      helper.make_node("Add", ["hw", "x_i"], ["pre"]),
      helper.make_node("Tanh", ["pre"], ["h_out"]),
@@ -94,8 +92,7 @@ body = helper.make_graph(
     [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
      helper.make_tensor_value_info("h_in", F, [1, hidden])],
     [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("h_out", F, [1, hidden]),
-     helper.make_tensor_value_info("step_mean", F, [1, 1])],
-    [numpy_helper.from_array(np.array([0], np.int64), "axis0"), numpy_helper.from_array(np.array([1], np.int64), "one")])
+     helper.make_tensor_value_info("step_mean", F, [1, 1])])
 graph = helper.make_graph(
     [const("trips", np.int64(steps)), const("go", np.array(True)),
      helper.make_node("Loop", ["trips", "go", "h0"], ["h_final", "means"], body=body)],

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/builder.h"
+#include "runtime/log.h"
 #include "runtime/model_io.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
@@ -259,20 +260,35 @@ TEST(ControlFlow, CorruptedSubgraphsAreRefused) {
                 {"only If, Loop and Scan"});
 }
 
+size_t countOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 TEST(ControlFlow, ChildSessionsAreCompiledOnceAndReused) {
   const ir::Graph g = loopModel(5);
   SessionOptions opts;
   opts.backend = "cpu";
+  const LogLevel saved = logLevel();
+  setLogLevel(LogLevel::kInfo);
+  ::testing::internal::CaptureStderr();
   auto s = Session::create(g, opts);
+  const std::string compile_log = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(countOf(compile_log, "session compiled for cpu"), 2u) << compile_log;  // the model and the loop body
   ASSERT_TRUE((*s)->setInput("h0", HostTensor::fromFloats({2}, {1, 1})).ok());
   ASSERT_TRUE((*s)->setInput("bias", HostTensor::fromFloats({2}, {0, 0})).ok());
-  for (int run = 0; run < 3; ++run) {  // repeated runs give the same result from the same kernels
+  ::testing::internal::CaptureStderr();
+  for (int run = 0; run < 3; ++run) {  // five iterations each, no compiling
     ASSERT_TRUE((*s)->run().ok());
     auto h = (*s)->output("h_final");
     ASSERT_TRUE(h.ok());
     EXPECT_FLOAT_EQ(h->toFloats()[0], 6.15625f);  // h = h/2 + i from 1, i = 0..4
   }
+  const std::string run_log = ::testing::internal::GetCapturedStderr();
+  setLogLevel(saved);
+  EXPECT_EQ(countOf(run_log, "compiled"), 0u) << run_log;
 }
 
 }  // namespace
