@@ -15,6 +15,30 @@ Shape dropAxis(Shape s, size_t axis) {
 }
 std::string nodeName(const Node& n) { return std::string(n.op->name) + " node '" + n.name + "'"; }
 
+// Values a loop or scan carries from step to step: the body reads `current` and
+// writes `next`, which swap after each step.
+struct Carried {
+  std::vector<uint8_t*> current, next;
+  // Takes scratch slots from `slot` on and copies in[first, first + count) in.
+  void start(ControlFlowScratch& scratch, size_t& slot, const std::vector<TensorView>& in, size_t first, size_t count) {
+    current.resize(count);
+    next.resize(count);
+    for (size_t k = 0; k < count; ++k) {
+      const size_t bytes = bytesOf(in[first + k].shape, in[first + k].dtype);
+      current[k] = scratch.get(slot++, bytes);
+      next[k] = scratch.get(slot++, bytes);
+      if (bytes) std::memcpy(current[k], in[first + k].data, bytes);
+    }
+  }
+  // The final values into out[0, count).
+  void finish(const std::vector<MutableTensorView>& out) const {
+    for (size_t k = 0; k < current.size(); ++k) {
+      const size_t bytes = bytesOf(out[k].shape, out[k].dtype);
+      if (bytes) std::memcpy(out[k].data, current[k], bytes);
+    }
+  }
+};
+
 Status runIf(const Node& n, const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out,
              const SubgraphRunner& run) {
   const bool cond = in[0].as<uint8_t>()[0] != 0;
@@ -47,13 +71,9 @@ Status runLoop(const Node& n, const std::vector<TensorView>& in, const std::vect
   auto* iteration = reinterpret_cast<int64_t*>(scratch.get(0, sizeof(int64_t)));
   uint8_t* cond_in = scratch.get(1, 1);
   uint8_t* cond_out = scratch.get(2, 1);
-  std::vector<uint8_t*> current(carried), next(carried);
-  for (size_t k = 0; k < carried; ++k) {
-    const size_t bytes = bytesOf(in[2 + k].shape, in[2 + k].dtype);
-    current[k] = scratch.get(3 + 2 * k, bytes);
-    next[k] = scratch.get(4 + 2 * k, bytes);
-    if (bytes) std::memcpy(current[k], in[2 + k].data, bytes);
-  }
+  size_t slot = 3;
+  Carried values;
+  values.start(scratch, slot, in, 2, carried);
   std::vector<TensorView> body_in(in.size());
   std::vector<MutableTensorView> body_out(1 + out.size());
   body_in[0] = {DType::kInt64, {}, iteration};
@@ -65,8 +85,8 @@ Status runLoop(const Node& n, const std::vector<TensorView>& in, const std::vect
     *iteration = i;
     *cond_in = cond ? 1 : 0;
     for (size_t k = 0; k < carried; ++k) {
-      body_in[2 + k] = {in[2 + k].dtype, in[2 + k].shape, current[k]};
-      body_out[1 + k] = {in[2 + k].dtype, in[2 + k].shape, next[k]};
+      body_in[2 + k] = {in[2 + k].dtype, in[2 + k].shape, values.current[k]};
+      body_out[1 + k] = {in[2 + k].dtype, in[2 + k].shape, values.next[k]};
     }
     for (size_t j = 0; j < scans; ++j) {
       const MutableTensorView& o = out[carried + j];
@@ -78,7 +98,7 @@ Status runLoop(const Node& n, const std::vector<TensorView>& in, const std::vect
       body_out[1 + carried + j] = {o.dtype, row, static_cast<uint8_t*>(o.data) + i * bytesOf(row, o.dtype)};
     }
     RETURN_IF_ERROR(run(0, body_in, body_out).withContext(nodeName(n) + " iteration " + std::to_string(i)));
-    std::swap(current, next);
+    std::swap(values.current, values.next);
     cond = *cond_out != 0;
   }
   if (scans > 0 && i != a.trip_count) {
@@ -86,10 +106,7 @@ Status runLoop(const Node& n, const std::vector<TensorView>& in, const std::vect
                      "outputs are sized for the trip count ", a.trip_count, " given at conversion (a loop whose "
                      "condition ends it early cannot have scan outputs in gkrt)");
   }
-  for (size_t k = 0; k < carried; ++k) {
-    const size_t bytes = bytesOf(out[k].shape, out[k].dtype);
-    if (bytes) std::memcpy(out[k].data, current[k], bytes);
-  }
+  values.finish(out);
   return Status::Ok();
 }
 
@@ -105,14 +122,9 @@ Status scanOnce(const Node& n, const std::vector<TensorView>& in, const std::vec
   };
   auto reversed = [](const Ints& dirs, size_t k) { return k < dirs.size() && dirs[k] != 0; };
   const int64_t length = in[states].shape[axisOf(a.scan_input_axes, 0, in[states].shape.size())];
-  std::vector<uint8_t*> current(states), next(states);
   size_t slot = 0;
-  for (size_t k = 0; k < states; ++k) {
-    const size_t bytes = bytesOf(in[k].shape, in[k].dtype);
-    current[k] = scratch.get(slot++, bytes);
-    next[k] = scratch.get(slot++, bytes);
-    if (bytes) std::memcpy(current[k], in[k].data, bytes);
-  }
+  Carried state;
+  state.start(scratch, slot, in, 0, states);
   std::vector<TensorView> body_in(in.begin(), in.end());
   std::vector<MutableTensorView> body_out(out.size());
   for (size_t j = 0; j < scanned; ++j) {
@@ -133,8 +145,8 @@ Status scanOnce(const Node& n, const std::vector<TensorView>& in, const std::vec
                 x.shape, x.dtype, axisOf(a.scan_input_axes, j, x.shape.size()), at, false);
     }
     for (size_t k = 0; k < states; ++k) {
-      body_in[k] = {in[k].dtype, in[k].shape, current[k]};
-      body_out[k] = {in[k].dtype, in[k].shape, next[k]};
+      body_in[k] = {in[k].dtype, in[k].shape, state.current[k]};
+      body_out[k] = {in[k].dtype, in[k].shape, state.next[k]};
     }
     RETURN_IF_ERROR(run(0, body_in, body_out).withContext(nodeName(n) + " step " + std::to_string(t)));
     for (size_t j = 0; j < scans; ++j) {
@@ -143,12 +155,9 @@ Status scanOnce(const Node& n, const std::vector<TensorView>& in, const std::vec
       moveSlice(static_cast<const uint8_t*>(body_out[states + j].data), static_cast<uint8_t*>(y.data), y.shape, y.dtype,
                 axisOf(a.scan_output_axes, j, y.shape.size()), at, true);
     }
-    std::swap(current, next);
+    std::swap(state.current, state.next);
   }
-  for (size_t k = 0; k < states; ++k) {
-    const size_t bytes = bytesOf(out[k].shape, out[k].dtype);
-    if (bytes) std::memcpy(out[k].data, current[k], bytes);
-  }
+  state.finish(out);
   return Status::Ok();
 }
 

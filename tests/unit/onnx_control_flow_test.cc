@@ -8,26 +8,11 @@
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
+#include "tests/unit/onnx_test_support.h"
 
 namespace gkrt {
 namespace {
 
-void addValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list, const std::string& name,
-              std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
-  auto* v = list->Add();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + std::to_string(g->node_size()));
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
-}
 void addGraphAttr(onnx::NodeProto* n, const std::string& name, const onnx::GraphProto& g) {
   auto* a = n->add_attribute();
   a->set_name(name);
@@ -49,32 +34,23 @@ StatusOr<ir::Graph> import(const onnx::ModelProto& m, const OnnxImportOptions& o
 
 // y = If(flag) { x * k } else { x - x2 } + 1, where k, x and x2 are outer values.
 onnx::ModelProto ifModel() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = model();
   auto* g = m.mutable_graph();
-  addValue(g->mutable_input(), "flag", {}, onnx::TensorProto::BOOL);
-  addValue(g->mutable_input(), "x", {3});
-  auto* k = g->add_initializer();
-  k->set_name("k");
-  k->set_data_type(onnx::TensorProto::FLOAT);
-  k->add_dims(3);
-  for (float v : {2.f, 3.f, 4.f}) k->add_float_data(v);
+  addInput(g, "flag", {}, onnx::TensorProto::BOOL);
+  addInput(g, "x", {3});
+  addInitializer(g, "k", {3}, {2, 3, 4});
   addNode(g, "Neg", {"x"}, {"x2"});
   onnx::GraphProto then_g, else_g;
   addNode(&then_g, "Mul", {"x", "k"}, {"t"});
-  addValue(then_g.mutable_output(), "t", {3});
+  addOutput(&then_g, "t");
   addNode(&else_g, "Sub", {"x", "x2"}, {"e"});
-  addValue(else_g.mutable_output(), "e", {3});
+  addOutput(&else_g, "e");
   auto* node = addNode(g, "If", {"flag"}, {"picked"});
   addGraphAttr(node, "then_branch", then_g);
   addGraphAttr(node, "else_branch", else_g);
-  auto* one = g->add_initializer();
-  one->set_name("one");
-  one->set_data_type(onnx::TensorProto::FLOAT);
-  one->add_float_data(1);
+  addInitializer(g, "one", {}, {1});
   addNode(g, "Add", {"picked", "one"}, {"y"});
-  addValue(g->mutable_output(), "y", {3});
+  addOutput(g, "y");
   return m;
 }
 
@@ -135,32 +111,30 @@ TEST(OnnxControlFlow, IfOnAFrozenConditionIsInlined) {
 
 // Loop(M, cond, s) { s + x } with a scan output; M from `trips`.
 onnx::ModelProto loopModel(bool constant_trips) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = model();
   auto* g = m.mutable_graph();
-  addValue(g->mutable_input(), "x", {2});
-  addValue(g->mutable_input(), "s0", {2});
+  addInput(g, "x", {2});
+  addInput(g, "s0", {2});
   if (constant_trips) {
     auto* t = g->add_initializer();
     t->set_name("trips");
     t->set_data_type(onnx::TensorProto::INT64);
     t->add_int64_data(4);
   } else {
-    addValue(g->mutable_input(), "trips", {}, onnx::TensorProto::INT64);
+    addInput(g, "trips", {}, onnx::TensorProto::INT64);
   }
   onnx::GraphProto body;
-  addValue(body.mutable_input(), "i", {}, onnx::TensorProto::INT64);
-  addValue(body.mutable_input(), "c", {}, onnx::TensorProto::BOOL);
-  addValue(body.mutable_input(), "s", {2});
+  addInput(&body, "i", {}, onnx::TensorProto::INT64);
+  addInput(&body, "c", {}, onnx::TensorProto::BOOL);
+  addInput(&body, "s", {2});
   addNode(&body, "Identity", {"c"}, {"c_out"});
   addNode(&body, "Add", {"s", "x"}, {"s_out"});
   addNode(&body, "Identity", {"s_out"}, {"scan"});
   for (const char* o : {"c_out", "s_out", "scan"}) body.add_output()->set_name(o);
   auto* node = addNode(g, "Loop", {"trips", "", "s0"}, {"s_final", "all"});
   addGraphAttr(node, "body", body);
-  addValue(g->mutable_output(), "s_final", {2});
-  addValue(g->mutable_output(), "all", {4, 2});
+  addOutput(g, "s_final");
+  addOutput(g, "all");
   return m;
 }
 
@@ -192,16 +166,14 @@ TEST(OnnxControlFlow, LoopScanOutputsWithARuntimeTripCountAreAClearError) {
 }
 
 TEST(OnnxControlFlow, ScanWithAnOuterValueAndReverseDirection) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = model();
   auto* g = m.mutable_graph();
-  addValue(g->mutable_input(), "init", {2});
-  addValue(g->mutable_input(), "xs", {3, 2});
-  addValue(g->mutable_input(), "w", {2});
+  addInput(g, "init", {2});
+  addInput(g, "xs", {3, 2});
+  addInput(g, "w", {2});
   onnx::GraphProto body;
-  addValue(body.mutable_input(), "acc", {2});
-  addValue(body.mutable_input(), "row", {2});
+  addInput(&body, "acc", {2});
+  addInput(&body, "row", {2});
   addNode(&body, "Mul", {"row", "w"}, {"wr"});
   addNode(&body, "Add", {"acc", "wr"}, {"acc_out"});
   addNode(&body, "Identity", {"acc_out"}, {"trace"});
@@ -213,8 +185,8 @@ TEST(OnnxControlFlow, ScanWithAnOuterValueAndReverseDirection) {
   dirs->set_name("scan_input_directions");
   dirs->set_type(onnx::AttributeProto::INTS);
   dirs->add_ints(1);
-  addValue(g->mutable_output(), "final", {2});
-  addValue(g->mutable_output(), "traces", {3, 2});
+  addOutput(g, "final");
+  addOutput(g, "traces");
   auto r = import(m);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   for (const ir::Node& n : r->nodes) {

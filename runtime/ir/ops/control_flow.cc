@@ -106,6 +106,22 @@ Status requireScalar(const ir::Node& n, const TensorType* t, DType dtype, const 
   return Status::Ok();
 }
 
+// The node's output dtypes: body outputs from `first_out` on; the first `carried`
+// must keep the dtype of body inputs from `first_in` on.
+Status bodyOutputDTypes(const ir::Node& n, const std::vector<TensorType>& body_in, size_t first_in, size_t first_out,
+                        size_t carried, const char* what, std::vector<DType>& out) {
+  out.clear();
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const DType d = subOutput(*n.subgraphs[0], first_out + k).dtype;
+    if (k < carried && d != body_in[first_in + k].dtype) {
+      return makeError(StatusCode::kInvalidModel, nodeName(n), ": ", what, " ", k, " enters the body as ",
+                       dtypeName(body_in[first_in + k].dtype), " and leaves it as ", dtypeName(d));
+    }
+    out.push_back(d);
+  }
+  return Status::Ok();
+}
+
 // ---- If ----------------------------------------------------------------------
 Status dtypeIf(const ir::Node& n, const In& in, std::vector<DType>& out) {
   if (!in[0]) return makeError(StatusCode::kInvalidModel, nodeName(n), ": the condition is absent");
@@ -156,16 +172,7 @@ Status dtypeLoop(const ir::Node& n, const In& in, std::vector<DType>& out) {
     return makeError(StatusCode::kInvalidModel, nodeName(n), ": body output 0 (the condition) is ",
                      dtypeName(subOutput(body, 0).dtype), ", not bool");
   }
-  out.clear();
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    const DType d = subOutput(body, 1 + k).dtype;
-    if (k < carried && d != body_in[2 + k].dtype) {
-      return makeError(StatusCode::kInvalidModel, nodeName(n), ": carried value ", k, " enters the body as ",
-                       dtypeName(body_in[2 + k].dtype), " and leaves it as ", dtypeName(d));
-    }
-    out.push_back(d);
-  }
-  return Status::Ok();
+  return bodyOutputDTypes(n, body_in, 2, 1, carried, "carried value", out);
 }
 
 Status shapeLoop(const ir::Node& n, const In& in, std::vector<Shape>& out) {
@@ -232,16 +239,7 @@ Status dtypeScan(const ir::Node& n, const In& in, std::vector<DType>& out) {
     body_in.push_back(t);
   }
   RETURN_IF_ERROR(bindAndInfer(n, *n.subgraphs[0], body_in, "body"));
-  out.clear();
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    const DType d = subOutput(*n.subgraphs[0], k).dtype;
-    if (k < states && d != body_in[k].dtype) {
-      return makeError(StatusCode::kInvalidModel, nodeName(n), ": state ", k, " enters the body as ",
-                       dtypeName(body_in[k].dtype), " and leaves it as ", dtypeName(d));
-    }
-    out.push_back(d);
-  }
-  return Status::Ok();
+  return bodyOutputDTypes(n, body_in, 0, 0, states, "state", out);
 }
 
 Status shapeScan(const ir::Node& n, const In& in, std::vector<Shape>& out) {
