@@ -128,6 +128,25 @@ TEST(ControlFlow, IfRunsTheBranchTheConditionPicks) {
   }
 }
 
+TEST(ControlFlow, FusionNeverClustersControlFlowNodes) {
+  auto fusion = parseFusionFlags("--opt_level=3");
+  ASSERT_TRUE(fusion.ok());
+  for (const ir::Graph& g : {ifModel(), loopModel(2), scanModel()}) {
+    SessionOptions opts;
+    opts.backend = "cpu";
+    opts.fusion = *fusion;
+    auto s = Session::create(g, opts);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    size_t control = 0;
+    for (const ir::Node& n : (*s)->compiledGraph().nodes) {
+      if (!n.subgraphs.empty()) ++control;
+      if (!n.subgraph) continue;
+      for (const ir::Node& inner : n.subgraph->nodes) EXPECT_TRUE(inner.subgraphs.empty()) << n.name;
+    }
+    EXPECT_EQ(control, 1u);
+  }
+}
+
 TEST(ControlFlow, IfBranchesOfDifferentShapesAreRefused) {
   GraphBuilder b;
   Value cond = b.input("cond", DType::kBool, {});
