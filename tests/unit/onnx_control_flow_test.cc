@@ -165,6 +165,49 @@ TEST(OnnxControlFlow, LoopScanOutputsWithARuntimeTripCountAreAClearError) {
   ASSERT_TRUE(frozen.ok()) << frozen.status().toString();
 }
 
+// Loop { If (i > 1) { s + x } else { s - x } }: the branches read the body's s and the
+// top level's x, which the body captures in turn.
+TEST(OnnxControlFlow, NestedIfInALoopCapturesThroughBothLevels) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {2});
+  addInput(g, "s0", {2});
+  auto* trips = g->add_initializer();
+  trips->set_name("trips");
+  trips->set_data_type(onnx::TensorProto::INT64);
+  trips->add_int64_data(3);
+  auto* one = g->add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::INT64);
+  one->add_int64_data(1);
+  onnx::GraphProto body, then_g, else_g;
+  addInput(&body, "i", {}, onnx::TensorProto::INT64);
+  addInput(&body, "c", {}, onnx::TensorProto::BOOL);
+  addInput(&body, "s", {2});
+  addNode(&then_g, "Add", {"s", "x"}, {"t"});
+  addOutput(&then_g, "t");
+  addNode(&else_g, "Sub", {"s", "x"}, {"e"});
+  addOutput(&else_g, "e");
+  addNode(&body, "Identity", {"c"}, {"c_out"});
+  addNode(&body, "Greater", {"i", "one"}, {"late"});
+  auto* branch = addNode(&body, "If", {"late"}, {"s_out"});
+  addGraphAttr(branch, "then_branch", then_g);
+  addGraphAttr(branch, "else_branch", else_g);
+  for (const char* o : {"c_out", "s_out"}) body.add_output()->set_name(o);
+  addGraphAttr(addNode(g, "Loop", {"trips", "", "s0"}, {"s_final"}), "body", body);
+  addOutput(g, "s_final");
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const ir::Node& n : r->nodes) {
+    if (std::string(n.op->name) == "Loop") { EXPECT_EQ(n.inputs.size(), 4u); }  // M, cond, s0, x
+  }
+  for (const char* backend : {"reference", "cpu"}) {
+    auto out = testing::runGraph(*r, {HostTensor::fromFloats({2}, {1, 2}), HostTensor::fromFloats({2}, {0, 0})}, backend);
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{-1, -2})) << backend;  // -x, -x, +x
+  }
+}
+
 TEST(OnnxControlFlow, ScanWithAnOuterValueAndReverseDirection) {
   onnx::ModelProto m = model();
   auto* g = m.mutable_graph();
