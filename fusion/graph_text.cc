@@ -42,6 +42,16 @@ void print(const ir::Graph& g, int indent, std::ostringstream& os) {
       print(*n.subgraph, indent + 2, os);
       os << pad << "}";
     }
+    for (size_t k = 0; k < n.subgraphs.size(); ++k) {  // control flow: branches or body, inputs by position
+      const ir::Graph& sub = *n.subgraphs[k];
+      os << " subgraph " << k << "(";
+      for (size_t i = 0; i < sub.inputs.size(); ++i) os << (i ? ", " : "") << ref(sub, sub.inputs[i]);
+      os << ") -> (";
+      for (size_t i = 0; i < sub.outputs.size(); ++i) os << (i ? ", " : "") << ref(sub, sub.outputs[i]);
+      os << ") {\n";
+      print(sub, indent + 2, os);
+      os << pad << "}";
+    }
     os << "\n";
   }
 }

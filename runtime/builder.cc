@@ -50,7 +50,8 @@ Value GraphBuilder::scalar(float v, Value like) {
 }
 
 std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vector<Value>& inputs, Attrs attrs,
-                                    int num_outputs, const std::string& node_name) {
+                                    int num_outputs, const std::string& node_name,
+                                    std::vector<std::shared_ptr<ir::Graph>> subgraphs) {
   const OpDef* def = findOp(op_name);
   if (!def) {
     fail(makeError(StatusCode::kInvalidArgument, "unknown op '", op_name, "' (did you mean '", closestOpName(op_name), "'?)"));
@@ -63,6 +64,7 @@ std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vecto
   n.name = node_name.empty() ? uniqueName(def->name) : node_name;
   n.op = def;
   n.attrs = std::move(attrs);
+  n.subgraphs = std::move(subgraphs);
   for (Value v : inputs) n.inputs.push_back(v.id);
   for (int k = 0; k < nout; ++k) {
     outs[k].id = graph_.addTensor({n.name + (nout > 1 ? ":" + std::to_string(k) : ""), DType::kFloat32, {}, {}, nullptr});

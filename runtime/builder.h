@@ -36,8 +36,10 @@ class GraphBuilder {
   Value scalar(float v, Value like);
 
   // Adds a node; returns its outputs (num_outputs of them, or op's minimum).
+  // `subgraphs`: a control-flow node's branches or body (If, Loop, Scan).
   std::vector<Value> op(const std::string& op_name, const std::vector<Value>& inputs, Attrs attrs = {},
-                        int num_outputs = -1, const std::string& node_name = "");
+                        int num_outputs = -1, const std::string& node_name = "",
+                        std::vector<std::shared_ptr<ir::Graph>> subgraphs = {});
   Value op1(const std::string& op_name, const std::vector<Value>& inputs, Attrs attrs = {});
 
   Value add(Value a, Value b) { return op1("Add", {a, b}); }

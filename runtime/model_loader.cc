@@ -126,6 +126,12 @@ class GraphDecoder {
       n.subgraph = std::make_shared<ir::Graph>();
       RETURN_IF_ERROR(decode(*fn.subgraph(), *n.subgraph, who + " subgraph: "));
     }
+    if (const auto* subs = fn.subgraphs()) {
+      for (flatbuffers::uoffset_t k = 0; k < subs->size(); ++k) {
+        n.subgraphs.push_back(std::make_shared<ir::Graph>());
+        RETURN_IF_ERROR(decode(*subs->Get(k), *n.subgraphs.back(), who + " subgraph " + std::to_string(k) + ": "));
+      }
+    }
     return Status::Ok();
   }
 

@@ -19,10 +19,13 @@ class GraphEncoder {
     std::vector<flatbuffers::Offset<fb::Node>> nodes;
     for (const ir::Node& n : g.nodes) {
       auto sub = n.subgraph ? encode(*n.subgraph) : flatbuffers::Offset<fb::Graph>(0);
+      std::vector<flatbuffers::Offset<fb::Graph>> branches;
+      for (const auto& g_k : n.subgraphs) branches.push_back(encode(*g_k));
+      auto subgraphs = branches.empty() ? 0 : fbb_.CreateVector(branches);
       auto attrs = encodeAttrs(fbb_, n.attrs);
       nodes.push_back(fb::CreateNode(fbb_, fbb_.CreateString(n.name), fbb_.CreateString(n.op->name),
                                      static_cast<fb::Attrs>(n.attrs.kind()), attrs, fbb_.CreateVector(n.inputs),
-                                     fbb_.CreateVector(n.outputs), sub));
+                                     fbb_.CreateVector(n.outputs), sub, subgraphs));
     }
     return fb::CreateGraph(fbb_, fbb_.CreateVector(tensors), fbb_.CreateVector(nodes), fbb_.CreateVector(g.inputs),
                            fbb_.CreateVector(g.outputs));
@@ -56,12 +59,19 @@ class GraphEncoder {
   std::map<const ir::ConstData*, int> buffer_index_;
 };
 
+Status checkOps(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes) {
+    if (!n.op) return makeError(StatusCode::kInvalidArgument, "cannot save a node without an op");
+    if (n.subgraph) RETURN_IF_ERROR(checkOps(*n.subgraph));
+    for (const auto& sub : n.subgraphs) RETURN_IF_ERROR(checkOps(*sub));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::vector<uint8_t>> serializeModel(const ir::Graph& g) {
-  for (const ir::Node& n : g.nodes) {
-    if (!n.op) return makeError(StatusCode::kInvalidArgument, "cannot save a node without an op");
-  }
+  RETURN_IF_ERROR(checkOps(g));
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
   fbb.ForceDefaults(true);
   GraphEncoder enc(fbb);

@@ -240,6 +240,21 @@ StatusOr<HostTensor> Session::output(const std::string& name) const {
   return makeError(StatusCode::kNotFound, "the model has no output '", name, "'; outputs: ", valid);
 }
 
+Status Session::setInputData(size_t k, const void* data, size_t bytes) {
+  if (!active_) RETURN_IF_ERROR(activate({}));
+  if (!bytes || !active_->inputBuffer(k)) return Status::Ok();
+  return active_->backend->copyToDevice(active_->inputBuffer(k), data, bytes);
+}
+
+Status Session::copyOutputData(size_t k, void* data, size_t bytes) const {
+  if (!active_) return makeError(StatusCode::kInvalidArgument, "output ", k, " is not computed yet; run() first");
+  const ir::Graph& g = active_->graph;
+  const int t = g.outputs[k];
+  if (!bytes) return Status::Ok();
+  const void* src = active_->buffers[t] ? active_->buffers[t] : g.tensors[t].constant->data;
+  return active_->backend->copyToHost(data, src, bytes);
+}
+
 size_t Session::kernelCount() const { return active_ ? active_->steps.size() : 0; }
 size_t Session::allocatedBytes() const { return active_ ? active_->allocated_bytes : 0; }
 size_t Session::peakBytes() const { return active_ ? active_->arena_bytes : 0; }

@@ -72,6 +72,10 @@ class Session {
   Status resizeInput(const std::string& name, const Shape& shape);
   Status run();
   StatusOr<HostTensor> output(const std::string& name) const;
+  // Input/output k by position, `bytes` exactly its size, no checks: for kernels that
+  // run a child session (control flow, runtime/control_flow_kernels.h).
+  Status setInputData(size_t k, const void* data, size_t bytes);
+  Status copyOutputData(size_t k, void* data, size_t bytes) const;
 
   // Plans compiled so far (a model with static shapes: 1) and plans kept now.
   size_t plansCompiled() const { return plans_compiled_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/control_flow_kernels.h"
 #include "runtime/device_fallback.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/log.h"
@@ -45,6 +46,20 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
   size_t workspace = 0;
   for (size_t i = 0; i < s.graph.nodes.size(); ++i) {
     const ir::Node& node = s.graph.nodes[i];
+    if (!node.subgraphs.empty()) {  // control flow: its subgraphs become child sessions
+      SessionOptions child;
+      child.backend = backend_name;
+      child.backend_options = backend_options;
+      child.fusion = fusion_options;
+      auto kernel = compileControlFlowKernel(node, child);
+      if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(s.graph, int(i)));
+      Step step;
+      step.backend = s.backend->name();
+      step.kernel = std::move(kernel).value();
+      if (!s.backend->isHost()) step.kernel = makeHostFallbackKernel(*s.backend, std::move(step.kernel), s.graph, node);
+      s.steps.push_back(std::move(step));
+      continue;
+    }
     Backend* target = s.backend.get();
     if (!s.backend->supports(s.graph, node)) {
       // Host backends fall back to the reference kernels; device backends to the cpu

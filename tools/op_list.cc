@@ -13,12 +13,15 @@ void collectOps(const ir::Graph& g, std::set<std::string>& ops) {
   for (const ir::Node& n : g.nodes) {
     ops.insert(n.op->name);
     if (n.subgraph) collectOps(*n.subgraph, ops);
+    for (const auto& sub : n.subgraphs) collectOps(*sub, ops);
   }
 }
 
-StatusOr<std::set<std::string>> opListFor(const ir::Graph& g) {
-  std::set<std::string> ops;
-  collectOps(g, ops);
+namespace {
+
+// Fuses `g` for every backend and opt level, collecting the ops; control-flow
+// subgraphs too, as sessions fuse them when they compile them.
+Status collectFusedOps(const ir::Graph& g, std::set<std::string>& ops) {
   for (const std::string& name : availableBackends()) {
     ASSIGN_OR_RETURN(auto backend, createBackend(name));
     for (const char* level : {"--opt_level=1", "--opt_level=2", "--opt_level=3"}) {
@@ -30,6 +33,18 @@ StatusOr<std::set<std::string>> opListFor(const ir::Graph& g) {
       collectOps(fused, ops);
     }
   }
+  for (const ir::Node& n : g.nodes) {
+    for (const auto& sub : n.subgraphs) RETURN_IF_ERROR(collectFusedOps(*sub, ops));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::set<std::string>> opListFor(const ir::Graph& g) {
+  std::set<std::string> ops;
+  collectOps(g, ops);
+  RETURN_IF_ERROR(collectFusedOps(g, ops));
   return ops;
 }
 

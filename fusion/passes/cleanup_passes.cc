@@ -88,7 +88,7 @@ PassResult eliminateCommonSubexpressions(FusionContext& ctx) {
   std::vector<size_t> dead;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
-    if (isRandom(n.op) || n.subgraph) continue;
+    if (isRandom(n.op) || n.subgraph || !n.subgraphs.empty()) continue;  // subgraphs are not in the key
     auto& bucket = seen[{n.op, n.inputs, n.attrs.hash()}];
     bool merged = false;
     for (size_t j : bucket) {

@@ -25,9 +25,9 @@ enum class AttrKind : uint8_t {
   kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
-  kRounding, kRepeat, kRecurrent,
+  kRounding, kRepeat, kRecurrent, kLoop, kScan,
 };
-constexpr int kNumAttrKinds = 31;
+constexpr int kNumAttrKinds = 33;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -226,6 +226,23 @@ struct RecurrentAttrs { GKRT_ATTR("Recurrent", kRecurrent);
     v("hidden_size", s.hidden_size); v("direction", s.direction); v("layout", s.layout); v("clip", s.clip);
     v("input_forget", s.input_forget); v("linear_before_reset", s.linear_before_reset);
     v("activations", s.activations); v("activation_alpha", s.activation_alpha); v("activation_beta", s.activation_beta);
+  }
+};
+// Loop: the trip count when known at conversion (-1: none, the condition ends the
+// loop; then the body has no scan outputs) and how many values the loop carries.
+struct LoopAttrs { GKRT_ATTR("Loop", kLoop);
+  int64_t trip_count = -1; int64_t num_carried = 0;
+  template <class S, class V> static void fields(S& s, V& v) { v("trip_count", s.trip_count); v("num_carried", s.num_carried); }
+};
+// Scan (ONNX Scan-9+; `batched`: Scan-8, whose inputs and outputs lead with a batch
+// axis). Empty axes/directions lists mean 0 for every scan input/output.
+struct ScanAttrs { GKRT_ATTR("Scan", kScan);
+  int64_t num_state = 0; int64_t num_scan_inputs = 0; Ints scan_input_axes; Ints scan_input_directions;
+  Ints scan_output_axes; Ints scan_output_directions; bool batched = false;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("num_state", s.num_state); v("num_scan_inputs", s.num_scan_inputs); v("scan_input_axes", s.scan_input_axes);
+    v("scan_input_directions", s.scan_input_directions); v("scan_output_axes", s.scan_output_axes);
+    v("scan_output_directions", s.scan_output_directions); v("batched", s.batched);
   }
 };
 #undef GKRT_ATTR

@@ -147,6 +147,8 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kRounding: fn(RoundingAttrs{}); return true;
     case AttrKind::kRepeat: fn(RepeatAttrs{}); return true;
     case AttrKind::kRecurrent: fn(RecurrentAttrs{}); return true;
+    case AttrKind::kLoop: fn(LoopAttrs{}); return true;
+    case AttrKind::kScan: fn(ScanAttrs{}); return true;
   }
   return false;
 }

@@ -123,6 +123,7 @@ Status checkNodeShape(const Graph& g, int i) {
     }
     RETURN_IF_ERROR(validateGraph(sub).withContext(who + " subgraph"));
   }
+  RETURN_IF_ERROR(validateControlFlowSubgraphs(g, i));
   return Status::Ok();
 }
 
@@ -288,6 +289,7 @@ Graph cloneGraph(const Graph& g) {
   Graph c = g;
   for (Node& n : c.nodes) {
     if (n.subgraph) n.subgraph = std::make_shared<Graph>(cloneGraph(*n.subgraph));
+    for (auto& sub : n.subgraphs) sub = std::make_shared<Graph>(cloneGraph(*sub));
   }
   return c;
 }

@@ -57,6 +57,9 @@ struct Node {
   std::vector<int> inputs;   // tensor ids; -1 marks an absent optional input
   std::vector<int> outputs;  // tensor ids
   std::shared_ptr<Graph> subgraph;  // only for fused nodes
+  // Control flow only (If: then, else; Loop, Scan: body). Bound to the node by
+  // position (see runtime/ir/ops/control_flow.cc); outer values come in as inputs.
+  std::vector<std::shared_ptr<Graph>> subgraphs;
 };
 
 class Graph {
@@ -101,7 +104,8 @@ std::string describeTensor(const Graph& g, int tensor_index);
 }  // namespace gkrt
 
 namespace gkrt::ir {
-// A copy that owns fresh copies of every Fused subgraph (constants stay shared).
+// A copy that owns fresh copies of every Fused and control-flow subgraph (constants
+// stay shared).
 Graph cloneGraph(const Graph& g);
 // Drops nodes nothing reads and tensors nothing references, renumbering the rest.
 void compactGraph(Graph& g);

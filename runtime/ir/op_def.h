@@ -68,6 +68,15 @@ struct OpDef {
   bool reads_only_shapes = false;   // the kernel reads its inputs' shapes, not their data (Shape)
 };
 
+// Control flow (runtime/ir/ops/control_flow.cc): how many subgraphs nodes of `op` hold
+// (If 2, Loop and Scan 1, every other op 0).
+int subgraphCount(const OpDef& op);
+namespace ir {
+// Node `i` of `g` holds the subgraphs its op takes, each valid, with as many inputs and
+// outputs as the op binds to the node's (messages name the node and the branch).
+Status validateControlFlowSubgraphs(const Graph& g, int i);
+}  // namespace ir
+
 // Looks an op up by its name or an alias ("Gelu" -> GeLU, "Where" -> Select).
 const OpDef* findOp(std::string_view name);
 // Every op, in definition order.

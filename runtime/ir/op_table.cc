@@ -18,6 +18,7 @@ void registerTrainingOps(std::vector<OpDef>& t);
 void registerFusedOps(std::vector<OpDef>& t);
 void registerDynamicShapeOps(std::vector<OpDef>& t);
 void registerRecurrentOps(std::vector<OpDef>& t);
+void registerControlFlowOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -50,6 +51,7 @@ struct OpTable {
     ops::registerFusedOps(ops);
     ops::registerDynamicShapeOps(ops);
     ops::registerRecurrentOps(ops);
+    ops::registerControlFlowOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

@@ -41,8 +41,11 @@ for onnx_path in sorted(glob.glob(os.path.join(model_dir, "*.onnx"))):
     if wanted and name not in wanted:
         continue
     gkm = os.path.join(model_dir, name + args.gkm_suffix + ".gkm")
+    frozen = []  # <name>_freeze_<input>.npy: fixed at conversion (gkrt convert --freeze)
+    for path in sorted(glob.glob(os.path.join(model_dir, f"{name}_freeze_*.npy"))):
+        frozen += ["--freeze", path[len(os.path.join(model_dir, name + "_freeze_")):-4] + "=" + path]
     if not runner:
-        subprocess.run([gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([gkrt, "convert", onnx_path, "-o", gkm, *frozen], check=True, stdout=subprocess.DEVNULL)
     elif not os.path.exists(gkm):
         sys.exit(f"{gkm} is missing: the host build converts the zoo (ctest --preset host) before a cross build checks it")
     inputs = []

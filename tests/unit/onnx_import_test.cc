@@ -8,42 +8,10 @@
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
+#include "tests/unit/onnx_test_support.h"
 
 namespace gkrt {
 namespace {
-
-onnx::ModelProto model(int64_t opset = 17) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* o = m.add_opset_import();
-  o->set_domain("");
-  o->set_version(opset);
-  return m;
-}
-
-void addInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, int type = onnx::TensorProto::FLOAT) {
-  auto* v = g->add_input();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-void addOutput(onnx::GraphProto* g, const std::string& name) { g->add_output()->set_name(name); }
-onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + std::to_string(g->node_size()));
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
-}
-void addInitializer(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  for (float v : values) t->add_float_data(v);
-}
 
 StatusOr<ir::Graph> importBytes(const std::string& bytes, const OnnxImportOptions& o = {}) {
   const std::string path = ::testing::TempDir() + "/m.onnx";

@@ -49,6 +49,16 @@ class Context {
   void markDynamic(Value v) { if (v.id >= 0) dynamic_.insert(v.id); }
   bool isDynamic(Value v) const { return v.id >= 0 && dynamic_.count(v.id) > 0; }
   bool keepsDynamicDims() const { return !dynamic_.empty(); }
+  // Subgraphs (If branches, Loop/Scan bodies) convert in a context of their own whose
+  // `parent` is the enclosing graph's. A name this graph does not define is looked up
+  // outward: an outer constant is copied in, any other outer value becomes a new input
+  // of this graph (appended after its own inputs) and is listed in `captures` (the
+  // value in the parent) and `capture_names`. False when no enclosing graph has it.
+  bool resolveOuter(const std::string& name);
+  Context* parent = nullptr;
+  std::vector<Value> captures;
+  std::vector<std::string> capture_names;
+  std::string base_dir;  // where external tensor data of initializers lives
 
   // Adds op `name`; when every input is a constant the result is computed now and
   // bound as constants instead (no node is added).
@@ -65,6 +75,13 @@ class Context {
   std::map<int, ConvRecord> convs_;
   std::set<int> dynamic_;
 };
+
+// Converts the nodes of `g` into `c` in order, every unsupported op reported at once;
+// `count_uses`: count the uses of each value first (false when the caller counted
+// them, as the top level does for the branches of an If it inlines).
+Status convertGraphNodes(Context& c, const onnx::GraphProto& g, bool count_uses);
+// Counts, in `c`, every value that `g`'s nodes (and their subgraphs) read.
+void countUses(Context& c, const onnx::GraphProto& g);
 
 // Attribute access with defaults.
 const onnx::AttributeProto* findAttr(const onnx::NodeProto& n, const std::string& name);

@@ -31,5 +31,6 @@ void registerElementwiseConverters(std::map<std::string, Converter>& t);
 void registerNNConverters(std::map<std::string, Converter>& t);
 void registerTensorConverters(std::map<std::string, Converter>& t);
 void registerRecurrentConverters(std::map<std::string, Converter>& t);
+void registerControlConverters(std::map<std::string, Converter>& t);
 
 }  // namespace gkrt::onnx_import

@@ -13,6 +13,7 @@ const std::map<std::string, Converter>& table() {
     registerNNConverters(m);
     registerTensorConverters(m);
     registerRecurrentConverters(m);
+    registerControlConverters(m);
     return m;
   }();
   return t;

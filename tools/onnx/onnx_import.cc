@@ -225,6 +225,70 @@ std::vector<Value> Context::op(const std::string& name, const std::vector<Value>
   return folded;
 }
 
+bool Context::resolveOuter(const std::string& name) {
+  if (!parent || (!parent->has(name) && !parent->resolveOuter(name))) return false;
+  const Value outer = parent->value(name);
+  const ir::Tensor& t = parent->tensor(outer);
+  if (t.isConstant()) {
+    bind(name, b_.constant(name, t.dtype, t.shape, t.constant->data));
+    return true;
+  }
+  bind(name, b_.input(name, t.dtype, t.shape, t.dim_symbols));
+  captures.push_back(outer);
+  capture_names.push_back(name);
+  return true;
+}
+
+void countUses(Context& c, const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input()) c.countUse(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) countUses(c, a.g());
+      for (const auto& sub : a.graphs()) countUses(c, sub);
+    }
+  }
+}
+
+Status convertGraphNodes(Context& c, const onnx::GraphProto& g, bool count_uses) {
+  if (count_uses) countUses(c, g);
+  const int64_t opset = c.opset();
+  GraphBuilder& b = c.builder();
+  // Every unsupported op at once, before converting anything.
+  std::map<std::string, std::string> unsupported;
+  for (const auto& n : g.node()) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!default_domain || !findConverter(n.op_type())) {
+      unsupported[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()] += (n.name().empty() ? "(unnamed)" : n.name()) + " ";
+    }
+  }
+  if (!unsupported.empty()) {
+    std::ostringstream os;
+    os << "unsupported ONNX ops (opset " << opset << "):";
+    for (const auto& [op, nodes] : unsupported) os << " " << op << " [nodes: " << nodes.substr(0, 120) << "]";
+    return makeError(StatusCode::kUnsupported, os.str());
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    const std::string who = "node " + std::to_string(i) + " '" + n.name() + "' (" + n.op_type() + ", opset " +
+                            std::to_string(opset) + ")";
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (!n.input(k).empty() && !c.has(n.input(k)) && !c.resolveOuter(n.input(k))) {
+        return makeError(StatusCode::kInvalidModel, who, ": input '", n.input(k),
+                         "' is not produced by an earlier node, an initializer or a graph input (missing initializer, "
+                         "or the nodes are not in topological order / form a cycle)");
+      }
+    }
+    std::vector<Value> outs;
+    Status s = (*findConverter(n.op_type()))(c, n, outs);
+    if (!s.ok()) return s.withContext(who);
+    if (!b.status().ok()) return b.status().withContext(who);
+    for (int k = 0; k < n.output_size() && k < static_cast<int>(outs.size()); ++k) {
+      if (!n.output(k).empty()) c.bind(n.output(k), outs[k]);
+    }
+  }
+  return Status::Ok();
+}
+
 const onnx::AttributeProto* findAttr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute()) if (a.name() == name) return &a;
   return nullptr;
@@ -266,6 +330,7 @@ StatusOr<ir::Graph> convertGraph(const onnx::ModelProto& model, const std::strin
   }
   const onnx::GraphProto& g = model.graph();
   onnx_import::Context c(opset);
+  c.base_dir = base_dir;
   GraphBuilder& b = c.builder();
   b.setMetadata("producer", "gkrt convert (from " + model.producer_name() + " " + model.producer_version() + ")");
   std::set<std::string> initializer_names;
@@ -319,41 +384,9 @@ StatusOr<ir::Graph> convertGraph(const onnx::ModelProto& model, const std::strin
     graph_inputs.insert(in.id);
     c.bind(input.name(), in);
   }
-  for (const auto& n : g.node()) for (const auto& i : n.input()) c.countUse(i);
+  onnx_import::countUses(c, g);
   for (const auto& out : g.output()) c.countUse(out.name());
-  // Every unsupported op at once, before converting anything.
-  std::map<std::string, std::string> unsupported;
-  for (const auto& n : g.node()) {
-    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (!default_domain || !onnx_import::findConverter(n.op_type())) {
-      unsupported[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()] += (n.name().empty() ? "(unnamed)" : n.name()) + " ";
-    }
-  }
-  if (!unsupported.empty()) {
-    std::ostringstream os;
-    os << "unsupported ONNX ops (opset " << opset << "):";
-    for (const auto& [op, nodes] : unsupported) os << " " << op << " [nodes: " << nodes.substr(0, 120) << "]";
-    return makeError(StatusCode::kUnsupported, os.str());
-  }
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto& n = g.node(i);
-    const std::string who = "node " + std::to_string(i) + " '" + n.name() + "' (" + n.op_type() + ", opset " +
-                            std::to_string(opset) + ")";
-    for (int k = 0; k < n.input_size(); ++k) {
-      if (!n.input(k).empty() && !c.has(n.input(k))) {
-        return makeError(StatusCode::kInvalidModel, who, ": input '", n.input(k),
-                         "' is not produced by an earlier node, an initializer or a graph input (missing initializer, "
-                         "or the nodes are not in topological order / form a cycle)");
-      }
-    }
-    std::vector<Value> outs;
-    Status s = (*onnx_import::findConverter(n.op_type()))(c, n, outs);
-    if (!s.ok()) return s.withContext(who);
-    if (!b.status().ok()) return b.status().withContext(who);
-    for (int k = 0; k < n.output_size() && k < static_cast<int>(outs.size()); ++k) {
-      if (!n.output(k).empty()) c.bind(n.output(k), outs[k]);
-    }
-  }
+  RETURN_IF_ERROR(onnx_import::convertGraphNodes(c, g, false));
   std::set<int> named_outputs;
   for (const auto& out : g.output()) {
     if (!c.has(out.name())) return makeError(StatusCode::kInvalidModel, "graph output '", out.name(), "' is never produced");

@@ -1,0 +1,52 @@
+#include "runtime/control_flow_kernels.h"
+
+#include "runtime/ir/control_flow.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt {
+namespace {
+
+size_t bytesOf(const Shape& s, DType t) { return static_cast<size_t>(numElements(s)) * dtypeSize(t); }
+
+class ControlFlowKernel final : public Kernel {
+ public:
+  ControlFlowKernel(ir::Node node, std::vector<std::unique_ptr<Session>> children)
+      : node_(std::move(node)), children_(std::move(children)) {
+    run_child_ = [this](size_t which, const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out) {
+      Session& child = *children_[which];
+      for (size_t k = 0; k < in.size(); ++k) {
+        RETURN_IF_ERROR(child.setInputData(k, in[k].data, bytesOf(in[k].shape, in[k].dtype)));
+      }
+      RETURN_IF_ERROR(child.run());
+      for (size_t k = 0; k < out.size(); ++k) {
+        RETURN_IF_ERROR(child.copyOutputData(k, out[k].data, bytesOf(out[k].shape, out[k].dtype)));
+      }
+      return Status::Ok();
+    };
+  }
+
+  Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs, void*) override {
+    return ir::runControlFlow(node_, inputs, outputs, run_child_, scratch_);
+  }
+
+ private:
+  ir::Node node_;
+  std::vector<std::unique_ptr<Session>> children_;
+  ir::SubgraphRunner run_child_;
+  ir::ControlFlowScratch scratch_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Kernel>> compileControlFlowKernel(const ir::Node& node, const SessionOptions& options) {
+  std::vector<std::unique_ptr<Session>> children;
+  for (size_t k = 0; k < node.subgraphs.size(); ++k) {
+    const char* which = node.subgraphs.size() == 2 ? (k == 0 ? "then branch" : "else branch") : "body";
+    auto child = Session::create(*node.subgraphs[k], options);
+    if (!child.ok()) return child.status().withContext(std::string("compiling the ") + which);
+    children.push_back(std::move(child).value());
+  }
+  return std::unique_ptr<Kernel>(new ControlFlowKernel(node, std::move(children)));
+}
+
+}  // namespace gkrt

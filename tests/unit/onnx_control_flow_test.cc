@@ -1,0 +1,246 @@
+// The ONNX converter on control flow: an If with a constant (or frozen) condition is
+// inlined, otherwise kept with both branches; outer values the subgraphs read become
+// explicit inputs; a Loop with scan outputs needs a trip count known at conversion.
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+#include "tools/onnx/onnx_import.h"
+#include "tests/unit/onnx_test_support.h"
+
+namespace gkrt {
+namespace {
+
+void addGraphAttr(onnx::NodeProto* n, const std::string& name, const onnx::GraphProto& g) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+void addIntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+StatusOr<ir::Graph> import(const onnx::ModelProto& m, const OnnxImportOptions& o = {}) {
+  const std::string path = ::testing::TempDir() + "/cf.onnx";
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return importOnnxFile(path, o);
+}
+
+// y = If(flag) { x * k } else { x - x2 } + 1, where k, x and x2 are outer values.
+onnx::ModelProto ifModel() {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "flag", {}, onnx::TensorProto::BOOL);
+  addInput(g, "x", {3});
+  addInitializer(g, "k", {3}, {2, 3, 4});
+  addNode(g, "Neg", {"x"}, {"x2"});
+  onnx::GraphProto then_g, else_g;
+  addNode(&then_g, "Mul", {"x", "k"}, {"t"});
+  addOutput(&then_g, "t");
+  addNode(&else_g, "Sub", {"x", "x2"}, {"e"});
+  addOutput(&else_g, "e");
+  auto* node = addNode(g, "If", {"flag"}, {"picked"});
+  addGraphAttr(node, "then_branch", then_g);
+  addGraphAttr(node, "else_branch", else_g);
+  addInitializer(g, "one", {}, {1});
+  addNode(g, "Add", {"picked", "one"}, {"y"});
+  addOutput(g, "y");
+  return m;
+}
+
+HostTensor flag(bool v) {
+  HostTensor t(DType::kBool, {});
+  *static_cast<uint8_t*>(t.data()) = v;
+  return t;
+}
+
+size_t countOps(const ir::Graph& g, const char* op) {
+  size_t n = 0;
+  for (const ir::Node& node : g.nodes) n += std::string(node.op->name) == op;
+  return n;
+}
+
+TEST(OnnxControlFlow, IfIsKeptWithCapturesAsInputs) {
+  auto g = import(ifModel());
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  ASSERT_EQ(countOps(*g, "If"), 1u);
+  const ir::Node* node = nullptr;
+  for (const ir::Node& n : g->nodes) if (std::string(n.op->name) == "If") node = &n;
+  // {flag, x, x2}: x read by both branches, x2 by the else branch only; the constant
+  // k is copied into the then branch rather than captured.
+  ASSERT_EQ(node->inputs.size(), 3u);
+  EXPECT_EQ(g->tensors[node->inputs[1]].name, "x");
+  EXPECT_STREQ(g->nodes[0].op->name, "Neg");
+  EXPECT_EQ(node->inputs[2], g->nodes[0].outputs[0]);
+  for (const auto& branch : node->subgraphs) {
+    ASSERT_EQ(branch->inputs.size(), 2u);
+    EXPECT_EQ(branch->tensors[branch->inputs[0]].name, "x");
+    EXPECT_EQ(branch->tensors[branch->inputs[1]].name, "x2");
+  }
+  const HostTensor x = HostTensor::fromFloats({3}, {1, -2, 3});
+  for (const char* backend : {"reference", "cpu"}) {
+    auto t = testing::runGraph(*g, {flag(true), x}, backend);
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    EXPECT_EQ((*t)[0].toFloats(), (std::vector<float>{3, -5, 13})) << backend;
+    auto e = testing::runGraph(*g, {flag(false), x}, backend);
+    ASSERT_TRUE(e.ok()) << e.status().toString();
+    EXPECT_EQ((*e)[0].toFloats(), (std::vector<float>{3, -3, 7})) << backend;
+  }
+}
+
+TEST(OnnxControlFlow, IfOnAFrozenConditionIsInlined) {
+  for (bool taken : {true, false}) {
+    OnnxImportOptions o;
+    o.frozen_inputs["flag"] = flag(taken);
+    auto g = import(ifModel(), o);
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    EXPECT_EQ(countOps(*g, "If"), 0u);
+    EXPECT_EQ(countOps(*g, taken ? "Mul" : "Sub"), 1u);
+    EXPECT_EQ(countOps(*g, taken ? "Sub" : "Mul"), 0u);
+    auto out = testing::runGraph(*g, {HostTensor::fromFloats({3}, {1, -2, 3})}, "cpu");
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_EQ((*out)[0].toFloats(), taken ? (std::vector<float>{3, -5, 13}) : (std::vector<float>{3, -3, 7}));
+  }
+}
+
+// Loop(M, cond, s) { s + x } with a scan output; M from `trips`.
+onnx::ModelProto loopModel(bool constant_trips) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {2});
+  addInput(g, "s0", {2});
+  if (constant_trips) {
+    auto* t = g->add_initializer();
+    t->set_name("trips");
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(4);
+  } else {
+    addInput(g, "trips", {}, onnx::TensorProto::INT64);
+  }
+  onnx::GraphProto body;
+  addInput(&body, "i", {}, onnx::TensorProto::INT64);
+  addInput(&body, "c", {}, onnx::TensorProto::BOOL);
+  addInput(&body, "s", {2});
+  addNode(&body, "Identity", {"c"}, {"c_out"});
+  addNode(&body, "Add", {"s", "x"}, {"s_out"});
+  addNode(&body, "Identity", {"s_out"}, {"scan"});
+  for (const char* o : {"c_out", "s_out", "scan"}) body.add_output()->set_name(o);
+  auto* node = addNode(g, "Loop", {"trips", "", "s0"}, {"s_final", "all"});
+  addGraphAttr(node, "body", body);
+  addOutput(g, "s_final");
+  addOutput(g, "all");
+  return m;
+}
+
+TEST(OnnxControlFlow, LoopWithAConstantTripCountRuns) {
+  auto g = import(loopModel(true));
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  ASSERT_EQ(countOps(*g, "Loop"), 1u);
+  for (const char* backend : {"reference", "cpu"}) {
+    auto r = testing::runGraph(*g, {HostTensor::fromFloats({2}, {1, 10}), HostTensor::fromFloats({2}, {0, 5})}, backend);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    EXPECT_EQ((*r)[0].toFloats(), (std::vector<float>{4, 45})) << backend;
+    EXPECT_EQ((*r)[1].shape(), (Shape{4, 2}));
+    EXPECT_EQ((*r)[1].toFloats(), (std::vector<float>{1, 15, 2, 25, 3, 35, 4, 45})) << backend;
+  }
+}
+
+TEST(OnnxControlFlow, LoopScanOutputsWithARuntimeTripCountAreAClearError) {
+  auto g = import(loopModel(false));
+  ASSERT_FALSE(g.ok());
+  for (const char* needle : {"Loop", "scan output", "M ('trips') must be a constant", "--freeze"}) {
+    EXPECT_NE(g.status().message().find(needle), std::string::npos) << g.status().message();
+  }
+  OnnxImportOptions o;  // the fix the message names
+  HostTensor trips(DType::kInt64, {});
+  *static_cast<int64_t*>(trips.data()) = 4;
+  o.frozen_inputs["trips"] = trips;
+  auto frozen = import(loopModel(false), o);
+  ASSERT_TRUE(frozen.ok()) << frozen.status().toString();
+}
+
+// Loop { If (i > 1) { s + x } else { s - x } }: the branches read the body's s and the
+// top level's x, which the body captures in turn.
+TEST(OnnxControlFlow, NestedIfInALoopCapturesThroughBothLevels) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "x", {2});
+  addInput(g, "s0", {2});
+  auto* trips = g->add_initializer();
+  trips->set_name("trips");
+  trips->set_data_type(onnx::TensorProto::INT64);
+  trips->add_int64_data(3);
+  auto* one = g->add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::INT64);
+  one->add_int64_data(1);
+  onnx::GraphProto body, then_g, else_g;
+  addInput(&body, "i", {}, onnx::TensorProto::INT64);
+  addInput(&body, "c", {}, onnx::TensorProto::BOOL);
+  addInput(&body, "s", {2});
+  addNode(&then_g, "Add", {"s", "x"}, {"t"});
+  addOutput(&then_g, "t");
+  addNode(&else_g, "Sub", {"s", "x"}, {"e"});
+  addOutput(&else_g, "e");
+  addNode(&body, "Identity", {"c"}, {"c_out"});
+  addNode(&body, "Greater", {"i", "one"}, {"late"});
+  auto* branch = addNode(&body, "If", {"late"}, {"s_out"});
+  addGraphAttr(branch, "then_branch", then_g);
+  addGraphAttr(branch, "else_branch", else_g);
+  for (const char* o : {"c_out", "s_out"}) body.add_output()->set_name(o);
+  addGraphAttr(addNode(g, "Loop", {"trips", "", "s0"}, {"s_final"}), "body", body);
+  addOutput(g, "s_final");
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const ir::Node& n : r->nodes) {
+    if (std::string(n.op->name) == "Loop") { EXPECT_EQ(n.inputs.size(), 4u); }  // M, cond, s0, x
+  }
+  for (const char* backend : {"reference", "cpu"}) {
+    auto out = testing::runGraph(*r, {HostTensor::fromFloats({2}, {1, 2}), HostTensor::fromFloats({2}, {0, 0})}, backend);
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{-1, -2})) << backend;  // -x, -x, +x
+  }
+}
+
+TEST(OnnxControlFlow, ScanWithAnOuterValueAndReverseDirection) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "init", {2});
+  addInput(g, "xs", {3, 2});
+  addInput(g, "w", {2});
+  onnx::GraphProto body;
+  addInput(&body, "acc", {2});
+  addInput(&body, "row", {2});
+  addNode(&body, "Mul", {"row", "w"}, {"wr"});
+  addNode(&body, "Add", {"acc", "wr"}, {"acc_out"});
+  addNode(&body, "Identity", {"acc_out"}, {"trace"});
+  for (const char* o : {"acc_out", "trace"}) body.add_output()->set_name(o);
+  auto* node = addNode(g, "Scan", {"init", "xs"}, {"final", "traces"});
+  addGraphAttr(node, "body", body);
+  addIntAttr(node, "num_scan_inputs", 1);
+  auto* dirs = node->add_attribute();
+  dirs->set_name("scan_input_directions");
+  dirs->set_type(onnx::AttributeProto::INTS);
+  dirs->add_ints(1);
+  addOutput(g, "final");
+  addOutput(g, "traces");
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const ir::Node& n : r->nodes) {
+    if (std::string(n.op->name) == "Scan") { EXPECT_EQ(n.inputs.size(), 3u); }  // + w
+  }
+  auto out = testing::runGraph(*r, {HostTensor::fromFloats({2}, {0, 0}), HostTensor::fromFloats({3, 2}, {1, 2, 3, 4, 5, 6}),
+                                    HostTensor::fromFloats({2}, {1, 10})}, "cpu");
+  ASSERT_TRUE(out.ok()) << out.status().toString();
+  EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{9, 120}));
+  EXPECT_EQ((*out)[1].toFloats(), (std::vector<float>{5, 60, 8, 100, 9, 120}));  // rows 2, 1, 0 accumulated
+}
+
+}  // namespace
+}  // namespace gkrt
