@@ -25,9 +25,9 @@ enum class AttrKind : uint8_t {
   kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
-  kRounding, kRepeat,
+  kRounding, kRepeat, kGatherND, kScatter, kTopK, kConvTranspose,
 };
-constexpr int kNumAttrKinds = 30;
+constexpr int kNumAttrKinds = 34;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -38,6 +38,7 @@ enum class GeluApprox : uint8_t { kTanh = 0, kNone };
 enum class DataFormat : uint8_t { kNCHW = 0, kNHWC };
 enum class Reduction : uint8_t { kNone = 0, kSum, kMean };
 enum class RoundingMode : uint8_t { kTrunc = 0, kFloor };
+enum class ScatterReduction : uint8_t { kNone = 0, kAdd, kMul, kMax, kMin };
 
 // Names of each enum's values, in numbering order (used by printing and parsing).
 template <typename E> struct EnumNames;
@@ -54,6 +55,7 @@ GKRT_ENUM_NAMES(GeluApprox, "tanh", "none");
 GKRT_ENUM_NAMES(DataFormat, "NCHW", "NHWC");
 GKRT_ENUM_NAMES(Reduction, "none", "sum", "mean");
 GKRT_ENUM_NAMES(RoundingMode, "trunc", "floor");
+GKRT_ENUM_NAMES(ScatterReduction, "none", "add", "mul", "max", "min");
 #undef GKRT_ENUM_NAMES
 
 using Ints = std::vector<int64_t>;
@@ -203,6 +205,34 @@ struct RoundingAttrs { GKRT_ATTR("Rounding", kRounding);
 struct RepeatAttrs { GKRT_ATTR("Repeat", kRepeat);
   int64_t repeats = 1; int64_t axis = 0;
   template <class S, class V> static void fields(S& s, V& v) { v("repeats", s.repeats); v("axis", s.axis); }
+};
+// GatherND: the leading `batch_dims` axes of data and indices are batch axes.
+struct GatherNDAttrs { GKRT_ATTR("GatherND", kGatherND);
+  int64_t batch_dims = 0;
+  template <class S, class V> static void fields(S& s, V& v) { v("batch_dims", s.batch_dims); }
+};
+// ScatterElements (along `axis`) and ScatterND (axis unused): how updates combine
+// with the data they land on.
+struct ScatterAttrs { GKRT_ATTR("Scatter", kScatter);
+  int64_t axis = 0; ScatterReduction reduction = ScatterReduction::kNone;
+  template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("reduction", s.reduction); }
+};
+// TopK: the k largest (or smallest) along axis; sorted or in input order.
+struct TopKAttrs { GKRT_ATTR("TopK", kTopK);
+  int64_t k = 1; int64_t axis = -1; bool largest = true; bool sorted = true;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("k", s.k); v("axis", s.axis); v("largest", s.largest); v("sorted", s.sorted);
+  }
+};
+// ConvTranspose over 1 to 3 spatial axes (N, C, spatial... input; C/groups-major
+// weights {C, M/groups, k...}); pads = {begin..., end...}; the output length per axis
+// is stride (in - 1) + output_padding + dilation (k - 1) + 1 - pad_begin - pad_end.
+struct ConvTransposeAttrs { GKRT_ATTR("ConvTranspose", kConvTranspose);
+  Ints strides; Ints pads; Ints dilations; Ints output_padding; int64_t groups = 1;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("strides", s.strides); v("pads", s.pads); v("dilations", s.dilations);
+    v("output_padding", s.output_padding); v("groups", s.groups);
+  }
 };
 #undef GKRT_ATTR
 

@@ -128,6 +128,10 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kReduction: fn(ReductionAttrs{}); return true;
     case AttrKind::kRounding: fn(RoundingAttrs{}); return true;
     case AttrKind::kRepeat: fn(RepeatAttrs{}); return true;
+    case AttrKind::kGatherND: fn(GatherNDAttrs{}); return true;
+    case AttrKind::kScatter: fn(ScatterAttrs{}); return true;
+    case AttrKind::kTopK: fn(TopKAttrs{}); return true;
+    case AttrKind::kConvTranspose: fn(ConvTransposeAttrs{}); return true;
   }
   return false;
 }

@@ -30,5 +30,10 @@ StatusOr<Ints> axesOf(Context& c, const Node& n, int input, int64_t since_opset)
 void registerElementwiseConverters(std::map<std::string, Converter>& t);
 void registerNNConverters(std::map<std::string, Converter>& t);
 void registerTensorConverters(std::map<std::string, Converter>& t);
+void registerIndexingConverters(std::map<std::string, Converter>& t);
+void registerActivationConverters(std::map<std::string, Converter>& t);
+void registerNormConverters(std::map<std::string, Converter>& t);
+void registerEinsumConverters(std::map<std::string, Converter>& t);
+void registerConvTransposeConverters(std::map<std::string, Converter>& t);
 
 }  // namespace gkrt::onnx_import

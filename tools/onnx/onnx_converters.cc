@@ -12,6 +12,11 @@ const std::map<std::string, Converter>& table() {
     registerElementwiseConverters(m);
     registerNNConverters(m);
     registerTensorConverters(m);
+    registerIndexingConverters(m);
+    registerActivationConverters(m);
+    registerNormConverters(m);
+    registerEinsumConverters(m);
+    registerConvTransposeConverters(m);
     return m;
   }();
   return t;
