@@ -522,6 +522,11 @@ case("LambApplyOptimizerAssign", "LambApplyOptimizerAssign",
      [gr, v_, m_, var_, sc(b1), sc(1 - b1), sc(b2), sc(1 - b2), sc(1e-6), sc(steps), sc(1.0), sc(0.01)],
      [as32(lamb_upd), as32(nv2), as32(nm2)], rtol=1e-4, atol=1e-5)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import op_cases_indexing_conv_transpose  # noqa: E402
+
+op_cases_indexing_conv_transpose.add_cases(case, rng)
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)
 print(f"wrote {len(cases)} golden cases to {OUT}")
