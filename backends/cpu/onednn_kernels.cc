@@ -245,11 +245,51 @@ class OneDnnMatMul final : public Kernel {
   std::vector<dnnl::memory> post_mems_;  // per post-op; binary ones get a handle at launch
 };
 
+// A convolution-like primitive on float32 activations as they are in the session's
+// arena: src, constant weights reordered once into the layout oneDNN picked, optional
+// bias, dst.
+class OneDnnWeightedKernel : public Kernel {
+ public:
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    x_mem_.set_data_handle(const_cast<void*>(in[0].data));
+    y_mem_.set_data_handle(out[0].data);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, y_mem_}};
+    if (has_bias_) {
+      b_mem_.set_data_handle(const_cast<void*>(in[2].data));
+      args[DNNL_ARG_BIAS] = b_mem_;
+    }
+    prim_.execute(stream_, args);
+    stream_.wait();
+    return Status::Ok();
+  }
+
+ protected:
+  OneDnnWeightedKernel() : stream_(cpuEngine()) {}
+  void setUp(dnnl::primitive prim, const dnnl::memory::desc& x_md, const dnnl::memory::desc& y_md,
+             const dnnl::memory::desc& b_md, const dnnl::memory::desc& w_plain, const dnnl::memory::desc& w_chosen,
+             const void* weights) {
+    prim_ = std::move(prim);
+    x_mem_ = dnnl::memory(x_md, cpuEngine(), DNNL_MEMORY_NONE);
+    y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
+    if (has_bias_) b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
+    dnnl::memory src(w_plain, cpuEngine(), const_cast<void*>(weights));
+    w_mem_ = dnnl::memory(w_chosen, cpuEngine());
+    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
+    stream_.wait();
+  }
+  bool has_bias_ = false;
+
+ private:
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_;
+};
+
 // Conv2D (groups, dilation, asymmetric pads, bias) on NCHW activations as they are in
 // the session's arena; the weights reordered once into the layout oneDNN picks.
-class OneDnnConv final : public Kernel {
+class OneDnnConv final : public OneDnnWeightedKernel {
  public:
-  OneDnnConv(const ir::Graph& g, const ir::Node& node) : stream_(cpuEngine()) {
+  OneDnnConv(const ir::Graph& g, const ir::Node& node) {
     const auto& a = node.attrs.get<Conv2DAttrs>();
     const Shape& x = g.tensors[node.inputs[0]].shape;
     const ir::Tensor& w = g.tensors[node.inputs[1]];
@@ -273,42 +313,17 @@ class OneDnnConv final : public Kernel {
                                                             dnnl::algorithm::convolution_direct, x_md, w_any, y_md,
                                                             strides, dil, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc pd(desc, cpuEngine());
-    prim_ = dnnl::convolution_forward(pd);
-    x_mem_ = dnnl::memory(x_md, cpuEngine(), DNNL_MEMORY_NONE);
-    y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
-    if (has_bias_) b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
-    dnnl::memory src(w_plain, cpuEngine(), const_cast<uint8_t*>(w.constant->data));
-    w_mem_ = dnnl::memory(pd.weights_desc(), cpuEngine());
-    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
-    stream_.wait();
+    setUp(dnnl::convolution_forward(pd), x_md, y_md, b_md, w_plain, pd.weights_desc(), w.constant->data);
   }
-
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    x_mem_.set_data_handle(const_cast<void*>(in[0].data));
-    y_mem_.set_data_handle(out[0].data);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, y_mem_}};
-    if (has_bias_) {
-      b_mem_.set_data_handle(const_cast<void*>(in[2].data));
-      args[DNNL_ARG_BIAS] = b_mem_;
-    }
-    prim_.execute(stream_, args);
-    stream_.wait();
-    return Status::Ok();
-  }
-
- private:
-  dnnl::stream stream_;
-  dnnl::convolution_forward prim_;
-  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_;
-  bool has_bias_ = false;
 };
 
 // ConvTranspose over 1 to 3 spatial axes as a oneDNN deconvolution: ONNX weights
-// {C, M/groups, k...} are oneDNN's (g)io* layout, reordered once; output_padding is the
-// end padding given back (oneDNN derives it from the output dims).
-class OneDnnDeconv final : public Kernel {
+// {C, M/groups, k...} are read through strides as oneDNN (g)oi* weights and reordered
+// once; output_padding is the end padding given back (oneDNN derives it from the
+// output dims).
+class OneDnnDeconv final : public OneDnnWeightedKernel {
  public:
-  OneDnnDeconv(const ir::Graph& g, const ir::Node& node) : stream_(cpuEngine()) {
+  OneDnnDeconv(const ir::Graph& g, const ir::Node& node) {
     const auto& a = node.attrs.get<ConvTransposeAttrs>();
     const Shape& x = g.tensors[node.inputs[0]].shape;
     const ir::Tensor& w = g.tensors[node.inputs[1]];
@@ -350,34 +365,8 @@ class OneDnnDeconv final : public Kernel {
                                                               dnnl::algorithm::deconvolution_direct, x_md, w_any, y_md,
                                                               strides, dil, pad_l, pad_r);
     dnnl::deconvolution_forward::primitive_desc pd(desc, cpuEngine());
-    prim_ = dnnl::deconvolution_forward(pd);
-    x_mem_ = dnnl::memory(x_md, cpuEngine(), DNNL_MEMORY_NONE);
-    y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
-    if (has_bias_) b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
-    dnnl::memory src(w_plain, cpuEngine(), const_cast<uint8_t*>(w.constant->data));
-    w_mem_ = dnnl::memory(pd.weights_desc(), cpuEngine());
-    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
-    stream_.wait();
+    setUp(dnnl::deconvolution_forward(pd), x_md, y_md, b_md, w_plain, pd.weights_desc(), w.constant->data);
   }
-
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    x_mem_.set_data_handle(const_cast<void*>(in[0].data));
-    y_mem_.set_data_handle(out[0].data);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, y_mem_}};
-    if (has_bias_) {
-      b_mem_.set_data_handle(const_cast<void*>(in[2].data));
-      args[DNNL_ARG_BIAS] = b_mem_;
-    }
-    prim_.execute(stream_, args);
-    stream_.wait();
-    return Status::Ok();
-  }
-
- private:
-  dnnl::stream stream_;
-  dnnl::deconvolution_forward prim_;
-  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_;
-  bool has_bias_ = false;
 };
 // Constant float32 weights, non-empty tensors, begin pads >= 0 (a negative end pad,
 // after output_padding is given back, is a longer output, which oneDNN takes).

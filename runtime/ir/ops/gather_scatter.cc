@@ -75,19 +75,25 @@ Status shapeGatherElements(const ir::Node& n, const In& in, std::vector<Shape>& 
   out = {in[1]->shape};
   return Status::Ok();
 }
-Status gatherElementsKernel(const KernelContext& c) {
-  const TensorView &x = c.in(0), &ind = c.in(1);
-  const int64_t axis = *normalizeAxis(c.node.attrs.get<AxisAttrs>().axis, static_cast<int64_t>(x.shape.size()));
+// Calls fn(i, offset) for every index position i with the data offset it addresses
+// (position i with its `axis` coordinate replaced by indices[i]).
+template <class Fn> Status forEachElementIndex(const char* op, const TensorView& x, const TensorView& ind, int64_t axis_attr,
+                                               Fn&& fn) {
+  const int64_t axis = *normalizeAxis(axis_attr, static_cast<int64_t>(x.shape.size()));
   const std::vector<int64_t> st = contiguousStrides(x.shape);
   std::vector<int64_t> idx;
   for (int64_t i = 0, n = ind.size(); i < n; ++i) {
     unravel(i, ind.shape, idx);
-    ASSIGN_OR_RETURN(idx[axis], checkedIndex("GatherElements", ind, i, x.shape[axis]));
+    ASSIGN_OR_RETURN(idx[axis], checkedIndex(op, ind, i, x.shape[axis]));
     int64_t off = 0;
     for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
-    copyElement(c.out(0), i, x, off);
+    fn(i, off);
   }
   return Status::Ok();
+}
+Status gatherElementsKernel(const KernelContext& c) {
+  return forEachElementIndex("GatherElements", c.in(0), c.in(1), c.node.attrs.get<AxisAttrs>().axis,
+                             [&](int64_t i, int64_t off) { copyElement(c.out(0), i, c.in(0), off); });
 }
 
 Status dtypeScatter(const ir::Node& n, const In& in, std::vector<DType>& out) {
@@ -111,20 +117,11 @@ Status shapeScatterElements(const ir::Node& n, const In& in, std::vector<Shape>&
 }
 Status scatterElementsKernel(const KernelContext& c) {
   const auto& a = c.node.attrs.get<ScatterAttrs>();
-  const TensorView &x = c.in(0), &ind = c.in(1), &upd = c.in(2);
+  const TensorView &x = c.in(0), &upd = c.in(2);
   const MutableTensorView& y = c.out(0);
   std::memcpy(y.data, x.data, static_cast<size_t>(x.size()) * dtypeSize(x.dtype));
-  const int64_t axis = *normalizeAxis(a.axis, static_cast<int64_t>(x.shape.size()));
-  const std::vector<int64_t> st = contiguousStrides(x.shape);
-  std::vector<int64_t> idx;
-  for (int64_t i = 0, n = ind.size(); i < n; ++i) {
-    unravel(i, ind.shape, idx);
-    ASSIGN_OR_RETURN(idx[axis], checkedIndex("ScatterElements", ind, i, x.shape[axis]));
-    int64_t off = 0;
-    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * st[d];
-    scatterInto(y, off, upd, i, a.reduction);
-  }
-  return Status::Ok();
+  return forEachElementIndex("ScatterElements", x, c.in(1), a.axis,
+                             [&](int64_t i, int64_t off) { scatterInto(y, off, upd, i, a.reduction); });
 }
 
 // ---- GatherND / ScatterND ----------------------------------------------------------
