@@ -84,7 +84,7 @@ Status meanVarianceNorm(Context& c, const Node& n, Outs& o) {
   return Status::Ok();
 }
 
-// x / ||x||_p along axis, p 1 or 2.
+// x / ||x||_p along axis, p 1 or 2; a zero vector stays zero (ONNX's reference).
 Status lpNorm(Context& c, const Node& n, Outs& o) {
   const Value x = c.in(n, 0);
   const int64_t p = attrInt(n, "p", 2);
@@ -92,7 +92,8 @@ Status lpNorm(Context& c, const Node& n, Outs& o) {
   const AxesAttrs keep{{attrInt(n, "axis", -1)}, true};
   const Value norm = p == 1 ? c.op1("ReduceSum", {c.op1("Abs", {x})}, keep)
                             : c.op1("Sqrt", {c.op1("ReduceSum", {c.op1("Mul", {x, x})}, keep)});
-  o = {c.op1("RealDiv", {x, norm})};
+  const Value zero = c.op1("Equal", {norm, scalarLike(c, 0.0f, norm)});
+  o = {c.op1("RealDiv", {x, c.op1("Select", {zero, scalarLike(c, 1.0f, norm), norm})})};
   return Status::Ok();
 }
 
