@@ -245,11 +245,51 @@ class OneDnnMatMul final : public Kernel {
   std::vector<dnnl::memory> post_mems_;  // per post-op; binary ones get a handle at launch
 };
 
+// A convolution-like primitive on float32 activations as they are in the session's
+// arena: src, constant weights reordered once into the layout oneDNN picked, optional
+// bias, dst.
+class OneDnnWeightedKernel : public Kernel {
+ public:
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    x_mem_.set_data_handle(const_cast<void*>(in[0].data));
+    y_mem_.set_data_handle(out[0].data);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, y_mem_}};
+    if (has_bias_) {
+      b_mem_.set_data_handle(const_cast<void*>(in[2].data));
+      args[DNNL_ARG_BIAS] = b_mem_;
+    }
+    prim_.execute(stream_, args);
+    stream_.wait();
+    return Status::Ok();
+  }
+
+ protected:
+  OneDnnWeightedKernel() : stream_(cpuEngine()) {}
+  void setUp(dnnl::primitive prim, const dnnl::memory::desc& x_md, const dnnl::memory::desc& y_md,
+             const dnnl::memory::desc& b_md, const dnnl::memory::desc& w_plain, const dnnl::memory::desc& w_chosen,
+             const void* weights) {
+    prim_ = std::move(prim);
+    x_mem_ = dnnl::memory(x_md, cpuEngine(), DNNL_MEMORY_NONE);
+    y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
+    if (has_bias_) b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
+    dnnl::memory src(w_plain, cpuEngine(), const_cast<void*>(weights));
+    w_mem_ = dnnl::memory(w_chosen, cpuEngine());
+    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
+    stream_.wait();
+  }
+  bool has_bias_ = false;
+
+ private:
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_;
+};
+
 // Conv2D (groups, dilation, asymmetric pads, bias) on NCHW activations as they are in
 // the session's arena; the weights reordered once into the layout oneDNN picks.
-class OneDnnConv final : public Kernel {
+class OneDnnConv final : public OneDnnWeightedKernel {
  public:
-  OneDnnConv(const ir::Graph& g, const ir::Node& node) : stream_(cpuEngine()) {
+  OneDnnConv(const ir::Graph& g, const ir::Node& node) {
     const auto& a = node.attrs.get<Conv2DAttrs>();
     const Shape& x = g.tensors[node.inputs[0]].shape;
     const ir::Tensor& w = g.tensors[node.inputs[1]];
@@ -273,35 +313,73 @@ class OneDnnConv final : public Kernel {
                                                             dnnl::algorithm::convolution_direct, x_md, w_any, y_md,
                                                             strides, dil, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc pd(desc, cpuEngine());
-    prim_ = dnnl::convolution_forward(pd);
-    x_mem_ = dnnl::memory(x_md, cpuEngine(), DNNL_MEMORY_NONE);
-    y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
-    if (has_bias_) b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
-    dnnl::memory src(w_plain, cpuEngine(), const_cast<uint8_t*>(w.constant->data));
-    w_mem_ = dnnl::memory(pd.weights_desc(), cpuEngine());
-    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
-    stream_.wait();
+    setUp(dnnl::convolution_forward(pd), x_md, y_md, b_md, w_plain, pd.weights_desc(), w.constant->data);
   }
-
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    x_mem_.set_data_handle(const_cast<void*>(in[0].data));
-    y_mem_.set_data_handle(out[0].data);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, y_mem_}};
-    if (has_bias_) {
-      b_mem_.set_data_handle(const_cast<void*>(in[2].data));
-      args[DNNL_ARG_BIAS] = b_mem_;
-    }
-    prim_.execute(stream_, args);
-    stream_.wait();
-    return Status::Ok();
-  }
-
- private:
-  dnnl::stream stream_;
-  dnnl::convolution_forward prim_;
-  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_;
-  bool has_bias_ = false;
 };
+
+// ConvTranspose over 1 to 3 spatial axes as a oneDNN deconvolution: ONNX weights
+// {C, M/groups, k...} are read through strides as oneDNN (g)oi* weights and reordered
+// once; output_padding is the end padding given back (oneDNN derives it from the
+// output dims).
+class OneDnnDeconv final : public OneDnnWeightedKernel {
+ public:
+  OneDnnDeconv(const ir::Graph& g, const ir::Node& node) {
+    const auto& a = node.attrs.get<ConvTransposeAttrs>();
+    const Shape& x = g.tensors[node.inputs[0]].shape;
+    const ir::Tensor& w = g.tensors[node.inputs[1]];
+    const Shape& y = g.tensors[node.outputs[0]].shape;
+    const size_t sp = x.size() - 2;
+    const int64_t G = a.groups;
+    using tag = dnnl::memory::format_tag;
+    const tag act[] = {tag::ncw, tag::nchw, tag::ncdhw};
+    const dnnl::memory::desc x_md(dims(x.begin(), x.end()), dt::f32, act[sp - 1]);
+    const dnnl::memory::desc y_md(dims(y.begin(), y.end()), dt::f32, act[sp - 1]);
+    // oneDNN's dims {G, O/G, I/G, k...} over ONNX's bytes {G, I/G, O/G, k...}.
+    const int64_t O = y[1] / G, I = x[1] / G, K = numElements(Shape(w.shape.begin() + 2, w.shape.end()));
+    dims w_dims{O, I}, w_strides{K, O * K};
+    int64_t st = K;
+    for (size_t d = 0; d < sp; ++d) {
+      w_dims.push_back(w.shape[2 + d]);
+      st /= w.shape[2 + d];
+      w_strides.push_back(st);
+    }
+    if (G > 1) {
+      w_dims.insert(w_dims.begin(), G);
+      w_strides.insert(w_strides.begin(), I * O * K);
+    }
+    const dnnl::memory::desc w_plain(w_dims, dt::f32, w_strides);
+    const dnnl::memory::desc w_any(w_dims, dt::f32, tag::any);
+    has_bias_ = node.inputs.size() > 2 && node.inputs[2] >= 0;
+    const dnnl::memory::desc b_md({y[1]}, dt::f32, tag::x);
+    dims strides, dil, pad_l, pad_r;
+    for (size_t d = 0; d < sp; ++d) {
+      strides.push_back(a.strides[d]);
+      dil.push_back(a.dilations[d] - 1);
+      pad_l.push_back(a.pads[d]);
+      pad_r.push_back(a.pads[d + sp] - a.output_padding[d]);
+    }
+    auto desc = has_bias_ ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::deconvolution_direct, x_md, w_any, b_md,
+                                                              y_md, strides, dil, pad_l, pad_r)
+                          : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::deconvolution_direct, x_md, w_any, y_md,
+                                                              strides, dil, pad_l, pad_r);
+    dnnl::deconvolution_forward::primitive_desc pd(desc, cpuEngine());
+    setUp(dnnl::deconvolution_forward(pd), x_md, y_md, b_md, w_plain, pd.weights_desc(), w.constant->data);
+  }
+};
+// Constant float32 weights, non-empty tensors, begin pads >= 0 (a negative end pad,
+// after output_padding is given back, is a longer output, which oneDNN takes).
+bool deconvFits(const ir::Graph& g, const ir::Node& node) {
+  for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return false;
+  const auto& a = node.attrs.get<ConvTransposeAttrs>();
+  const size_t sp = g.tensors[node.inputs[0]].shape.size() - 2;
+  for (size_t d = 0; d < sp; ++d) {
+    if (a.pads[d] < 0) return false;
+  }
+  return g.tensors[node.inputs[1]].isConstant() && numElements(g.tensors[node.outputs[0]].shape) > 0 &&
+         numElements(g.tensors[node.inputs[0]].shape) > 0;
+}
 
 }  // namespace
 
@@ -315,6 +393,7 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
     return w.isConstant() && g.tensors[node.inputs[0]].shape.size() == 4 && w.shape.size() == 4 &&
            numElements(g.tensors[node.outputs[0]].shape) > 0 && numElements(g.tensors[node.inputs[0]].shape) > 0;
   }
+  if (op == "ConvTranspose") return deconvFits(g, node);
   MatMulPlan p;
   return planFor(g, node, &p);
 }
@@ -322,6 +401,7 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
 StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node) {
   try {
     if (std::string(node.op->name) == "Conv2D") return std::unique_ptr<Kernel>(new OneDnnConv(g, node));
+    if (std::string(node.op->name) == "ConvTranspose") return std::unique_ptr<Kernel>(new OneDnnDeconv(g, node));
     MatMulPlan p;
     if (!planFor(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
     return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p)));

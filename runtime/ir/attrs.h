@@ -25,9 +25,9 @@ enum class AttrKind : uint8_t {
   kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
-  kRounding, kRepeat, kRecurrent, kLoop, kScan,
+  kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose,
 };
-constexpr int kNumAttrKinds = 33;
+constexpr int kNumAttrKinds = 37;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -44,6 +44,7 @@ enum class RnnActivation : uint8_t {
   kRelu = 0, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid, kElu, kSoftsign,
   kSoftplus,
 };
+enum class ScatterReduction : uint8_t { kNone = 0, kAdd, kMul, kMax, kMin };
 
 // Names of each enum's values, in numbering order (used by printing and parsing).
 template <typename E> struct EnumNames;
@@ -63,6 +64,7 @@ GKRT_ENUM_NAMES(RoundingMode, "trunc", "floor");
 GKRT_ENUM_NAMES(RnnDirection, "forward", "reverse", "bidirectional");
 GKRT_ENUM_NAMES(RnnActivation, "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
                 "HardSigmoid", "Elu", "Softsign", "Softplus");
+GKRT_ENUM_NAMES(ScatterReduction, "none", "add", "mul", "max", "min");
 #undef GKRT_ENUM_NAMES
 
 using Ints = std::vector<int64_t>;
@@ -243,6 +245,34 @@ struct ScanAttrs { GKRT_ATTR("Scan", kScan);
     v("num_state", s.num_state); v("num_scan_inputs", s.num_scan_inputs); v("scan_input_axes", s.scan_input_axes);
     v("scan_input_directions", s.scan_input_directions); v("scan_output_axes", s.scan_output_axes);
     v("scan_output_directions", s.scan_output_directions); v("batched", s.batched);
+  }
+};
+// GatherND: the leading `batch_dims` axes of data and indices are batch axes.
+struct GatherNDAttrs { GKRT_ATTR("GatherND", kGatherND);
+  int64_t batch_dims = 0;
+  template <class S, class V> static void fields(S& s, V& v) { v("batch_dims", s.batch_dims); }
+};
+// ScatterElements (along `axis`) and ScatterND (axis unused): how updates combine
+// with the data they land on.
+struct ScatterAttrs { GKRT_ATTR("Scatter", kScatter);
+  int64_t axis = 0; ScatterReduction reduction = ScatterReduction::kNone;
+  template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("reduction", s.reduction); }
+};
+// TopK: the k largest (or smallest) along axis; sorted or in input order.
+struct TopKAttrs { GKRT_ATTR("TopK", kTopK);
+  int64_t k = 1; int64_t axis = -1; bool largest = true; bool sorted = true;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("k", s.k); v("axis", s.axis); v("largest", s.largest); v("sorted", s.sorted);
+  }
+};
+// ConvTranspose over 1 to 3 spatial axes (N, C, spatial... input; C/groups-major
+// weights {C, M/groups, k...}); pads = {begin..., end...}; the output length per axis
+// is stride (in - 1) + output_padding + dilation (k - 1) + 1 - pad_begin - pad_end.
+struct ConvTransposeAttrs { GKRT_ATTR("ConvTranspose", kConvTranspose);
+  Ints strides; Ints pads; Ints dilations; Ints output_padding; int64_t groups = 1;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("strides", s.strides); v("pads", s.pads); v("dilations", s.dilations);
+    v("output_padding", s.output_padding); v("groups", s.groups);
   }
 };
 #undef GKRT_ATTR

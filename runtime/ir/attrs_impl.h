@@ -149,6 +149,10 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kRecurrent: fn(RecurrentAttrs{}); return true;
     case AttrKind::kLoop: fn(LoopAttrs{}); return true;
     case AttrKind::kScan: fn(ScanAttrs{}); return true;
+    case AttrKind::kGatherND: fn(GatherNDAttrs{}); return true;
+    case AttrKind::kScatter: fn(ScatterAttrs{}); return true;
+    case AttrKind::kTopK: fn(TopKAttrs{}); return true;
+    case AttrKind::kConvTranspose: fn(ConvTransposeAttrs{}); return true;
   }
   return false;
 }

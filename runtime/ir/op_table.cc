@@ -19,6 +19,9 @@ void registerFusedOps(std::vector<OpDef>& t);
 void registerDynamicShapeOps(std::vector<OpDef>& t);
 void registerRecurrentOps(std::vector<OpDef>& t);
 void registerControlFlowOps(std::vector<OpDef>& t);
+void registerGatherScatterOps(std::vector<OpDef>& t);
+void registerSortingOps(std::vector<OpDef>& t);
+void registerConvTransposeOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -52,6 +55,9 @@ struct OpTable {
     ops::registerDynamicShapeOps(ops);
     ops::registerRecurrentOps(ops);
     ops::registerControlFlowOps(ops);
+    ops::registerGatherScatterOps(ops);
+    ops::registerSortingOps(ops);
+    ops::registerConvTransposeOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

@@ -583,6 +583,10 @@ recurrent_case("GRU_forward", "GRU", [f32(T_, B_, I_), rw(1, 3 * H_, I_), rw(1, 
 recurrent_case("RNN_reverse_initial_h", "RNN",
                [f32(T_, B_, I_), rw(1, H_, I_), rw(1, H_, H_), rw(1, 2 * H_), None, f32(1, B_, H_)], 2,
                hidden_size=H_, direction="reverse")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import op_cases_indexing_conv_transpose  # noqa: E402
+
+op_cases_indexing_conv_transpose.add_cases(case, rng)
 
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)

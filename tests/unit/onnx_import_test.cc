@@ -87,11 +87,11 @@ TEST(OnnxImport, ListsEveryUnsupportedOpAtOnce) {
   auto m = model();
   auto* g = m.mutable_graph();
   addInput(g, "x", {4});
-  addNode(g, "NonZero", {"x"}, {"a"});
-  addNode(g, "TopK", {"x"}, {"b", "c"});
+  addNode(g, "Unique", {"x"}, {"a"});
+  addNode(g, "GridSample", {"x", "x"}, {"b"});
   addNode(g, "Relu", {"x"}, {"y"});
   addOutput(g, "y");
-  expectError(import(m), {"unsupported ONNX ops (opset 17):", "NonZero", "TopK", "[nodes: NonZero_1"});
+  expectError(import(m), {"unsupported ONNX ops (opset 17):", "Unique", "GridSample", "[nodes: Unique_1"});
 }
 
 TEST(OnnxImport, HostileFiles) {
@@ -252,6 +252,76 @@ TEST(OnnxImport, RecurrentOpsAndTheirErrors) {
               {"direction 'sideways'", "bidirectional"});
   expectError(lstm([&](onnx::NodeProto* n) { n->mutable_attribute(0)->set_i(3); }),  // R says 2
               {"hidden_size=3", "hidden size 2"});
+}
+
+}  // namespace
+}  // namespace gkrt
+
+namespace gkrt {
+namespace {
+
+// NonZero: folded when its input is a constant; on run-time data a clear error naming
+// the node and the fix.
+TEST(OnnxImport, NonZeroFoldsConstantsAndRefusesRuntimeData) {
+  auto m = model(13);
+  auto* g = m.mutable_graph();
+  addInitializer(g, "c", {2, 3}, {0, 1, 0, 2, 0, 3});
+  addNode(g, "NonZero", {"c"}, {"y"});
+  addOutput(g, "y");
+  auto r = import(m);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  for (const ir::Node& n : r->nodes) EXPECT_STRNE(n.op->name, "NonZero");
+  auto out = testing::runGraph(*r, {}, "reference");
+  ASSERT_TRUE(out.ok()) << out.status().toString();
+  ASSERT_EQ((*out)[0].shape(), (Shape{2, 3}));
+  const int64_t* v = (*out)[0].as<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(v, v + 6), (std::vector<int64_t>{0, 1, 1, 1, 0, 2}));  // rows, then columns
+
+  auto m2 = model(13);
+  auto* g2 = m2.mutable_graph();
+  addInput(g2, "x", {2, 3});
+  addNode(g2, "NonZero", {"x"}, {"y"});
+  addOutput(g2, "y");
+  expectError(import(m2), {"NonZero_1", "depends on the input's values", "--freeze"});
+}
+
+// Einsum: a batched contraction becomes one BatchMatMul; a transpose-and-sum form and
+// a diagonal match numpy's values.
+TEST(OnnxImport, EinsumForms) {
+  auto run = [](const std::string& eq, std::vector<std::vector<int64_t>> dims, std::vector<HostTensor> inputs,
+                std::vector<float> want, const char* expect_op) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    std::vector<std::string> names;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      names.push_back("x" + std::to_string(k));
+      addInput(g, names.back(), dims[k]);
+    }
+    auto* n = addNode(g, "Einsum", names, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("equation");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(eq);
+    addOutput(g, "y");
+    auto r = import(m);
+    ASSERT_TRUE(r.ok()) << eq << ": " << r.status().toString();
+    if (expect_op) {
+      bool found = false;
+      for (const ir::Node& node : r->nodes) found |= std::string(node.op->name) == expect_op;
+      EXPECT_TRUE(found) << eq << " has no " << expect_op;
+    }
+    auto out = testing::runGraph(*r, inputs, "reference");
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_EQ((*out)[0].toFloats(), want) << eq;
+  };
+  // [2,1,2] x [2,2,1]: per batch a row times a column.
+  run("bij,bjk->bik", {{2, 1, 2}, {2, 2, 1}},
+      {HostTensor::fromFloats({2, 1, 2}, {1, 2, 3, 4}), HostTensor::fromFloats({2, 2, 1}, {5, 6, 7, 8})}, {17, 53},
+      "BatchMatMul");
+  run("ij->ji", {{2, 3}}, {HostTensor::fromFloats({2, 3}, {1, 2, 3, 4, 5, 6})}, {1, 4, 2, 5, 3, 6}, "Transpose");
+  run("ii->i", {{2, 2}}, {HostTensor::fromFloats({2, 2}, {1, 2, 3, 4})}, {1, 4}, nullptr);
+  run("i,j", {{2}, {3}}, {HostTensor::fromFloats({2}, {1, 2}), HostTensor::fromFloats({3}, {1, 2, 3})},
+      {1, 2, 3, 2, 4, 6}, nullptr);
 }
 
 }  // namespace

@@ -32,5 +32,10 @@ void registerNNConverters(std::map<std::string, Converter>& t);
 void registerTensorConverters(std::map<std::string, Converter>& t);
 void registerRecurrentConverters(std::map<std::string, Converter>& t);
 void registerControlConverters(std::map<std::string, Converter>& t);
+void registerIndexingConverters(std::map<std::string, Converter>& t);
+void registerActivationConverters(std::map<std::string, Converter>& t);
+void registerNormConverters(std::map<std::string, Converter>& t);
+void registerEinsumConverters(std::map<std::string, Converter>& t);
+void registerConvTransposeConverters(std::map<std::string, Converter>& t);
 
 }  // namespace gkrt::onnx_import

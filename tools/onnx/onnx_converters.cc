@@ -14,6 +14,11 @@ const std::map<std::string, Converter>& table() {
     registerTensorConverters(m);
     registerRecurrentConverters(m);
     registerControlConverters(m);
+    registerIndexingConverters(m);
+    registerActivationConverters(m);
+    registerNormConverters(m);
+    registerEinsumConverters(m);
+    registerConvTransposeConverters(m);
     return m;
   }();
   return t;

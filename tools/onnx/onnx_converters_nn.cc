@@ -120,8 +120,8 @@ bool foldIntoConv(Context& c, const Node& n, float eps, Outs& o) {
   return true;
 }
 
-template <bool kMax> Status pool(Context& c, const Node& n, Outs& o) {
-  Value x = c.in(n, 0);
+// Max or average pooling of x with n's window attributes; 1-D through a height of 1.
+StatusOr<Value> poolOf(Context& c, const Node& n, Value x, bool max, bool count_include_pad) {
   Shape xs = shapeOf(c, x);
   const bool one_d = xs.size() == 3;
   if (xs.size() != 4 && !one_d) return unsupported(n, "only 1-D and 2-D pooling are supported");
@@ -129,21 +129,41 @@ template <bool kMax> Status pool(Context& c, const Node& n, Outs& o) {
     x = c.op1("Reshape", {x}, ShapeAttrs{with1(xs)});
     xs = with1(xs);
   }
-  if (n.output_size() > 1 && !n.output(1).empty()) return unsupported(n, "the Indices output is not supported");
   for (int64_t d : attrInts(n, "dilations", {1, 1})) if (d != 1) return unsupported(n, "dilations other than 1");
   PoolAttrs a;
   a.kernel = as2D(attrInts(n, "kernel_shape"), 1);
   a.strides = as2D(attrInts(n, "strides", one_d ? Ints{1} : Ints{1, 1}), 1);
   a.ceil_mode = attrInt(n, "ceil_mode", 0) != 0;
-  a.count_include_pad = attrInt(n, "count_include_pad", 0) != 0;
+  a.count_include_pad = count_include_pad;
   ASSIGN_OR_RETURN(Ints pads, spatialPads(n, xs, a.kernel, a.strides, {1, 1}));
   a.pads = pads2D(pads);
-  o = {c.op1(kMax ? "MaxPool" : "AvgPool", {x}, a)};
+  Value y = c.op1(max ? "MaxPool" : "AvgPool", {x}, a);
   if (one_d) {
-    Shape ys = shapeOf(c, o[0]);
+    Shape ys = shapeOf(c, y);
     ys.erase(ys.begin() + 2);
-    o = {c.op1("Reshape", {o[0]}, ShapeAttrs{ys})};
+    y = c.op1("Reshape", {y}, ShapeAttrs{ys});
   }
+  return y;
+}
+template <bool kMax> Status pool(Context& c, const Node& n, Outs& o) {
+  if (n.output_size() > 1 && !n.output(1).empty()) return unsupported(n, "the Indices output is not supported");
+  ASSIGN_OR_RETURN(Value y, poolOf(c, n, c.in(n, 0), kMax, attrInt(n, "count_include_pad", 0) != 0));
+  o = {y};
+  return Status::Ok();
+}
+// LpPool: (sum over the window of |x|^p)^(1/p) = (window size * the average of |x|^p
+// with the zero pads counted)^(1/p).
+Status lpPool(Context& c, const Node& n, Outs& o) {
+  const Value x = c.in(n, 0);
+  const float p = static_cast<float>(attrInt(n, "p", 2));
+  if (p < 1) return unsupported(n, "p must be >= 1");
+  const Value ax = c.op1("Abs", {x});
+  const Value powered = p == 1 ? ax : p == 2 ? c.op1("Mul", {x, x}) : c.op1("Pow", {ax, scalarLike(c, p, x)});
+  ASSIGN_OR_RETURN(Value avg, poolOf(c, n, powered, false, true));
+  int64_t window = 1;
+  for (int64_t k : attrInts(n, "kernel_shape")) window *= k;
+  const Value sum = c.op1("Mul", {avg, scalarLike(c, static_cast<float>(window), x)});
+  o = {p == 1 ? sum : p == 2 ? c.op1("Sqrt", {sum}) : c.op1("Pow", {sum, scalarLike(c, 1.0f / p, x)})};
   return Status::Ok();
 }
 // LRN: x / (bias + alpha / size * sum over a window of `size` channels of x^2)^beta.
@@ -215,7 +235,7 @@ Status rmsNorm(Context& c, const Node& n, Outs& o) {  // SimplifiedLayerNormaliz
   return Status::Ok();
 }
 
-enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp };
+enum class Red { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSumExp, kLogSum };
 template <Red kRed> Status reduce(Context& c, const Node& n, Outs& o) {
   const int64_t axes_input_since = kRed == Red::kSum ? 13 : 18;
   ASSIGN_OR_RETURN(Ints axes, axesOf(c, n, 1, axes_input_since));
@@ -236,6 +256,7 @@ template <Red kRed> Status reduce(Context& c, const Node& n, Outs& o) {
     case Red::kL2: o = {c.op1("Sqrt", {c.op1("ReduceSum", {c.op1("Mul", {x, x})}, a)})}; break;
     case Red::kSumSquare: o = {c.op1("ReduceSum", {c.op1("Mul", {x, x})}, a)}; break;
     case Red::kLogSumExp: o = {c.op1("Log", {c.op1("ReduceSum", {c.op1("Exp", {x})}, a)})}; break;
+    case Red::kLogSum: o = {c.op1("Log", {c.op1("ReduceSum", {x}, a)})}; break;
   }
   return Status::Ok();
 }
@@ -360,6 +381,8 @@ void registerNNConverters(std::map<std::string, Converter>& t) {
   t["ArgMin"] = argReduce<false>;
   t["Resize"] = resize;
   t["LRN"] = lrn;
+  t["ReduceLogSum"] = reduce<Red::kLogSum>;
+  t["LpPool"] = lpPool;
 }
 
 }  // namespace gkrt::onnx_import
