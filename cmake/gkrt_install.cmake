@@ -75,13 +75,14 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/cmake/gkrtConfigVersion.cma
 install(FILES ${CMAKE_BINARY_DIR}/cmake/gkrtConfig.cmake ${CMAKE_BINARY_DIR}/cmake/gkrtConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gkrt COMPONENT dev)
 
-# gkrt.pc: the shared library (`pkg-config --static` adds what libgkrt.a needs). The
-# prefix is found from the .pc file's own place, so an installed tree can be moved.
+# gkrt.pc: the shared library (`pkg-config --static` adds what libgkrt.a needs). Its
+# prefix is the one given at install time (`cmake --install --prefix`, or /usr in the
+# .deb), so the file is written then.
 set(GKRT_PC_LIBS_PRIVATE "-lgkrt_ir")
 if("SLEEF" IN_LIST GKRT_STATIC_DEPENDENCIES)
   string(APPEND GKRT_PC_LIBS_PRIVATE " -lsleef")
 endif()
-if(TARGET DNNL::dnnl)
+if("dnnl" IN_LIST GKRT_STATIC_DEPENDENCIES)
   string(APPEND GKRT_PC_LIBS_PRIVATE " -ldnnl")
 endif()
 if("OpenCL" IN_LIST GKRT_STATIC_DEPENDENCIES)
@@ -91,14 +92,12 @@ if(OpenMP_CXX_FOUND)
   string(APPEND GKRT_PC_LIBS_PRIVATE " ${OpenMP_CXX_FLAGS}")
 endif()
 string(APPEND GKRT_PC_LIBS_PRIVATE " -lstdc++ -lm")
-if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")  # the .deb: system paths, which pkg-config leaves out
-  set(GKRT_PC_PREFIX /usr)
-else()
-  file(RELATIVE_PATH GKRT_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
-  string(REGEX REPLACE "/$" "" GKRT_PC_TO_PREFIX "${GKRT_PC_TO_PREFIX}")
-  set(GKRT_PC_PREFIX "\${pcfiledir}/${GKRT_PC_TO_PREFIX}")
-endif()
-configure_file(${CMAKE_SOURCE_DIR}/cmake/gkrt.pc.in ${CMAKE_BINARY_DIR}/cmake/gkrt.pc @ONLY)
+set(GKRT_PC_PREFIX "@GKRT_INSTALL_PREFIX@")  # filled in by the install(CODE) below
+configure_file(${CMAKE_SOURCE_DIR}/cmake/gkrt.pc.in ${CMAKE_BINARY_DIR}/cmake/gkrt.pc.in @ONLY)
+install(CODE "
+  get_filename_component(GKRT_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\" ABSOLUTE)
+  configure_file(\"${CMAKE_BINARY_DIR}/cmake/gkrt.pc.in\" \"${CMAKE_BINARY_DIR}/cmake/gkrt.pc\" @ONLY)"
+  COMPONENT dev)
 install(FILES ${CMAKE_BINARY_DIR}/cmake/gkrt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 include(${CMAKE_CURRENT_LIST_DIR}/gkrt_deb.cmake)
