@@ -18,7 +18,8 @@ prefix=$PWD/$build/install
 apps=$PWD/$build/example-apps
 cache_value() { sed -n "s|^$1:[A-Z]*=||p" "$build/CMakeCache.txt"; }
 toolchain=$(cache_value CMAKE_TOOLCHAIN_FILE)
-emulator=$(cache_value CMAKE_CROSSCOMPILING_EMULATOR | tr ';' ' ')
+emulator=""  # the toolchain file's, e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu
+[ -n "$toolchain" ] && emulator=$(sed -n 's/^set(CMAKE_CROSSCOMPILING_EMULATOR \(.*\))$/\1/p' "$toolchain" | tr ';' ' ')
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 libdir=$(cache_value CMAKE_INSTALL_LIBDIR)
 fail() { echo "check_installed: $*" >&2; exit 1; }
