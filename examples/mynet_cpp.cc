@@ -69,7 +69,9 @@ std::string numpyText(const gkrt::HostTensor& t) {
 // Compiles `model` for the cpu backend, sets input i to values[i] everywhere, runs,
 // prints every output.
 gkrt::Status runAndPrint(const gkrt::ir::Graph& model, const std::vector<float>& values) {
-  ASSIGN_OR_RETURN(std::unique_ptr<gkrt::Session> session, gkrt::Session::create(model, {/*backend=*/"cpu"}));
+  gkrt::SessionOptions options;
+  options.backend = "cpu";
+  ASSIGN_OR_RETURN(std::unique_ptr<gkrt::Session> session, gkrt::Session::create(model, options));
   for (size_t i = 0; i < session->inputs().size() && i < values.size(); ++i) {
     const gkrt::TensorInfo& input = session->inputs()[i];
     std::vector<float> data(static_cast<size_t>(gkrt::numElements(input.shape)), values[i]);
