@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES=(
-  cmake g++ ninja-build ccache pkg-config
+  cmake g++ ninja-build ccache pkg-config dpkg-dev
   libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev libsleef-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
@@ -72,6 +72,10 @@ case "${1:-run}" in
     # For the CI log: the ONNX conformance summary and the zoo table (from ctest's log).
     grep -hE "onnx node tests:|converts:|of those, using|regressions against| fusion (on |off) " \
       build/Testing/Temporary/LastTest.log || true
+    # gkrt as a dependency (README: Using gkrt in your application): install the host
+    # build to build/install, build examples/ against it (find_package and pkg-config, C
+    # and C++, shared and static) and check the seeds' outputs.
+    examples/check_installed.sh build
     # The minimal build (README: A minimal build) runs the transformer block as the full one.
     cmake --preset minimal >/dev/null
     cmake --build --preset minimal

@@ -16,6 +16,10 @@ struct gkrt_session {
   std::map<std::string, gkrt::HostTensor> outputs;  // kept until the next run
 };
 
+#ifndef GKRT_VERSION
+#error "GKRT_VERSION (the project version) is defined by cmake/gkrt_install.cmake"
+#endif
+
 namespace {
 
 thread_local std::string g_last_error;
@@ -34,6 +38,8 @@ gkrt_status nullArg(const char* what) {
 extern "C" {
 
 const char* gkrt_last_error(void) { return g_last_error.c_str(); }
+
+const char* gkrt_version(void) { return GKRT_VERSION; }
 
 gkrt_status gkrt_model_load(const char* path, gkrt_model** out) {
   if (!path || !out) return nullArg("path or out");

@@ -11,7 +11,8 @@
  *   gkrt_session_free(s); gkrt_model_free(m);
  *
  * Every call returns 0 on success or a gkrt_status code; gkrt_last_error() then holds
- * the message for this thread. Output pointers stay valid until the next run. */
+ * the message for this thread (each thread has its own). Output pointers stay valid
+ * until the next run. This API is the stable one: opaque handles, plain C types only. */
 #ifndef GKRT_C_H_
 #define GKRT_C_H_
 
@@ -36,6 +37,8 @@ typedef enum {
 } gkrt_status;
 
 const char* gkrt_last_error(void);
+/* The library's version, "MAJOR.MINOR.PATCH"; the shared library's SONAME carries MAJOR. */
+const char* gkrt_version(void);
 
 gkrt_status gkrt_model_load(const char* path, gkrt_model** out);
 gkrt_status gkrt_model_load_buffer(const void* data, size_t size, gkrt_model** out);

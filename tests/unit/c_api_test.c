@@ -1,5 +1,6 @@
 /* The C API from C: load the bundled MyNet, run it, check every value, and check that
- * errors come back as codes with messages. */
+ * errors come back as codes with messages, one message per thread. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,34 @@
       return 1;                                                  \
     }                                                            \
   } while (0)
+
+/* Two threads fail at once, each on its own path; each must read back its own message. */
+static pthread_barrier_t both_failed;
+
+static void* failInThread(void* path) {
+  gkrt_model* model = NULL;
+  if (gkrt_model_load((const char*)path, &model) != GKRT_NOT_FOUND) return (void*)"load did not fail";
+  pthread_barrier_wait(&both_failed);
+  return strstr(gkrt_last_error(), (const char*)path) ? NULL : (void*)gkrt_last_error();
+}
+
+static int lastErrorIsPerThread(void) {
+  gkrt_model* model = NULL;
+  if (gkrt_model_load("/nonexistent/main.gkm", &model) != GKRT_NOT_FOUND) return 0;
+  pthread_barrier_init(&both_failed, NULL, 2);
+  pthread_t threads[2];
+  const char* paths[2] = {"/nonexistent/thread_a.gkm", "/nonexistent/thread_b.gkm"};
+  for (int i = 0; i < 2; ++i) pthread_create(&threads[i], NULL, failInThread, (void*)paths[i]);
+  int ok = 1;
+  for (int i = 0; i < 2; ++i) {
+    void* wrong = NULL;
+    pthread_join(threads[i], &wrong);
+    if (wrong) fprintf(stderr, "thread %d read '%s' as its last error\n", i, (const char*)wrong);
+    ok = ok && !wrong;
+  }
+  pthread_barrier_destroy(&both_failed);
+  return ok && strstr(gkrt_last_error(), "/nonexistent/main.gkm") != NULL;
+}
 
 int main(int argc, char** argv) {
   gkrt_model* model = NULL;
@@ -43,6 +72,9 @@ int main(int argc, char** argv) {
   CHECK(gkrt_model_load("/nonexistent.gkm", &bad) == GKRT_NOT_FOUND && bad == NULL, "missing file");
   CHECK(gkrt_model_load_buffer("GARBAGE_GARBAGE", 15, &bad) == GKRT_INVALID_MODEL, "garbage buffer");
   CHECK(strstr(gkrt_last_error(), "not a gkrt model") != NULL, "garbage message");
+
+  CHECK(lastErrorIsPerThread(), "gkrt_last_error() is per thread");
+  CHECK(strcmp(gkrt_version(), GKRT_EXPECTED_VERSION) == 0, "gkrt_version() is the project version");
 
   gkrt_session_free(session);
   gkrt_model_free(model);
