@@ -293,10 +293,18 @@ std::vector<Session::KernelInfo> Session::kernelInfos() const {
 Status Session::runProfiled(std::vector<double>* kernel_seconds) {
   kernel_seconds->assign(steps_.size(), 0.0);
   for (size_t i = 0; i < steps_.size(); ++i) {
+    // Device timers where the backend has them (not for a fallback's host kernels).
+    const bool device_timer = steps_[i].backend == std::string(backend_->name()) && backend_->startKernelTimer();
     const auto start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(steps_[i].kernel->launch(steps_[i].inputs, steps_[i].outputs, workspace_));
-    RETURN_IF_ERROR(backend_->synchronize());
+    Status launched = steps_[i].kernel->launch(steps_[i].inputs, steps_[i].outputs, workspace_);
+    if (launched.ok()) launched = backend_->synchronize();
     (*kernel_seconds)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (device_timer) {
+      StatusOr<double> device_seconds = backend_->stopKernelTimer();  // always stops recording
+      RETURN_IF_ERROR(launched);
+      ASSIGN_OR_RETURN((*kernel_seconds)[i], std::move(device_seconds));
+    }
+    RETURN_IF_ERROR(launched);
   }
   return Status::Ok();
 }
