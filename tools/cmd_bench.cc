@@ -66,7 +66,8 @@ struct Row {
   double fused_gbps = 0;
   std::vector<Session::KernelInfo> infos;
   std::vector<double> kernel_seconds;
-  std::vector<std::string> kernel_ops;  // per kernel: the ops it runs, "Mul, Add"
+  std::vector<std::string> kernel_ops;    // per kernel: the ops it runs, "Mul, Add"
+  std::vector<std::string> kernel_names;  // per kernel: its node's name, "fused_0"
 };
 
 std::string opsOf(const ir::Node& n) {
@@ -84,7 +85,9 @@ std::vector<KernelBandwidth> slowestFusedKernels(const std::vector<Row>& rows, s
     for (size_t k = 0; k < r.infos.size() && k < r.kernel_seconds.size(); ++k) {
       const double s = r.kernel_seconds[k];
       if (!r.infos[k].fused || s <= 0) continue;
-      all.push_back({s, {r.backend + ": " + r.infos[k].name + " (" + r.kernel_ops[k] + ")", r.infos[k].bytes_moved / s / 1e9}});
+      std::string ops = r.kernel_ops[k];
+      if (ops.size() > 60) ops = ops.substr(0, 57) + "...";
+      all.push_back({s, {r.backend + ": " + r.kernel_names[k] + " (" + ops + ")", r.infos[k].bytes_moved / s / 1e9}});
     }
   }
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -167,7 +170,10 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   r.peak = session->peakBytes();
   r.unplanned = session->tensorBytes();
   r.infos = session->kernelInfos();
-  for (const ir::Node& n : session->compiledGraph().nodes) r.kernel_ops.push_back(opsOf(n));
+  for (const ir::Node& n : session->compiledGraph().nodes) {
+    r.kernel_ops.push_back(opsOf(n));
+    r.kernel_names.push_back(n.name);
+  }
   for (const auto& k : r.infos) if (k.fused) r.fused_bytes += k.bytes_moved;
   if (a.profile || r.fused_bytes || !a.svg.empty()) {  // fused kernels' own time, for their GB/s
     std::vector<double> best;

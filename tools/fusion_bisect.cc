@@ -161,7 +161,7 @@ class Bisector {
  private:
   std::vector<std::string> passesThatChanged(const FusionReport& r) const;
   std::vector<std::string> kernelsInvolved(const BisectResult& result) const;
-  StatusOr<Divergence> firstDivergence(bool every_tensor = true);
+  StatusOr<Divergence> firstDivergence(const std::string& target_flags, bool every_tensor = true);
 
   const ir::Graph& model_;
   BisectOptions o_;
@@ -244,7 +244,7 @@ std::vector<std::string> Bisector::kernelsInvolved(const BisectResult& result) c
 // that differs: every value the model computes, in the model's order (exposing them
 // rarely changes how the ops fuse), else only the kernel outputs of the fused graph,
 // in run order.
-StatusOr<Divergence> Bisector::firstDivergence(bool every_tensor) {
+StatusOr<Divergence> Bisector::firstDivergence(const std::string& target_flags, bool every_tensor) {
   ir::Graph probe = ir::cloneGraph(model_);
   std::vector<std::string> watched;
   std::set<int> outputs(probe.outputs.begin(), probe.outputs.end());
@@ -262,7 +262,7 @@ StatusOr<Divergence> Bisector::firstDivergence(bool every_tensor) {
   }
   RETURN_IF_ERROR(ir::validateGraph(probe));
   ASSIGN_OR_RETURN(Run want, run(probe, o_.reference_backend, "--opt_level=0"));
-  ASSIGN_OR_RETURN(Run got, run(probe, o_.backend, o_.flags));
+  ASSIGN_OR_RETURN(Run got, run(probe, o_.backend, target_flags));
   std::map<std::string, std::string> kernel_of;  // tensor -> the kernel writing it
   for (const ir::Node& n : got.compiled.nodes) for (int t : n.outputs) kernel_of[got.compiled.tensors[t].name] = n.name;
   for (const std::string& tensor : watched) {
@@ -271,7 +271,7 @@ StatusOr<Divergence> Bisector::firstDivergence(bool every_tensor) {
     const double e = relativeError(a->second, b->second);
     if (!within(e, o_.tolerance)) return Divergence{tensor, kernel_of[tensor], e};
   }
-  if (every_tensor) return firstDivergence(false);
+  if (every_tensor) return firstDivergence(target_flags, false);
   return Divergence{};
 }
 
@@ -295,8 +295,8 @@ StatusOr<BisectResult> Bisector::bisect() {
     ASSIGN_OR_RETURN(all_passes_ok, restoredBy("disable_pass", passes));
   }
   if (!unfused_ok || !all_passes_ok) {
-    result.fusion_explains = false;
-    ASSIGN_OR_RETURN(result.first_divergence, firstDivergence());
+    result.fusion_explains = false;  // where the target goes wrong without fusion
+    ASSIGN_OR_RETURN(result.first_divergence, firstDivergence(unfused_ok ? o_.flags : withFlag(o_.flags, "opt_level", {"0"})));
     result.runs = runs_;
     return result;
   }
@@ -304,7 +304,7 @@ StatusOr<BisectResult> Bisector::bisect() {
                      return restoredBy("disable_pass", s);
                    }));
   // Where the values first go wrong, and so which op to suspect first.
-  ASSIGN_OR_RETURN(result.first_divergence, firstDivergence());
+  ASSIGN_OR_RETURN(result.first_divergence, firstDivergence(o_.flags));
   std::string suspect;
   for (const ir::Node& n : model_.nodes) {
     for (int t : n.outputs) if (model_.tensors[t].name == result.first_divergence.tensor) suspect = n.op->name;

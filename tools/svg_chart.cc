@@ -81,6 +81,12 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// An axis tick: as many decimals as the step needs.
+std::string tickText(double v, double step) {
+  const int digits = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return fixed(v, digits);
+}
+
 std::string shortNumber(double v) { return fixed(v, v >= 100 ? 0 : v >= 10 ? 1 : v >= 1 ? 2 : 3); }
 
 std::string colourOf(const std::string& setting) {
@@ -96,7 +102,7 @@ void latencyPanel(SvgWriter& w, const Box& b, const std::vector<LatencySeries>& 
   auto y = [&](double v) { return b.bottom - (b.bottom - b.top) * std::min(v, top) / top; };
   for (double v = 0; v <= top + step / 2; v += step) {
     w.line(b.left, y(v), b.right, y(v), "#e0e0e0");
-    w.text(b.left - 6, y(v) + 4, shortNumber(v), 11, "end");
+    w.text(b.left - 6, y(v) + 4, tickText(v, step), 11, "end");
   }
   w.line(b.left, b.top, b.left, b.bottom, "#3c4043");
   w.line(b.left, b.bottom, b.right, b.bottom, "#3c4043");
@@ -128,7 +134,7 @@ void bandwidthPanel(SvgWriter& w, const Box& b, const std::vector<KernelBandwidt
   auto x = [&](double v) { return b.left + (b.right - b.left) * std::min(v, right) / right; };
   for (double v = 0; v <= right + step / 2; v += step) {
     w.line(x(v), b.top, x(v), b.bottom, "#e0e0e0");
-    w.text(x(v), b.bottom + 16, shortNumber(v), 11, "middle");
+    w.text(x(v), b.bottom + 16, tickText(v, step), 11, "middle");
   }
   w.line(b.left, b.top, b.left, b.bottom, "#3c4043");
   w.line(b.left, b.bottom, b.right, b.bottom, "#3c4043");
