@@ -181,18 +181,26 @@ bool keyMatches(const std::string& keys, const std::string& want) {
   return false;
 }
 
-// Hides every vertex farther than `radius` edges from one matching `centre`; false
-// when nothing matches.
+// Hides every vertex farther than `radius` edges from one matching `centre` (or, on
+// the side without it, the node it was expanded from: "AddN_92/Add_0" -> "AddN_92");
+// when nothing matches, hides the whole side and returns false.
 bool keepRegion(Drawing& d, const std::string& centre, int radius) {
   std::vector<int> dist(d.vertices.size(), -1);
   std::deque<int> queue;
-  for (size_t v = 0; v < d.vertices.size(); ++v) {
-    if (keyMatches(d.vertices[v].key, centre)) {
-      dist[v] = 0;
-      queue.push_back(static_cast<int>(v));
+  for (std::string name = centre; queue.empty() && !name.empty();) {
+    for (size_t v = 0; v < d.vertices.size(); ++v) {
+      if (keyMatches(d.vertices[v].key, name)) {
+        dist[v] = 0;
+        queue.push_back(static_cast<int>(v));
+      }
     }
+    const size_t slash = name.rfind('/');
+    name = slash == std::string::npos ? "" : name.substr(0, slash);
   }
-  if (queue.empty()) return false;
+  if (queue.empty()) {
+    for (Vertex& v : d.vertices) v.hidden = true;
+    return false;
+  }
   std::vector<std::vector<int>> adj(d.vertices.size());
   for (const Edge& e : d.edges) {
     adj[e.from].push_back(e.to);

@@ -192,6 +192,16 @@ TEST(FusionPicture, LongChainsCollapseAndRegionsKeepTheNeighbourhood) {
   EXPECT_NE(bad.status().message().find("no_such_node"), std::string::npos);
 }
 
+TEST(FusionPicture, ARegionNamedByAnExpandedOpFindsItsOriginalOnTheOtherSide) {
+  const ir::Graph g = geluNet();
+  tools::DotOptions region;
+  region.region = "gelu/Mul_0";  // a node the expander made from 'gelu'
+  region.region_radius = 0;
+  const std::string dot = pictureOf(g, "", region);
+  EXPECT_EQ(count(dot, "label=\"GeLU\\n"), 1u) << dot;  // the before side keeps 'gelu' itself
+  EXPECT_EQ(count(dot, "label=\"Sub\\n"), 0u) << dot;
+}
+
 TEST(FusionPicture, FallbackKernelsNameTheirBackend) {
   auto g = loadModelFile(std::string(GKRT_EXAMPLES_DIR) + "/mynet.gkm");
   ASSERT_TRUE(g.ok());
