@@ -17,6 +17,7 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   python3-venv
+  graphviz
 )
 PY_PACKAGES=(numpy onnx onnxruntime tokenizers)
 # all-MiniLM-L6-v2's weights and tokenizer, and three real vision models with their real

@@ -69,6 +69,13 @@ class Backend {
   virtual Status copyToDevice(void* dst, const void* src, size_t bytes);
   virtual Status copyToHost(void* dst, const void* src, size_t bytes);
   virtual Status synchronize() { return Status::Ok(); }
+
+  // Optional: device timers for `gkrt bench --profile`. After startKernelTimer()
+  // returns true the backend records its launches; stopKernelTimer() waits for them and
+  // returns their device-side time in seconds, and stops recording. Backends without
+  // device timers return false, and callers time with the host clock.
+  virtual bool startKernelTimer() { return false; }
+  virtual StatusOr<double> stopKernelTimer() { return makeError(StatusCode::kInternal, name(), " has no kernel timer"); }
 };
 
 // Backends compiled into this build, e.g. {"reference", "cpu"}.

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "fusion/fusion_context.h"
 #include "fusion/graph_text.h"
@@ -74,6 +75,21 @@ Status writeDump(const FusionOptions& o, int counter, const std::string& what, c
   return Status::Ok();
 }
 
+void collectNodeNames(const ir::Graph& g, std::set<std::string>* names) {
+  for (const ir::Node& n : g.nodes) {
+    if (!n.name.empty()) names->insert(n.name);
+    if (n.subgraph) collectNodeNames(*n.subgraph, names);
+  }
+}
+
+// Names a pass made: recorded once, so a node keeps the pass that first created it.
+void recordNewNodes(const ir::Graph& g, const char* pass, std::map<std::string, std::string>* origin) {
+  for (const ir::Node& n : g.nodes) {
+    if (!n.name.empty()) origin->emplace(n.name, pass);
+    if (n.subgraph) recordNewNodes(*n.subgraph, pass, origin);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> switchablePassNames() {
@@ -113,6 +129,9 @@ StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, F
     return s;
   }());
   int dump_counter = 0;
+  std::set<std::string> input_names;  // nodes of the graph as given have no origin pass
+  collectNodeNames(g, &input_names);
+  for (const std::string& n : input_names) report.node_origin_pass.emplace(n, "");
   if (o.dump_as_text) RETURN_IF_ERROR(writeDump(o, dump_counter++, "before_fusion", g, &report.dump_files));
   for (const PassSpec& p : pipeline()) {
     PassRecord rec{fullName(p), false, false, 0};
@@ -132,10 +151,14 @@ StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, F
     rec.changed = *changed;
     GKRT_LOG_INFO("Run graph kernel pass ", rec.name, " in ", rec.microseconds, " us");
     report.passes.push_back(rec);
+    if (rec.changed) recordNewNodes(g, p.name, &report.node_origin_pass);
     if (o.dump_as_text) RETURN_IF_ERROR(writeDump(o, dump_counter++, rec.name, g, &report.dump_files));
   }
   RETURN_IF_ERROR(ir::validateGraph(g).withContext("after fusion"));
   RETURN_IF_ERROR(ir::inferShapes(g).withContext("after fusion"));
+  for (auto it = report.node_origin_pass.begin(); it != report.node_origin_pass.end();) {
+    it = it->second.empty() ? report.node_origin_pass.erase(it) : std::next(it);
+  }
   report.ops_after = g.countNodesDeep();
   report.kernels = g.nodes.size();
   for (const ir::Node& n : g.nodes) report.clusters += n.subgraph != nullptr;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct FusionReport {
   size_t kernels = 0;                    // top-level nodes to launch
   std::vector<PassRecord> passes;
   std::vector<std::string> dump_files;
+  // The pass that made each named node (top level and inside fused subgraphs), by bare
+  // pass name ("GraphKernelExpander", a pattern pass, ...); nodes of the input graph
+  // are absent. For pictures (`gkrt dump --svg`) and `gkrt bisect`.
+  std::map<std::string, std::string> node_origin_pass;
 };
 
 // Every switchable pass name ("StaticShapeCluster", ...), in pipeline order.

@@ -212,10 +212,18 @@ Status Session::runProfiled(std::vector<double>* kernel_seconds) {
   Plan& p = *active_;
   kernel_seconds->assign(p.steps.size(), 0.0);
   for (size_t i = 0; i < p.steps.size(); ++i) {
+    // Device timers where the backend has them (not for a fallback's host kernels).
+    const bool device_timer = p.steps[i].backend == std::string(p.backend->name()) && p.backend->startKernelTimer();
     const auto start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(p.steps[i].kernel->launch(p.steps[i].inputs, p.steps[i].outputs, p.workspace));
-    RETURN_IF_ERROR(p.backend->synchronize());
+    Status launched = p.steps[i].kernel->launch(p.steps[i].inputs, p.steps[i].outputs, p.workspace);
+    if (launched.ok()) launched = p.backend->synchronize();
     (*kernel_seconds)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (device_timer) {
+      StatusOr<double> device_seconds = p.backend->stopKernelTimer();  // always stops recording
+      RETURN_IF_ERROR(launched);
+      ASSIGN_OR_RETURN((*kernel_seconds)[i], std::move(device_seconds));
+    }
+    RETURN_IF_ERROR(launched);
   }
   return Status::Ok();
 }

@@ -93,7 +93,9 @@ class Session {
     std::string backend;  // the backend that runs it (a fallback's name for unsupported nodes)
   };
   std::vector<KernelInfo> kernelInfos() const;
-  // Runs once, timing every kernel (seconds, in kernelInfos() order).
+  // Runs once, timing every kernel (seconds, in kernelInfos() order): by the backend's
+  // device timer where it has one (opencl: profiling events), else by the host clock
+  // around the launch and a synchronize().
   Status runProfiled(std::vector<double>* kernel_seconds);
   // Bytes the session allocated: the activation arena (inputs, outputs and
   // intermediates at planned offsets; constants are used in place) and the kernels'

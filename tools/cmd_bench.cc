@@ -1,6 +1,6 @@
 // gkrt bench MODEL [--backend cpu,opencl,reference] [--threads N] [--warmup W] [--iterations I]
 //                  [--fusion on,off] [--input name=file.npy ...] [--json out.json] [--profile]
-//                  [--device D]
+//                  [--device D] [--svg chart.svg]
 // Session compile is timed cold (empty program cache) and warm (second start).
 #include <unistd.h>
 
@@ -18,8 +18,11 @@
 
 #include "runtime/model_io.h"
 #include "runtime/session.h"
+#include "runtime/ir/op_def.h"
+#include "tools/bandwidth_probe.h"
 #include "tools/commands.h"
 #include "tools/parse_args.h"
+#include "tools/svg_chart.h"
 
 namespace gkrt::tools {
 namespace {
@@ -34,6 +37,7 @@ struct BenchArgs {
   std::vector<std::string> inputs;
   std::vector<std::string> input_shapes;
   std::string json;
+  std::string svg;
   bool profile = false;
   std::string device;
 };
@@ -54,26 +58,58 @@ void removeDir(const std::string& dir) {
   if (!dir.empty()) std::filesystem::remove_all(dir, ec);
 }
 
-// Random inputs in [-1, 1) (integers: 0) for the inputs not given as files.
-HostTensor randomInput(const TensorInfo& info, std::mt19937& rng) {
-  HostTensor t(info.dtype, info.shape);
-  std::memset(t.data(), 0, t.bytes());
-  if (info.dtype == DType::kFloat32) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (int64_t i = 0; i < t.size(); ++i) t.as<float>()[i] = u(rng);
-  }
-  return t;
-}
-
 struct Row {
   std::string backend, fusion;
   int threads = 0;
-  double p50 = 0, p90 = 0, min = 0, compile_ms = 0, warm_compile_ms = 0;
+  double p10 = 0, p50 = 0, p90 = 0, min = 0, compile_ms = 0, warm_compile_ms = 0;
   size_t kernels = 0, peak = 0, unplanned = 0, fused_bytes = 0;
   double fused_gbps = 0;
   std::vector<Session::KernelInfo> infos;
   std::vector<double> kernel_seconds;
+  std::vector<std::string> kernel_ops;    // per kernel: the ops it runs, "Mul, Add"
+  std::vector<std::string> kernel_names;  // per kernel: its node's name, "fused_0"
 };
+
+std::string opsOf(const ir::Node& n) {
+  if (!n.subgraph) return n.op->name;
+  std::string s;
+  for (const ir::Node& m : n.subgraph->nodes) s += (s.empty() ? "" : ", ") + opsOf(m);
+  return s;
+}
+
+// The fused kernels of the fusion-on rows, slowest first (at most `limit`).
+std::vector<KernelBandwidth> slowestFusedKernels(const std::vector<Row>& rows, size_t limit) {
+  std::vector<std::pair<double, KernelBandwidth>> all;
+  for (const Row& r : rows) {
+    if (r.fusion != "on") continue;
+    for (size_t k = 0; k < r.infos.size() && k < r.kernel_seconds.size(); ++k) {
+      const double s = r.kernel_seconds[k];
+      if (!r.infos[k].fused || s <= 0) continue;
+      std::string ops = r.kernel_ops[k];
+      if (ops.size() > 60) ops = ops.substr(0, 57) + "...";
+      all.push_back({s, {r.backend + ": " + r.kernel_names[k] + " (" + ops + ")", r.infos[k].bytes_moved / s / 1e9}});
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<KernelBandwidth> out;
+  for (size_t i = 0; i < all.size() && i < limit; ++i) out.push_back(all[i].second);
+  return out;
+}
+
+Status writeChart(const BenchArgs& a, const std::vector<Row>& rows) {
+  BenchChart chart;
+  chart.title = a.model + ": " + std::to_string(a.iterations) + " runs, threads " +
+                (a.threads > 0 ? std::to_string(a.threads) : "all");
+  for (const Row& r : rows) chart.latency.push_back({r.backend, "fusion " + r.fusion, r.p10, r.p50, r.p90});
+  chart.kernels = slowestFusedKernels(rows, 8);
+  chart.memory_gbps = measureTriadGBps(4L << 20, a.threads);
+  chart.memory_label = "host memory, triad probe";
+  std::ofstream f(a.svg);
+  f << benchChartToSvg(chart);
+  if (!f) return makeError(StatusCode::kIoError, "cannot write '", a.svg, "'");
+  std::cout << "chart: " << a.svg << " (triad probe " << std::setprecision(1) << chart.memory_gbps << " GB/s)\n";
+  return Status::Ok();
+}
 
 void progress(int done, int total) {
   if (total < 20 || !isatty(2)) return;
@@ -126,6 +162,7 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   r.backend = backend;
   r.fusion = fused ? "on" : "off";
   r.threads = a.threads;
+  r.p10 = ms[ms.size() / 10];
   r.p50 = ms[ms.size() / 2];
   r.p90 = ms[std::min(ms.size() - 1, ms.size() * 9 / 10)];
   r.min = ms.front();
@@ -133,8 +170,12 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   r.peak = session->peakBytes();
   r.unplanned = session->tensorBytes();
   r.infos = session->kernelInfos();
+  for (const ir::Node& n : session->compiledGraph().nodes) {
+    r.kernel_ops.push_back(opsOf(n));
+    r.kernel_names.push_back(n.name);
+  }
   for (const auto& k : r.infos) if (k.fused) r.fused_bytes += k.bytes_moved;
-  if (a.profile || r.fused_bytes) {  // fused kernels' own time, for their GB/s
+  if (a.profile || r.fused_bytes || !a.svg.empty()) {  // fused kernels' own time, for their GB/s
     std::vector<double> best;
     for (int i = 0; i < std::max(3, a.iterations / 5); ++i) {
       RETURN_IF_ERROR(session->runProfiled(&r.kernel_seconds));
@@ -186,15 +227,19 @@ Status bench(const BenchArgs& a) {
       double total = 0;
       for (double s : r.kernel_seconds) total += s;
       std::cout << "\nper kernel, " << r.backend << ", fusion " << r.fusion << ":\n";
-      std::cout << std::setw(10) << "ms" << std::setw(8) << "share" << std::setw(9) << "GB/s" << "  kernel\n";
+      std::cout << std::setw(10) << "ms" << std::setw(8) << "share" << std::setw(11) << "MiB moved" << std::setw(9)
+                << "GB/s" << "  " << std::left << std::setw(11) << "backend" << "kernel: ops\n" << std::right;
       for (size_t k = 0; k < r.infos.size(); ++k) {
         const double s = r.kernel_seconds[k];
         std::cout << std::setprecision(3) << std::setw(10) << s * 1e3 << std::setprecision(1) << std::setw(7)
-                  << (total > 0 ? 100 * s / total : 0) << "%" << std::setprecision(2) << std::setw(9)
-                  << (s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0) << "  " << r.infos[k].name << "\n";
+                  << (total > 0 ? 100 * s / total : 0) << "%" << std::setprecision(3) << std::setw(11)
+                  << r.infos[k].bytes_moved / 1048576.0 << std::setprecision(2) << std::setw(9)
+                  << (s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0) << "  " << std::left << std::setw(11)
+                  << r.infos[k].backend << std::right << r.infos[k].name << ": " << r.kernel_ops[k] << "\n";
       }
     }
   }
+  if (!a.svg.empty()) RETURN_IF_ERROR(writeChart(a, rows));
   if (!a.json.empty()) {
     nlohmann::json j = nlohmann::json::array();
     for (const Row& r : rows) {
@@ -202,7 +247,18 @@ Status bench(const BenchArgs& a) {
                    {"p90_ms", r.p90}, {"min_ms", r.min}, {"kernels", r.kernels}, {"peak_arena_bytes", r.peak},
                    {"unplanned_bytes", r.unplanned},
                    {"fused_bytes_per_run", r.fused_bytes}, {"fused_gbps", r.fused_gbps}, {"compile_ms", r.compile_ms},
-                   {"warm_compile_ms", r.warm_compile_ms}});
+                   {"warm_compile_ms", r.warm_compile_ms}, {"p10_ms", r.p10}});
+      if (!a.profile) continue;
+      double total = 0;
+      for (double s : r.kernel_seconds) total += s;
+      nlohmann::json kernels = nlohmann::json::array();
+      for (size_t k = 0; k < r.infos.size(); ++k) {
+        const double s = r.kernel_seconds[k];
+        kernels.push_back({{"name", r.infos[k].name}, {"ops", r.kernel_ops[k]}, {"backend", r.infos[k].backend},
+                           {"fused", r.infos[k].fused}, {"ms", s * 1e3}, {"share", total > 0 ? s / total : 0},
+                           {"bytes_moved", r.infos[k].bytes_moved}, {"gbps", s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0}});
+      }
+      j.back()["kernels"] = kernels;
     }
     std::ofstream f(a.json);
     if (!f) return makeError(StatusCode::kIoError, "cannot write '", a.json, "'");
@@ -226,7 +282,8 @@ Command addBenchCommand(CLI::App& app) {
   cmd->add_option("--input", args->inputs, "an input from name=file.npy (others are random)");
   cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
   cmd->add_option("--json", args->json, "also write the table as JSON");
-  cmd->add_flag("--profile", args->profile, "per-kernel table: time, share, GB/s");
+  cmd->add_flag("--profile", args->profile, "per-kernel table: ops fused, time, share, bytes moved, GB/s (also in --json)");
+  cmd->add_option("--svg", args->svg, "also draw a chart: latency p50 (p10-p90) per backend and fusion setting, fused kernels' GB/s vs a triad probe");
   return reportingCommand("bench", [args]() { return bench(*args); });
 }
 

@@ -1,7 +1,10 @@
 // gkrt dump MODEL [--backend cpu] [--flags "..."] [--fusion-profile gpu] [--input-shape x=1,3] [--json]
-// Prints the fused graph and a summary, or (--json) one JSON object for scripts.
+//                 [--svg out.svg] [--dot out.dot] [--region NAME] [--radius R] [--collapse N]
+// Prints the fused graph and a summary, or (--json) one JSON object for scripts;
+// --svg/--dot draw the graph before and after fusion side by side (tools/graph_dot.h).
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +12,7 @@
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
+#include "tools/graph_dot.h"
 #include "tools/parse_args.h"
 
 namespace gkrt::tools {
@@ -18,13 +22,54 @@ struct DumpArgs {
   std::string model;
   SessionArgs session;
   bool json = false;
+  std::string svg, dot;
+  DotOptions picture;
 };
+
+std::string extensionOf(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos || path.find('/', dot) != std::string::npos ? "" : path.substr(dot + 1);
+}
+
+// --svg (or .png/.pdf by extension) through Graphviz, and/or the DOT text with --dot.
+// Without Graphviz the DOT text goes beside the picture's path, with how to render it.
+Status drawPicture(const DumpArgs& a, const ir::Graph& model, const Session& session, const SessionOptions& opts) {
+  ir::Graph before = ir::cloneGraph(model);
+  for (int t : before.inputs) {
+    auto it = opts.input_shapes.find(before.tensors[t].name);
+    if (it != opts.input_shapes.end()) before.tensors[t].shape = it->second;
+  }
+  RETURN_IF_ERROR(ir::inferShapes(before));
+  FusionPicture pic{before, session.compiledGraph(), opts.backend, {}, session.fusionReport().node_origin_pass, ""};
+  for (const Session::KernelInfo& k : session.kernelInfos()) pic.kernel_backends.push_back(k.backend);
+  pic.title = a.model + ": graph kernel fusion on " + opts.backend + ", opt_level " +
+              std::to_string(opts.fusion->opt_level) + (a.session.flags.empty() ? "" : ", flags " + a.session.flags);
+  ASSIGN_OR_RETURN(std::string dot, fusionPictureToDot(pic, a.picture));
+  auto write = [&](const std::string& path) -> Status {
+    std::ofstream f(path);
+    f << dot;
+    if (!f) return makeError(StatusCode::kIoError, "cannot write '", path, "'");
+    return Status::Ok();
+  };
+  if (!a.dot.empty()) RETURN_IF_ERROR(write(a.dot));
+  if (a.svg.empty()) return Status::Ok();
+  std::string format = extensionOf(a.svg);
+  if (format != "png" && format != "pdf") format = "svg";
+  Status rendered = renderDot(dot, a.svg, format);
+  if (rendered.code() != StatusCode::kNotFound) return rendered;
+  const std::string dot_path = a.dot.empty() ? a.svg + ".dot" : a.dot;
+  if (a.dot.empty()) RETURN_IF_ERROR(write(dot_path));
+  std::cerr << "gkrt dump: " << rendered.message() << "; wrote the graph as " << dot_path
+            << " instead; render it with: dot -T" << format << " " << dot_path << " -o " << a.svg << "\n";
+  return Status::Ok();
+}
 
 Status dump(const DumpArgs& a) {
   ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
   ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
   ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
   const FusionReport& r = session->fusionReport();
+  if (!a.svg.empty() || !a.dot.empty()) return drawPicture(a, model, *session, opts);
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
@@ -63,6 +108,11 @@ Command addDumpCommand(CLI::App& app) {
   cmd->add_option("model", args->model, "the .gkm model")->required();
   args->session.addTo(cmd);
   cmd->add_flag("--json", args->json, "print the summary as one JSON object");
+  cmd->add_option("--svg", args->svg, "draw the graph before (left) and after (right) fusion with Graphviz (.svg; .png, .pdf by extension)");
+  cmd->add_option("--dot", args->dot, "write that picture as Graphviz DOT text");
+  cmd->add_option("--region", args->picture.region, "picture: only the ops within --radius edges of this node or tensor");
+  cmd->add_option("--radius", args->picture.region_radius, "picture: edges around --region (default 3)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--collapse", args->picture.collapse_chains, "picture: chains of more ops than this become one box (0 = never; default 8)")->check(CLI::NonNegativeNumber);
   return reportingCommand("dump", [args]() { return dump(*args); });
 }
 

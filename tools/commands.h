@@ -29,5 +29,6 @@ Command addDumpCommand(CLI::App& app);
 Command addConvertCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
+Command addBisectCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addOpsCommand);
   add(gkrt::tools::addDumpCommand);
   add(gkrt::tools::addBenchCommand);
+  add(gkrt::tools::addBisectCommand);
 #ifdef GKRT_HAVE_ONNX
   add(gkrt::tools::addConvertCommand);
   add(gkrt::tools::addCompareCommand);

@@ -2,6 +2,10 @@
 
 #include "tools/npy.h"
 
+#include <cstring>
+
+#include "runtime/ir/ops/op_helpers.h"
+
 #include <stdexcept>
 
 namespace gkrt::tools {
@@ -52,6 +56,16 @@ StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const st
 }  // namespace gkrt::tools
 
 namespace gkrt::tools {
+
+HostTensor randomInput(const TensorInfo& info, std::mt19937& rng) {
+  HostTensor t(info.dtype, info.shape);
+  std::memset(t.data(), 0, t.bytes());
+  if (isFloat(info.dtype)) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int64_t i = 0; i < t.size(); ++i) ops::storeF(t.data(), t.dtype(), i, u(rng));
+  }
+  return t;
+}
 
 StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std::string>& specs) {
   std::map<std::string, HostTensor> inputs;

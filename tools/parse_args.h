@@ -5,6 +5,7 @@
 #include <string>
 #include <map>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "fusion/fusion_options.h"
@@ -20,6 +21,9 @@ Status parseShapeAssignment(const std::string& text, std::string* name, Shape* s
 Status splitAssignment(const std::string& text, const char* what, std::string* key, std::string* value);
 // Environment flags (MS_DEV_GRAPH_KERNEL_FLAGS), then --flags, then --fusion-profile.
 StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const std::string& profile);
+
+// A random value for an input not given: floats uniform in [-1, 1), other types 0.
+HostTensor randomInput(const TensorInfo& info, std::mt19937& rng);
 
 // "--input name=file.npy" values, read.
 StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std::string>& specs);

@@ -147,7 +147,7 @@ StatusOr<std::shared_ptr<ClDevice>> openNewDevice(const std::string& selector) {
                   nullptr);
   dev->context = clCreateContext(nullptr, 1, &dev->device, nullptr, nullptr, &err);
   RETURN_IF_ERROR(clCheck(err, "creating a context on " + pick->label));
-  dev->queue = clCreateCommandQueue(dev->context, dev->device, 0, &err);
+  dev->queue = clCreateCommandQueue(dev->context, dev->device, CL_QUEUE_PROFILING_ENABLE, &err);
   RETURN_IF_ERROR(clCheck(err, "creating a command queue on " + pick->label));
   return dev;
 }

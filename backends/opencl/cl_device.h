@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "runtime/ir/status.h"
 
@@ -27,6 +28,15 @@ struct ClDevice {
   // The hand-written kernels' program, built once per device and process.
   std::mutex library_mutex;
   cl_program library_program = nullptr;
+  // While set, launches keep their events here (the queue profiles; OpenClBackend's
+  // kernel timer reads and releases them).
+  std::vector<cl_event>* timed_events = nullptr;
+  // An event slot for the next launch when timing, else null.
+  cl_event* nextTimedEvent() {
+    if (!timed_events) return nullptr;
+    timed_events->push_back(nullptr);
+    return &timed_events->back();
+  }
   ~ClDevice();
   // Identifies the compiler that built a program binary (program cache key).
   std::string identity() const { return platform_name + "|" + device_name + "|" + device_version + "|" + driver_version; }

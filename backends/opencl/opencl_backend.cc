@@ -191,4 +191,33 @@ Status OpenClBackend::copyToHost(void* dst, const void* src, size_t bytes) {
 
 Status OpenClBackend::synchronize() { return opencl::clCheck(clFinish(dev_->queue), "waiting for the device"); }
 
+bool OpenClBackend::startKernelTimer() {
+  timed_events_.clear();
+  dev_->timed_events = &timed_events_;
+  return true;
+}
+
+StatusOr<double> OpenClBackend::stopKernelTimer() {
+  dev_->timed_events = nullptr;
+  Status done = synchronize();
+  double seconds = 0;
+  for (cl_event e : timed_events_) {
+    if (!e) continue;  // a launch that failed or had nothing to do
+    cl_ulong start = 0, end = 0;
+    if (done.ok()) {
+      done = opencl::clCheck(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
+                             "reading a kernel's start time");
+    }
+    if (done.ok()) {
+      done = opencl::clCheck(clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
+                             "reading a kernel's end time");
+    }
+    seconds += end > start ? (end - start) * 1e-9 : 0;
+    clReleaseEvent(e);
+  }
+  timed_events_.clear();
+  RETURN_IF_ERROR(done);
+  return seconds;
+}
+
 }  // namespace gkrt

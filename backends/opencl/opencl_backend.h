@@ -36,6 +36,8 @@ class OpenClBackend : public Backend {
   Status copyToDevice(void* dst, const void* src, size_t bytes) override;
   Status copyToHost(void* dst, const void* src, size_t bytes) override;
   Status synchronize() override;
+  bool startKernelTimer() override;
+  StatusOr<double> stopKernelTimer() override;
 
   const opencl::ClDevice& device() const { return *dev_; }
   struct SourcePart {
@@ -60,6 +62,7 @@ class OpenClBackend : public Backend {
   std::vector<std::shared_ptr<opencl::KernelSlot>> pending_;
   int next_kernel_ = 0;
   const char* last_program_ = "none";
+  std::vector<cl_event> timed_events_;  // launches recorded by the kernel timer
 };
 
 }  // namespace gkrt

@@ -50,7 +50,8 @@ class ClKernel : public Kernel {
   Status enqueue(const ArgList& args, cl_uint dims, const size_t* global, const size_t* local) {
     RETURN_IF_ERROR(clCheck(args.error(), "setting the arguments of " + slot_->entry + " (" + slot_->what + ")"));
     for (cl_uint d = 0; d < dims; ++d) if (global[d] == 0) return Status::Ok();
-    return clCheck(clEnqueueNDRangeKernel(dev_->queue, slot_->kernel, dims, nullptr, global, local, 0, nullptr, nullptr),
+    return clCheck(clEnqueueNDRangeKernel(dev_->queue, slot_->kernel, dims, nullptr, global, local, 0, nullptr,
+                                          dev_->nextTimedEvent()),
                    "launching " + slot_->entry + " (" + slot_->what + ")");
   }
   // A 1-D grid for a grid-stride loop over `n` items, in work-groups of kElementwiseLocalSize.
@@ -112,7 +113,7 @@ class CopyKernel final : public Kernel {
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const size_t bytes = static_cast<size_t>(in[0].size()) * dtypeSize(in[0].dtype);
     if (bytes == 0 || in[0].data == out[0].data) return Status::Ok();
-    return clCheck(clEnqueueCopyBuffer(dev_->queue, mem(in[0].data), mem(out[0].data), 0, 0, bytes, 0, nullptr, nullptr),
+    return clCheck(clEnqueueCopyBuffer(dev_->queue, mem(in[0].data), mem(out[0].data), 0, 0, bytes, 0, nullptr, dev_->nextTimedEvent()),
                    "copying a reshaped tensor");
   }
 

@@ -5,6 +5,7 @@
 #include "fusion/area_graph.h"
 #include "fusion/expander.h"
 #include "fusion/passes/passes.h"
+#include "fusion/planted_fault.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/log.h"
 
@@ -107,6 +108,7 @@ PassResult expandOps(FusionContext& ctx) {
     if (!fn || n.subgraph) { ++i; continue; }
     const size_t before = g.nodes.size();
     const std::string name = n.name, op = n.op->name;
+    const std::vector<int> outputs = n.outputs;
     auto done = expandNode(g, static_cast<int>(i), fn);
     if (!done.ok()) return done.status().withContext("GraphKernelExpander");
     if (!*done) {
@@ -115,6 +117,7 @@ PassResult expandOps(FusionContext& ctx) {
       continue;
     }
     changed = true;
+    applyPlantedExpanderFault(g, op, outputs);  // tests only (fusion/planted_fault.h)
     i += g.nodes.size() + 1 - before;  // skip the nodes just emitted
   }
   return changed;
@@ -129,6 +132,7 @@ PassResult clusterOps(FusionContext& ctx) {
   auto groups = areas.groups(2);
   if (groups.empty()) return false;
   RETURN_IF_ERROR(outlineGroups(g, groups, "cluster_"));
+  applyPlantedClusterFault(g);  // tests only (fusion/planted_fault.h)
   return true;
 }
 
