@@ -25,9 +25,9 @@ enum class AttrKind : uint8_t {
   kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
-  kRounding, kRepeat,
+  kRounding, kRepeat, kQuant,
 };
-constexpr int kNumAttrKinds = 30;
+constexpr int kNumAttrKinds = 31;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -54,6 +54,7 @@ GKRT_ENUM_NAMES(GeluApprox, "tanh", "none");
 GKRT_ENUM_NAMES(DataFormat, "NCHW", "NHWC");
 GKRT_ENUM_NAMES(Reduction, "none", "sum", "mean");
 GKRT_ENUM_NAMES(RoundingMode, "trunc", "floor");
+GKRT_ENUM_NAMES(E8M0Rounding, "up", "down", "nearest");
 #undef GKRT_ENUM_NAMES
 
 using Ints = std::vector<int64_t>;
@@ -127,9 +128,13 @@ struct NormAttrs { GKRT_ATTR("Norm", kNorm);
   int64_t axis = -1; float epsilon = 1e-5f;
   template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("epsilon", s.epsilon); }
 };
+// `saturate` and `e8m0_rounding` only matter for casts to the narrow float types
+// (runtime/ir/dtype.h: floatToNarrow).
 struct CastAttrs { GKRT_ATTR("Cast", kCast);
-  DType to = DType::kFloat32;
-  template <class S, class V> static void fields(S& s, V& v) { v("to", s.to); }
+  DType to = DType::kFloat32; bool saturate = true; E8M0Rounding e8m0_rounding = E8M0Rounding::kUp;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("to", s.to); v("saturate", s.saturate); v("e8m0_rounding", s.e8m0_rounding);
+  }
 };
 struct ClipAttrs { GKRT_ATTR("Clip", kClip);
   float min = -3.402823466e38f; float max = 3.402823466e38f;
@@ -203,6 +208,17 @@ struct RoundingAttrs { GKRT_ATTR("Rounding", kRounding);
 struct RepeatAttrs { GKRT_ATTR("Repeat", kRepeat);
   int64_t repeats = 1; int64_t axis = 0;
   template <class S, class V> static void fields(S& s, V& v) { v("repeats", s.repeats); v("axis", s.axis); }
+};
+// QuantizeLinear / DequantizeLinear (ONNX): scale and zero point per tensor (one
+// element), per axis (1-D along `axis`) or per block of `block_size` along `axis`.
+// `to` is the output dtype; `precision` the dtype x / scale is computed in.
+struct QuantAttrs { GKRT_ATTR("Quant", kQuant);
+  int64_t axis = 1; int64_t block_size = 0; bool saturate = true; DType to = DType::kUInt8;
+  DType precision = DType::kFloat32;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("axis", s.axis); v("block_size", s.block_size); v("saturate", s.saturate); v("to", s.to);
+    v("precision", s.precision);
+  }
 };
 #undef GKRT_ATTR
 

@@ -128,6 +128,7 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kReduction: fn(ReductionAttrs{}); return true;
     case AttrKind::kRounding: fn(RoundingAttrs{}); return true;
     case AttrKind::kRepeat: fn(RepeatAttrs{}); return true;
+    case AttrKind::kQuant: fn(QuantAttrs{}); return true;
   }
   return false;
 }

@@ -16,6 +16,7 @@ void registerIndexingOps(std::vector<OpDef>& t);
 void registerLinearOps(std::vector<OpDef>& t);
 void registerTrainingOps(std::vector<OpDef>& t);
 void registerFusedOps(std::vector<OpDef>& t);
+void registerQuantizationOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -46,6 +47,7 @@ struct OpTable {
     ops::registerLinearOps(ops);
     ops::registerTrainingOps(ops);
     ops::registerFusedOps(ops);
+    ops::registerQuantizationOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

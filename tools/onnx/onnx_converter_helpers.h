@@ -30,5 +30,6 @@ StatusOr<Ints> axesOf(Context& c, const Node& n, int input, int64_t since_opset)
 void registerElementwiseConverters(std::map<std::string, Converter>& t);
 void registerNNConverters(std::map<std::string, Converter>& t);
 void registerTensorConverters(std::map<std::string, Converter>& t);
+void registerQuantConverters(std::map<std::string, Converter>& t);
 
 }  // namespace gkrt::onnx_import

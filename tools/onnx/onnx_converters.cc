@@ -12,6 +12,7 @@ const std::map<std::string, Converter>& table() {
     registerElementwiseConverters(m);
     registerNNConverters(m);
     registerTensorConverters(m);
+    registerQuantConverters(m);
     return m;
   }();
   return t;
