@@ -92,7 +92,9 @@ inline void storeF(void* p, DType t, int64_t i, float v) {
     case DType::kUInt64: static_cast<uint64_t*>(p)[i] = castValue<uint64_t>(v); break;
     case DType::kBool: static_cast<uint8_t*>(p)[i] = v != 0.0f; break;
     case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
-    case DType::kFloat4E2M1: case DType::kFloat8E8M0: static_cast<uint8_t*>(p)[i] = floatToNarrow(v, t); break;
+    case DType::kFloat4E2M1: case DType::kFloat8E8M0:  // nearest even; saturating; e8m0 to nearest
+      static_cast<uint8_t*>(p)[i] = floatToNarrow(v, t, true, E8M0Rounding::kNearest);
+      break;
     case DType::kUInt4: case DType::kInt4: case DType::kUInt2: case DType::kInt2:  // saturate, as for the wider ints
       static_cast<int8_t*>(p)[i] = static_cast<int8_t>(std::isnan(v) ? 0 : std::clamp<float>(std::trunc(v),
           static_cast<float>(narrowIntMin(t)), static_cast<float>(narrowIntMax(t))));
