@@ -1,7 +1,9 @@
 // The narrow ONNX element types: float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz, e8m0),
 // float4e2m1 and the 4-/2-bit integers. Conversions follow the ONNX Cast definition
 // and its reference implementation (ml_dtypes for the minifloats, to_float8e8m0).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/ir/dtype.h"
