@@ -89,9 +89,11 @@ class GraphDecoder {
     const size_t have = data ? data->size() : 0;
     if (have != need) {
       return makeError(StatusCode::kInvalidModel, "buffer ", ft.buffer(), " is ", have, " bytes, shape ",
-                       shapeToString(t.shape), " ", dtypeName(t.dtype), " needs ", need);
+                       shapeToString(t.shape), " ", dtypeName(t.dtype), " needs ", need,
+                       bitWidth(t.dtype) < 8 ? " (one element per byte, unpacked)" : "", "; re-export the model");
     }
     const uint8_t* p = data ? data->data() : nullptr;
+    RETURN_IF_ERROR(checkNarrowElements(p, have, t.dtype));
     if (p && reinterpret_cast<uintptr_t>(p) % 64 == 0) {
       auto c = std::make_shared<ir::ConstData>();
       c->data = p;
@@ -100,6 +102,20 @@ class GraphDecoder {
       t.constant = c;
     } else {
       t.constant = ir::ConstData::copyOf(p, have);  // unaligned source: copy once
+    }
+    return Status::Ok();
+  }
+
+  // 4-/2-bit elements take one byte each: a byte outside the type's range is a corrupt file.
+  static Status checkNarrowElements(const uint8_t* p, size_t n, DType t) {
+    if (bitWidth(t) >= 8 || !p) return Status::Ok();
+    for (size_t i = 0; i < n; ++i) {
+      const int v = t == DType::kInt4 || t == DType::kInt2 ? static_cast<int8_t>(p[i]) : p[i];
+      const int lo = isNarrowInteger(t) ? narrowIntMin(t) : 0, hi = isNarrowInteger(t) ? narrowIntMax(t) : 15;
+      if (v < lo || v > hi) {
+        return makeError(StatusCode::kInvalidModel, dtypeName(t), " element ", i, " is ", v, ", outside ", lo, "..", hi,
+                         " (one element per byte); the file is corrupted, re-export the model");
+      }
     }
     return Status::Ok();
   }

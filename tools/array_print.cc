@@ -59,7 +59,7 @@ std::string formatArray(const HostTensor& t) {
   const int64_t n = t.size();
   const std::vector<float> values = t.toFloats();
   std::vector<std::string> items(n);
-  const bool is_float = isFloat(t.dtype());
+  const bool is_float = isFloat(t.dtype()) || isNarrowFloat(t.dtype());
   bool scientific = false;
   if (is_float) {
     float max_abs = 0, min_abs = INFINITY;

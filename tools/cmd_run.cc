@@ -46,7 +46,10 @@ Status run(const RunArgs& a) {
     }
   }
   ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
-  for (const auto& [name, t] : given) RETURN_IF_ERROR(session->setInput(name, t));
+  for (const auto& [name, t] : given) {
+    ASSIGN_OR_RETURN(HostTensor typed, npyToModelType(t, model.tensors[model.findTensor(name)].dtype, name));
+    RETURN_IF_ERROR(session->setInput(name, typed));
+  }
   RETURN_IF_ERROR(session->run());
   if (!a.output_dir.empty()) {
     std::error_code ec;

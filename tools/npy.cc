@@ -6,6 +6,8 @@
 #include <regex>
 #include <sstream>
 
+#include "runtime/ir/ops/op_helpers.h"
+
 namespace gkrt {
 namespace {
 
@@ -24,6 +26,7 @@ const char* npyDescr(DType t) {
     case DType::kUInt32: return "<u4";
     case DType::kUInt64: return "<u8";
     case DType::kBFloat16: return "";  // numpy has no bfloat16
+    default: return "";                // nor the narrow types (dtype.h isStorageOnly)
   }
   return "";
 }
@@ -33,7 +36,7 @@ StatusOr<DType> dtypeFromDescr(const std::string& d) {
     if (*npyDescr(static_cast<DType>(i)) && d == npyDescr(static_cast<DType>(i))) return static_cast<DType>(i);
   }
   return makeError(StatusCode::kUnsupported, "npy dtype '", d, "' is not supported; use one of ", dtypeList(),
-                   " (little-endian; bfloat16 has no .npy form)");
+                   " (little-endian; bfloat16, float8 and float4 are read from float32 files, int4/int2 from int8, uint4/uint2 from uint8)");
 }
 
 }  // namespace
@@ -86,11 +89,38 @@ StatusOr<HostTensor> readNpy(const std::string& path) {
   return t;
 }
 
+// numpy has no bfloat16 and none of the narrow types: bfloat16, float8 and float4 are
+// written as float32 (which holds every value exactly), int4/int2 as int8, uint4/uint2
+// as uint8 (gkrt's one element per byte, unpacked).
+static HostTensor npyWritable(const HostTensor& t) {
+  if (t.dtype() == DType::kBFloat16 || isNarrowFloat(t.dtype())) return HostTensor::fromFloats(t.shape(), t.toFloats());
+  if (isNarrowInteger(t.dtype())) {
+    HostTensor bytes(t.dtype() == DType::kInt4 || t.dtype() == DType::kInt2 ? DType::kInt8 : DType::kUInt8, t.shape());
+    std::memcpy(bytes.data(), t.data(), t.bytes());
+    return bytes;
+  }
+  return t;
+}
+
+StatusOr<HostTensor> npyToModelType(const HostTensor& t, DType want, const std::string& name) {
+  if (t.dtype() == want) return t;
+  const bool from_float = t.dtype() == DType::kFloat32 && (want == DType::kBFloat16 || isNarrowFloat(want));
+  const bool from_int = (t.dtype() == DType::kInt8 || t.dtype() == DType::kUInt8) && isNarrowInteger(want);
+  if (!from_float && !from_int) return t;  // Session::setInput names the mismatch
+  HostTensor out(want, t.shape());
+  const std::vector<float> v = t.toFloats();
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (from_int && (v[i] < narrowIntMin(want) || v[i] > narrowIntMax(want))) {
+      return makeError(StatusCode::kInvalidArgument, "input '", name, "' is ", dtypeName(want), ": element ", i, " is ",
+                       v[i], ", outside ", narrowIntMin(want), "..", narrowIntMax(want));
+    }
+    ops::storeF(out.data(), want, i, v[i]);  // float8/float4: round to nearest even, saturating
+  }
+  return out;
+}
+
 Status writeNpy(const std::string& path, const HostTensor& tensor) {
-  // numpy has no bfloat16: such tensors are written as float32, which holds them exactly.
-  const HostTensor widened = tensor.dtype() == DType::kBFloat16 ? HostTensor::fromFloats(tensor.shape(), tensor.toFloats())
-                                                              : HostTensor();
-  const HostTensor& t = tensor.dtype() == DType::kBFloat16 ? widened : tensor;
+  const HostTensor t = npyWritable(tensor);
   std::string shape;
   for (int64_t d : t.shape()) shape += std::to_string(d) + ", ";
   if (t.shape().size() > 1) shape.resize(shape.size() - 1);  // "(4,)" for rank 1, "(4, 4)" otherwise

@@ -8,6 +8,13 @@
 namespace gkrt {
 
 StatusOr<HostTensor> readNpy(const std::string& path);
+// bfloat16, float8 and float4 tensors are written as float32, int4/int2 as int8 and
+// uint4/uint2 as uint8 (numpy has none of these types).
 Status writeNpy(const std::string& path, const HostTensor& t);
+// The input `name` of type `want` from a .npy tensor: float32 data for a bfloat16,
+// float8 or float4 input (rounded to nearest even, saturating), int8/uint8 data for an
+// int4/uint4/int2/uint2 input (each value checked against the type's range); any other
+// tensor is returned as it is.
+StatusOr<HostTensor> npyToModelType(const HostTensor& t, DType want, const std::string& name);
 
 }  // namespace gkrt

@@ -25,9 +25,9 @@ enum class AttrKind : uint8_t {
   kNone = 0, kAxes, kAxis, kShape, kPerm, kMatMul, kGemm, kConv2D, kPool, kSlice,
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
-  kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose,
+  kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose, kQuant,
 };
-constexpr int kNumAttrKinds = 37;
+constexpr int kNumAttrKinds = 38;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -65,6 +65,7 @@ GKRT_ENUM_NAMES(RnnDirection, "forward", "reverse", "bidirectional");
 GKRT_ENUM_NAMES(RnnActivation, "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
                 "HardSigmoid", "Elu", "Softsign", "Softplus");
 GKRT_ENUM_NAMES(ScatterReduction, "none", "add", "mul", "max", "min");
+GKRT_ENUM_NAMES(E8M0Rounding, "up", "down", "nearest");
 #undef GKRT_ENUM_NAMES
 
 using Ints = std::vector<int64_t>;
@@ -139,9 +140,13 @@ struct NormAttrs { GKRT_ATTR("Norm", kNorm);
   int64_t axis = -1; float epsilon = 1e-5f;
   template <class S, class V> static void fields(S& s, V& v) { v("axis", s.axis); v("epsilon", s.epsilon); }
 };
+// `saturate` and `e8m0_rounding` only matter for casts to the narrow float types
+// (runtime/ir/dtype.h: floatToNarrow).
 struct CastAttrs { GKRT_ATTR("Cast", kCast);
-  DType to = DType::kFloat32;
-  template <class S, class V> static void fields(S& s, V& v) { v("to", s.to); }
+  DType to = DType::kFloat32; bool saturate = true; E8M0Rounding e8m0_rounding = E8M0Rounding::kUp;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("to", s.to); v("saturate", s.saturate); v("e8m0_rounding", s.e8m0_rounding);
+  }
 };
 struct ClipAttrs { GKRT_ATTR("Clip", kClip);
   float min = -3.402823466e38f; float max = 3.402823466e38f;
@@ -273,6 +278,17 @@ struct ConvTransposeAttrs { GKRT_ATTR("ConvTranspose", kConvTranspose);
   template <class S, class V> static void fields(S& s, V& v) {
     v("strides", s.strides); v("pads", s.pads); v("dilations", s.dilations);
     v("output_padding", s.output_padding); v("groups", s.groups);
+  }
+};
+// QuantizeLinear / DequantizeLinear (ONNX): scale and zero point per tensor (one
+// element), per axis (1-D along `axis`) or per block of `block_size` along `axis`.
+// `to` is the output dtype; `precision` the dtype x / scale is computed in.
+struct QuantAttrs { GKRT_ATTR("Quant", kQuant);
+  int64_t axis = 1; int64_t block_size = 0; bool saturate = true; DType to = DType::kUInt8;
+  DType precision = DType::kFloat32;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("axis", s.axis); v("block_size", s.block_size); v("saturate", s.saturate); v("to", s.to);
+    v("precision", s.precision);
   }
 };
 #undef GKRT_ATTR

@@ -153,6 +153,7 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kScatter: fn(ScatterAttrs{}); return true;
     case AttrKind::kTopK: fn(TopKAttrs{}); return true;
     case AttrKind::kConvTranspose: fn(ConvTransposeAttrs{}); return true;
+    case AttrKind::kQuant: fn(QuantAttrs{}); return true;
   }
   return false;
 }

@@ -10,6 +10,9 @@ size_t dtypeSize(DType t) {
     case DType::kFloat16: case DType::kBFloat16: case DType::kInt16: case DType::kUInt16: return 2;
     case DType::kInt8: case DType::kUInt8: case DType::kBool: return 1;
     case DType::kInt64: case DType::kUInt64: case DType::kFloat64: return 8;
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
+    case DType::kUInt4: case DType::kInt4: case DType::kFloat4E2M1: case DType::kFloat8E8M0: case DType::kUInt2:
+    case DType::kInt2: return 1;  // one element per byte in memory and in .gkm files
   }
   return 0;
 }
@@ -29,6 +32,16 @@ const char* dtypeName(DType t) {
     case DType::kUInt32: return "uint32";
     case DType::kUInt64: return "uint64";
     case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat8E4M3FN: return "float8e4m3fn";
+    case DType::kFloat8E4M3FNUZ: return "float8e4m3fnuz";
+    case DType::kFloat8E5M2: return "float8e5m2";
+    case DType::kFloat8E5M2FNUZ: return "float8e5m2fnuz";
+    case DType::kUInt4: return "uint4";
+    case DType::kInt4: return "int4";
+    case DType::kFloat4E2M1: return "float4e2m1";
+    case DType::kFloat8E8M0: return "float8e8m0";
+    case DType::kUInt2: return "uint2";
+    case DType::kInt2: return "int2";
   }
   return "?";
 }
@@ -49,7 +62,28 @@ std::string dtypeList() {
 bool isFloat(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kFloat64 || t == DType::kBFloat16;
 }
-bool isInteger(DType t) { return !isFloat(t) && t != DType::kBool; }
+bool isInteger(DType t) {
+  switch (t) {
+    case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kUInt16: case DType::kInt32:
+    case DType::kUInt32: case DType::kInt64: case DType::kUInt64: return true;
+    default: return false;
+  }
+}
+bool isNarrowFloat(DType t) {
+  return t == DType::kFloat8E4M3FN || t == DType::kFloat8E4M3FNUZ || t == DType::kFloat8E5M2 ||
+         t == DType::kFloat8E5M2FNUZ || t == DType::kFloat4E2M1 || t == DType::kFloat8E8M0;
+}
+bool isNarrowInteger(DType t) {
+  return t == DType::kUInt4 || t == DType::kInt4 || t == DType::kUInt2 || t == DType::kInt2;
+}
+bool isStorageOnly(DType t) { return isNarrowFloat(t) || isNarrowInteger(t); }
+int bitWidth(DType t) {
+  switch (t) {
+    case DType::kUInt4: case DType::kInt4: case DType::kFloat4E2M1: return 4;
+    case DType::kUInt2: case DType::kInt2: return 2;
+    default: return static_cast<int>(dtypeSize(t)) * 8;
+  }
+}
 bool is16BitFloat(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
 uint16_t floatToBFloat16(float f) {

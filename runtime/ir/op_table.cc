@@ -22,6 +22,7 @@ void registerControlFlowOps(std::vector<OpDef>& t);
 void registerGatherScatterOps(std::vector<OpDef>& t);
 void registerSortingOps(std::vector<OpDef>& t);
 void registerConvTransposeOps(std::vector<OpDef>& t);
+void registerQuantizationOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -58,6 +59,7 @@ struct OpTable {
     ops::registerGatherScatterOps(ops);
     ops::registerSortingOps(ops);
     ops::registerConvTransposeOps(ops);
+    ops::registerQuantizationOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

@@ -587,6 +587,32 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import op_cases_indexing_conv_transpose  # noqa: E402
 
 op_cases_indexing_conv_transpose.add_cases(case, rng)
+# Quantization (ONNX QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear): numpy's
+# rint rounds half to even, as ONNX does. The 4-/2-bit and float8 outputs have no .npy
+# form: tests/unit/narrow_dtype_test.cc and the ONNX node tests cover them.
+qx = np.concatenate([f32(2, 4, 5, lo=-60, hi=60), np.full((2, 4, 1), 2.5, np.float32)], axis=2)  # 2x4x6, with ties
+q_scale = np.array([0.5, 1.0, 2.0, 0.25], np.float32)
+q_zp = np.array([3, -4, 0, 100], np.int8)
+case("QuantizeLinear_per_axis_int8", "QuantizeLinear", [qx, q_scale, q_zp],
+     [np.clip(np.rint(qx / q_scale.reshape(1, 4, 1)).astype(np.int32) + q_zp.reshape(1, 4, 1), -128, 127).astype(np.int8)],
+     {"axis": 1, "to": "int8", "precision": "float32"}, rtol=0, atol=0)
+qb_scale = rng.uniform(0.5, 4, (2, 4, 2)).astype(np.float32)  # blocks of 4 along axis 2 (the last one short)
+qb_zp = rng.integers(0, 255, (2, 4, 2)).astype(np.uint8)
+qb_full = np.repeat(qb_scale, 4, axis=2)[:, :, :6]
+qb_zfull = np.repeat(qb_zp, 4, axis=2)[:, :, :6].astype(np.int32)
+case("QuantizeLinear_blocked_uint8", "QuantizeLinear", [qx, qb_scale, qb_zp],
+     [np.clip(np.rint(qx / qb_full).astype(np.int32) + qb_zfull, 0, 255).astype(np.uint8)],
+     {"axis": 2, "block_size": 4, "to": "uint8", "precision": "float32"}, rtol=0, atol=0)
+dq_x = rng.integers(-128, 127, (2, 4, 6)).astype(np.int8)
+case("DequantizeLinear_per_axis_int8", "DequantizeLinear", [dq_x, q_scale, q_zp],
+     [as32((dq_x.astype(np.float64) - q_zp.reshape(1, 4, 1)) * q_scale.reshape(1, 4, 1))],
+     {"axis": 1, "to": "float32"}, rtol=0, atol=0)
+dyn_x = f32(3, 7, lo=-3, hi=5)
+dyn_scale = np.float32((np.float32(max(0, dyn_x.max())) - np.float32(min(0, dyn_x.min()))) / np.float32(255))
+dyn_zp = np.rint(np.clip(np.float32(0) - np.float32(min(0, dyn_x.min())) / dyn_scale, 0, 255))
+case("DynamicQuantizeLinear", "DynamicQuantizeLinear", [dyn_x],
+     [np.clip(np.rint(dyn_x / dyn_scale) + dyn_zp, 0, 255).astype(np.uint8), np.array(dyn_scale, np.float32),
+      np.array(dyn_zp, np.uint8)], rtol=0, atol=0)
 
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)

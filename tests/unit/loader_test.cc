@@ -156,6 +156,30 @@ TEST(Loader, RequiredInputAbsent) { expectSpecError([](Spec& s) { s.nodes[0].inp
 TEST(Loader, ConstantBufferTooSmall) {
   expectSpecError([](Spec& s) { s.buffers[0].resize(12); }, {"tensor 1 'c'", "buffer 0 is 12 bytes", "2x2 float32 needs 16"});
 }
+// A 4-bit constant holds one element per byte in a .gkm file: five int4 elements in the
+// three bytes ONNX would pack them into is a truncated file.
+void int4ConstantSpec(Spec& s, std::vector<uint8_t> bytes) {
+  s.tensors = {{"x", 0, {5}}, {"c", static_cast<int>(DType::kInt4), {5}, 0}, {"cf", 0, {5}}, {"y", 0, {5}}};
+  s.buffers = {std::move(bytes)};
+  s.nodes = {{"Cast", {1}, {2}, CastAttrs{DType::kFloat32}}, {"Add", {2, 0}, {3}}};
+}
+TEST(Loader, Int4ConstantLoads) {
+  Spec s = validSpec();
+  int4ConstantSpec(s, {0xf8, 0xff, 0, 7, 3});
+  const std::vector<uint8_t> bytes = encode(s);
+  auto g = loadModelBuffer(bytes.data(), bytes.size());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->tensors[1].dtype, DType::kInt4);
+}
+TEST(Loader, TruncatedInt4Constant) {
+  expectSpecError([](Spec& s) { int4ConstantSpec(s, {0xf8, 0x70, 0x03}); },
+                  {"tensor 1 'c'", "buffer 0 is 3 bytes", "5 int4 needs 5", "one element per byte"});
+}
+TEST(Loader, Int4ConstantOutOfRange) {
+  expectSpecError([](Spec& s) { int4ConstantSpec(s, {0xf8, 0xff, 0, 0x12, 3}); },
+                  {"tensor 1 'c'", "int4 element 3 is 18, outside -8..7"});
+}
+
 TEST(Loader, BufferIndexOutOfRange) { expectSpecError([](Spec& s) { s.tensors[1].buffer = 3; }, {"tensor 1 'c'", "buffer 3", "1 buffers"}); }
 TEST(Loader, UnknownDType) { expectSpecError([](Spec& s) { s.tensors[0].dtype = 42; }, {"tensor 0 'x'", "dtype 42 is unknown"}); }
 TEST(Loader, AttrKindMismatch) {
@@ -173,7 +197,7 @@ TEST(Loader, EnumValueOutOfRange) {
     };
     s.nodes.push_back(cast);
     s.outputs = {4};
-  }, {"node 2", "attribute 'to' has value 99", "valid are 0..12"});
+  }, {"node 2", "attribute 'to' has value 99", "valid are 0..22"});
 }
 TEST(Loader, Cycle) {
   expectSpecError([](Spec& s) { s.nodes[0].inputs[0] = 3; }, {"cycle"});

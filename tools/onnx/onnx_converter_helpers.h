@@ -37,5 +37,6 @@ void registerActivationConverters(std::map<std::string, Converter>& t);
 void registerNormConverters(std::map<std::string, Converter>& t);
 void registerEinsumConverters(std::map<std::string, Converter>& t);
 void registerConvTransposeConverters(std::map<std::string, Converter>& t);
+void registerQuantConverters(std::map<std::string, Converter>& t);
 
 }  // namespace gkrt::onnx_import

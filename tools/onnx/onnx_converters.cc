@@ -19,6 +19,7 @@ const std::map<std::string, Converter>& table() {
     registerNormConverters(m);
     registerEinsumConverters(m);
     registerConvTransposeConverters(m);
+    registerQuantConverters(m);
     return m;
   }();
   return t;

@@ -136,13 +136,25 @@ Status clip(Context& c, const Node& n, Outs& o) {
 }
 
 
+// `saturate` (opset 19) and `round_mode` (opset 24, float8e8m0 only) of Cast/CastLike.
+StatusOr<CastAttrs> castAttrs(const Node& n, DType to) {
+  CastAttrs a{to, attrInt(n, "saturate", 1) != 0};
+  const std::string mode = attrString(n, "round_mode", "up");
+  if (mode == "up") a.e8m0_rounding = E8M0Rounding::kUp;
+  else if (mode == "down") a.e8m0_rounding = E8M0Rounding::kDown;
+  else if (mode == "nearest") a.e8m0_rounding = E8M0Rounding::kNearest;
+  else return makeError(StatusCode::kInvalidModel, n.op_type(), ": round_mode '", mode, "' is not up, down or nearest");
+  return a;
+}
 Status cast(Context& c, const Node& n, Outs& o) {
   ASSIGN_OR_RETURN(DType to, onnxDType(n, attrInt(n, "to", 1)));
-  o = {c.op1("Cast", {c.in(n, 0)}, CastAttrs{to})};
+  ASSIGN_OR_RETURN(CastAttrs a, castAttrs(n, to));
+  o = {c.op1("Cast", {c.in(n, 0)}, a)};
   return Status::Ok();
 }
 Status castLike(Context& c, const Node& n, Outs& o) {
-  o = {c.op1("Cast", {c.in(n, 0)}, CastAttrs{dtypeOf(c, c.in(n, 1))})};
+  ASSIGN_OR_RETURN(CastAttrs a, castAttrs(n, dtypeOf(c, c.in(n, 1))));
+  o = {c.op1("Cast", {c.in(n, 0)}, a)};
   return Status::Ok();
 }
 // Inference: the identity, and an all-true mask. training_mode must be absent or false.

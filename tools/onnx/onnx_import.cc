@@ -32,6 +32,17 @@ StatusOr<DType> dtypeFromOnnx(int t) {
     case onnx::TensorProto::UINT32: return DType::kUInt32;
     case onnx::TensorProto::UINT64: return DType::kUInt64;
     case onnx::TensorProto::BFLOAT16: return DType::kBFloat16;
+    // Numbers, as Debian's onnx.proto may predate these types.
+    case 17: return DType::kFloat8E4M3FN;
+    case 18: return DType::kFloat8E4M3FNUZ;
+    case 19: return DType::kFloat8E5M2;
+    case 20: return DType::kFloat8E5M2FNUZ;
+    case 21: return DType::kUInt4;
+    case 22: return DType::kInt4;
+    case 23: return DType::kFloat4E2M1;
+    case 24: return DType::kFloat8E8M0;
+    case 25: return DType::kUInt2;
+    case 26: return DType::kInt2;
     default: {
       std::string name = onnx::TensorProto::DataType_IsValid(t)
                              ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
@@ -45,6 +56,7 @@ StatusOr<DType> dtypeFromOnnx(int t) {
 
 StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::string& base_dir) {
   ASSIGN_OR_RETURN(DType dtype, dtypeFromOnnx(t.data_type()));
+  if (bitWidth(dtype) < 8) return unpackedTensorFromProto(t, base_dir, dtype);  // onnx_packed_tensors.cc
   Shape shape(t.dims().begin(), t.dims().end());
   for (int64_t d : shape) {
     if (d < 0) return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' has negative dim ", d);
@@ -126,6 +138,7 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
       for (int64_t i = 0; i < n; ++i) {
         const int32_t v = t.int32_data(static_cast<int>(i));
         if (is16BitFloat(dtype)) h.as<uint16_t>()[i] = static_cast<uint16_t>(v);
+        else if (isNarrowFloat(dtype)) h.as<uint8_t>()[i] = static_cast<uint8_t>(v);
         else ops::withIntegerType(dtype, [&](auto tag) { h.as<decltype(tag)>()[i] = static_cast<decltype(tag)>(v); });
       }
   }

@@ -42,5 +42,8 @@ StatusOr<DType> dtypeFromOnnx(int onnx_element_type);
 // A TensorProto's data (raw, typed fields or external file relative to base_dir).
 StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::string& base_dir);
 StatusOr<HostTensor> readTensorProtoFile(const std::string& path);
+// A 4-bit or 2-bit TensorProto (ONNX packs two or four elements per byte, first in the
+// low bits) as gkrt holds it: one element per byte, int4/int2 sign-extended.
+StatusOr<HostTensor> unpackedTensorFromProto(const onnx::TensorProto& t, const std::string& base_dir, DType dtype);
 
 }  // namespace gkrt

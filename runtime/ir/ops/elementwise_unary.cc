@@ -159,7 +159,7 @@ Status castKernel(const KernelContext& c) {
   if (y.dtype == DType::kBool) {
     const size_t es = dtypeSize(x.dtype);
     const auto* xb = static_cast<const uint8_t*>(x.data);
-    if (isFloat(x.dtype)) {
+    if (isFloat(x.dtype) || isNarrowFloat(x.dtype)) {
       for (int64_t i = 0; i < n; ++i) y.as<uint8_t>()[i] = loadF(x.data, x.dtype, i) != 0.0f;
     } else {  // any nonzero byte: exact for every integer width
       for (int64_t i = 0; i < n; ++i) {
@@ -170,7 +170,20 @@ Status castKernel(const KernelContext& c) {
     }
     return Status::Ok();
   }
-  if (is16BitFloat(x.dtype) || is16BitFloat(y.dtype)) {
+  if (isNarrowFloat(y.dtype)) {  // ONNX Cast: round to nearest even, `saturate`, e8m0's rounding mode
+    const CastAttrs& a = c.node.attrs.get<CastAttrs>();
+    for (int64_t i = 0; i < n; ++i) y.as<uint8_t>()[i] = floatToNarrow(loadF(x.data, x.dtype, i), y.dtype, a.saturate, a.e8m0_rounding);
+    return Status::Ok();
+  }
+  if (isNarrowInteger(y.dtype)) {  // truncate toward zero, then wrap to the low bits (as ONNX's reference)
+    const bool from_float = isFloat(x.dtype) || isNarrowFloat(x.dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      y.as<int8_t>()[i] = from_float ? static_cast<int8_t>(floatToNarrow(loadF(x.data, x.dtype, i), y.dtype))
+                                     : wrapToNarrowInt(loadIndex(x, i), y.dtype);
+    }
+    return Status::Ok();
+  }
+  if (is16BitFloat(x.dtype) || is16BitFloat(y.dtype) || isNarrowFloat(x.dtype)) {
     for (int64_t i = 0; i < n; ++i) storeF(y.data, y.dtype, i, loadF(x.data, x.dtype, i));
     return Status::Ok();
   }
@@ -259,7 +272,7 @@ void registerElementwiseUnaryOps(std::vector<OpDef>& t) {
   if constexpr (opSelected("LogicalNot")) t.push_back({"LogicalNot", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kNone, dtypeLogical, shapeSame,
                logicalNotKernel, "!x"});
   if constexpr (opSelected("Cast")) t.push_back({"Cast", OpClass::kElementwise, 1, 1, 1, 1, AttrKind::kCast, dtypeCast, shapeSame, castKernel,
-               "x converted to `to`; float->int truncates and saturates"});
+               "x converted to `to`; float->int truncates and saturates (4-/2-bit ints wrap); to float8/float4: round to nearest even, `saturate`"});
 }
 
 }  // namespace gkrt::ops

@@ -34,7 +34,24 @@ Status dtypeFloatSame(const ir::Node& n, const In& in, std::vector<DType>& out) 
   return Status::Ok();
 }
 
+Status rejectStorageOnly(const ir::Node& n, const In& in) {
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] && isStorageOnly(in[k]->dtype)) {
+      return makeError(StatusCode::kInvalidArgument, n.op->name, " input ", k, " is ", dtypeName(in[k]->dtype),
+                       ", a storage-only type (ONNX defines no arithmetic or comparison on it); Cast it to a ",
+                       "float or integer type first");
+    }
+  }
+  return Status::Ok();
+}
+
+Status dtypeComputeSame(const ir::Node& n, const In& in, std::vector<DType>& out) {
+  RETURN_IF_ERROR(rejectStorageOnly(n, in));
+  return dtypeAnySame(n, in, out);
+}
+
 Status dtypeNumericSame(const ir::Node& n, const In& in, std::vector<DType>& out) {
+  RETURN_IF_ERROR(rejectStorageOnly(n, in));
   RETURN_IF_ERROR(requireSameDType(n, in, 0, in.size()));
   if (in[0]->dtype == DType::kBool) {
     return makeError(StatusCode::kInvalidArgument, n.op->name, " does not take bool inputs; Cast them first");
@@ -50,6 +67,7 @@ Status dtypeAnySame(const ir::Node& n, const In& in, std::vector<DType>& out) {
 }
 
 Status dtypeCompare(const ir::Node& n, const In& in, std::vector<DType>& out) {
+  RETURN_IF_ERROR(rejectStorageOnly(n, in));
   RETURN_IF_ERROR(requireSameDType(n, in, 0, in.size()));
   out = repeat(DType::kBool, n);
   return Status::Ok();

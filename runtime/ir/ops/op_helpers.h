@@ -2,6 +2,7 @@
 // across dtypes, and broadcast iteration for reference kernels.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -26,6 +27,10 @@ Status dtypeCompare(const ir::Node& n, const In& in, std::vector<DType>& out);  
 Status dtypeLogical(const ir::Node& n, const In& in, std::vector<DType>& out);      // bool -> bool
 Status dtypeFloatToBool(const ir::Node& n, const In& in, std::vector<DType>& out);  // float -> bool
 Status dtypeFirst(const ir::Node& n, const In& in, std::vector<DType>& out);        // any -> in0 (all outputs)
+Status dtypeComputeSame(const ir::Node& n, const In& in, std::vector<DType>& out);  // any but storage-only, same -> same
+// ONNX only moves, casts and (de)quantizes the narrow types (dtype.h isStorageOnly):
+// compute ops refuse them with this error.
+Status rejectStorageOnly(const ir::Node& n, const In& in);
 
 // ---- shape rules -------------------------------------------------------------
 Status shapeSame(const ir::Node& n, const In& in, std::vector<Shape>& out);        // every output = in0
@@ -65,6 +70,9 @@ inline float loadF(const void* p, DType t, int64_t i) {
     case DType::kInt64: return static_cast<float>(static_cast<const int64_t*>(p)[i]);
     case DType::kUInt64: return static_cast<float>(static_cast<const uint64_t*>(p)[i]);
     case DType::kBool: return static_cast<const uint8_t*>(p)[i] ? 1.0f : 0.0f;
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
+    case DType::kUInt4: case DType::kInt4: case DType::kFloat4E2M1: case DType::kFloat8E8M0: case DType::kUInt2:
+    case DType::kInt2: return narrowToFloat(static_cast<const uint8_t*>(p)[i], t);
   }
   return 0.0f;
 }
@@ -83,14 +91,24 @@ inline void storeF(void* p, DType t, int64_t i, float v) {
     case DType::kInt64: static_cast<int64_t*>(p)[i] = castValue<int64_t>(v); break;
     case DType::kUInt64: static_cast<uint64_t*>(p)[i] = castValue<uint64_t>(v); break;
     case DType::kBool: static_cast<uint8_t*>(p)[i] = v != 0.0f; break;
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1: case DType::kFloat8E8M0:  // nearest even; saturating; e8m0 to nearest
+      static_cast<uint8_t*>(p)[i] = floatToNarrow(v, t, true, E8M0Rounding::kNearest);
+      break;
+    case DType::kUInt4: case DType::kInt4: case DType::kUInt2: case DType::kInt2:  // saturate, as for the wider ints
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(std::isnan(v) ? 0 : std::clamp<float>(std::trunc(v),
+          static_cast<float>(narrowIntMin(t)), static_cast<float>(narrowIntMax(t))));
+      break;
   }
 }
 
-// Calls fn(T{}) with the C++ type holding the elements of integer or bool `t`.
+// Calls fn(T{}) with the C++ type holding the elements of integer or bool `t` (the
+// 4-/2-bit integers: their one-byte storage, for kernels that only move elements;
+// compute ops refuse those types in their dtype rules).
 template <class Fn> void withIntegerType(DType t, Fn&& fn) {
   switch (t) {
-    case DType::kInt8: fn(int8_t{}); break;
-    case DType::kUInt8: case DType::kBool: fn(uint8_t{}); break;
+    case DType::kInt8: case DType::kInt4: case DType::kInt2: fn(int8_t{}); break;
+    case DType::kUInt8: case DType::kBool: case DType::kUInt4: case DType::kUInt2: fn(uint8_t{}); break;
     case DType::kInt16: fn(int16_t{}); break;
     case DType::kUInt16: fn(uint16_t{}); break;
     case DType::kInt32: fn(int32_t{}); break;
@@ -101,12 +119,15 @@ template <class Fn> void withIntegerType(DType t, Fn&& fn) {
   }
 }
 // Calls fn(T{}) with the C++ type holding `t`'s elements, 16-bit floats excluded
-// (callers handle those through loadF/storeF).
+// (callers handle those through loadF/storeF); the narrow floats as their bits (uint8_t),
+// for kernels that only move elements.
 template <class Fn> void withStorageType(DType t, Fn&& fn) {
   switch (t) {
     case DType::kFloat32: fn(float{}); break;
     case DType::kFloat64: fn(double{}); break;
     case DType::kFloat16: case DType::kBFloat16: break;
+    case DType::kFloat8E4M3FN: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2: case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat4E2M1: case DType::kFloat8E8M0: fn(uint8_t{}); break;
     default: withIntegerType(t, fn);
   }
 }

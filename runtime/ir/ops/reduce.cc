@@ -238,8 +238,8 @@ OpDef reduceOp(const char* name, ReferenceKernel k, const char* summary, DTypeRu
 void registerReduceOps(std::vector<OpDef>& t) {
   if constexpr (opSelected("ReduceSum")) t.push_back(reduceOp("ReduceSum", reduceKernel<ReduceKind::kSum>, "sum over axes (empty = all)"));
   if constexpr (opSelected("ReduceMean")) t.push_back(reduceOp("ReduceMean", reduceKernel<ReduceKind::kMean>, "mean over axes (empty = all)"));
-  if constexpr (opSelected("ReduceMax")) t.push_back(reduceOp("ReduceMax", reduceKernel<ReduceKind::kMax>, "max over axes (empty = all; bool = any)", dtypeAnySame));
-  if constexpr (opSelected("ReduceMin")) t.push_back(reduceOp("ReduceMin", reduceKernel<ReduceKind::kMin>, "min over axes (empty = all; bool = all)", dtypeAnySame));
+  if constexpr (opSelected("ReduceMax")) t.push_back(reduceOp("ReduceMax", reduceKernel<ReduceKind::kMax>, "max over axes (empty = all; bool = any)", dtypeComputeSame));
+  if constexpr (opSelected("ReduceMin")) t.push_back(reduceOp("ReduceMin", reduceKernel<ReduceKind::kMin>, "min over axes (empty = all; bool = all)", dtypeComputeSame));
   if constexpr (opSelected("ReduceProd")) t.push_back(reduceOp("ReduceProd", reduceKernel<ReduceKind::kProd>, "product over axes (empty = all)"));
   if constexpr (opSelected("ArgMax")) t.push_back({"ArgMax", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kAxis, dtypeArg, shapeArg, argKernel<true>,
                "index (int64) of the first max along axis"});
@@ -253,7 +253,7 @@ void registerReduceOps(std::vector<OpDef>& t) {
                "running sum along axis (exclusive/reverse)"});
   if constexpr (opSelected("SquareSumAll")) t.push_back({"SquareSumAll", OpClass::kReduce, 2, 2, 2, 2, AttrKind::kNone, dtypeFloatSame, shapeScalar,
                squareSumAllKernel, "(sum x^2, sum y^2)"});
-  if constexpr (opSelected("EqualCount")) t.push_back({"EqualCount", OpClass::kReduce, 2, 2, 1, 1, AttrKind::kNone, dtypeAnySame, shapeEqualCount,
+  if constexpr (opSelected("EqualCount")) t.push_back({"EqualCount", OpClass::kReduce, 2, 2, 1, 1, AttrKind::kNone, dtypeComputeSame, shapeEqualCount,
                equalCountKernel, "[number of equal elements] in x's dtype"});
   if constexpr (opSelected("BiasAddGrad")) t.push_back({"BiasAddGrad", OpClass::kReduce, 1, 1, 1, 1, AttrKind::kFormat, dtypeFloatSame, shapeBiasAddGrad,
                biasAddGradKernel, "dy summed over all axes but the channel"});
