@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "runtime/ir/op_def.h"
+#include "tests/unit/onnx_test_support.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
 
@@ -24,15 +25,6 @@ void addDynamicInput(onnx::GraphProto* g, const std::string& name, const std::ve
     else if (d != "?") dim->set_dim_param(d);
   }
 }
-onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
-                         std::vector<std::string> out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + std::to_string(g->node_size()));
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
-}
 void addInts(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> values) {
   auto* t = g->add_initializer();
   t->set_name(name);
@@ -40,14 +32,6 @@ void addInts(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> 
   t->add_dims(static_cast<int64_t>(values.size()));
   for (int64_t v : values) t->add_int64_data(v);
 }
-void addFloats(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  for (float v : values) t->add_float_data(v);
-}
-
 // x [N, 3, H, W] -> Conv 3x3 pad 1 -> Relu -> y1: Resize to (2H, W+5) computed from Shape;
 // y2: Reshape to [N, 4, H*W] from Shape arithmetic, then Flatten; y3: Slice of the last
 // W-2 columns (ends from Shape), y4: Expand of a [1, 4, 1, 1] constant to x's computed shape.
@@ -61,7 +45,7 @@ onnx::ModelProto dynamicModel() {
   addDynamicInput(g, "x", {"batch", "3", "height", "width"});
   std::vector<float> w(4 * 3 * 3 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = 0.05f * static_cast<float>(int(i % 11) - 5);
-  addFloats(g, "w", {4, 3, 3, 3}, w);
+  addInitializer(g, "w", {4, 3, 3, 3}, w);
   auto* conv = addNode(g, "Conv", {"x", "w"}, {"c"});
   auto* pads = conv->add_attribute();
   pads->set_name("pads");
@@ -93,7 +77,7 @@ onnx::ModelProto dynamicModel() {
   addNode(g, "Slice", {"r", "two", "minus1", "i3"}, {"y3"});
   g->mutable_node(g->node_size() - 1)->set_input(1, "zero");
   g->mutable_node(g->node_size() - 1)->set_input(2, "wm2");
-  addFloats(g, "k", {1, 4, 1, 1}, {1, -2, 3, 0.5f});
+  addInitializer(g, "k", {1, 4, 1, 1}, {1, -2, 3, 0.5f});
   addNode(g, "Expand", {"k", "s"}, {"e"});
   addNode(g, "Add", {"e", "r"}, {"y4"});
   for (const char* y : {"y1", "y2", "y3", "y4"}) g->add_output()->set_name(y);
