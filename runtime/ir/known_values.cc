@@ -6,12 +6,16 @@
 
 namespace gkrt::ir {
 
+bool isRandomOp(const OpDef& op) {
+  const std::string_view name = op.name;
+  return name == "Dropout" || name == "StandardNormal" || name == "UniformReal";
+}
+
 Status computeKnownValues(const Graph& g, const Node& n, const std::vector<DType>& dtypes,
                           const std::vector<Shape>& shapes, std::vector<std::shared_ptr<const ConstData>>* values) {
   values->assign(n.outputs.size(), nullptr);
-  const std::string_view name = n.op->name;
-  // Random ops are not values; subgraph ops are never shape arithmetic.
-  if (!n.op->reference || n.subgraph || name == "Dropout" || name == "StandardNormal" || name == "UniformReal") {
+  // Random ops are not values; fused and control-flow nodes are never shape arithmetic.
+  if (!n.op->reference || n.subgraph || !n.subgraphs.empty() || isRandomOp(*n.op)) {
     return Status::Ok();
   }
   if (shapes.size() < n.outputs.size()) return Status::Ok();

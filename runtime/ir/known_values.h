@@ -8,7 +8,15 @@
 
 #include "runtime/ir/graph.h"
 
+namespace gkrt {
+struct OpDef;
+}
+
 namespace gkrt::ir {
+
+// Ops whose outputs are not a function of their inputs (Dropout, StandardNormal,
+// UniformReal): never computed ahead of a run, neither here nor by converters folding.
+bool isRandomOp(const OpDef& op);
 
 // Outputs of more elements than this are never computed at compile time.
 constexpr int64_t kKnownValueMaxElements = 64;

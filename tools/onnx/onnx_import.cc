@@ -10,6 +10,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "runtime/ir/interpret.h"
+#include "runtime/ir/known_values.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 #include "tools/onnx/onnx_context.h"
@@ -197,8 +198,7 @@ Value Context::ints(const std::vector<int64_t>& v) {
 
 std::vector<Value> Context::op(const std::string& name, const std::vector<Value>& inputs, Attrs attrs, int outputs) {
   const OpDef* def = findOp(name);
-  bool all_constant = def && std::string(def->name) != "Dropout" && std::string(def->name) != "StandardNormal" &&
-                      std::string(def->name) != "UniformReal";
+  bool all_constant = def && !ir::isRandomOp(*def);
   for (Value v : inputs) all_constant = all_constant && (v.id < 0 || isConstant(v));
   if (!all_constant || inputs.empty()) {
     std::vector<Value> outs = b_.op(name, inputs, std::move(attrs), outputs);
