@@ -32,6 +32,11 @@ class Kernel {
   // An input whose bytes output 0 may take over when that input dies here (the kernel
   // reads every element before writing it at the same index); -1 = none.
   virtual int inPlaceInput() const { return -1; }
+  // What `gkrt bench --profile` shows beside the kernel's ops: the implementation and
+  // the layout reorders it does per launch, e.g. "oneDNN jit:avx2, 1 reorder".
+  virtual std::string detail() const { return ""; }
+  // Layout reorders this kernel runs per launch (counted by `gkrt bench --profile`).
+  virtual int reorders() const { return 0; }
 };
 
 struct BackendOptions {
@@ -42,6 +47,10 @@ struct BackendOptions {
   // Where compiled device programs are kept between runs; unset = the per-user cache
   // ($GKRT_CACHE_DIR, $XDG_CACHE_HOME/gkrt or ~/.cache/gkrt); "" = no cache.
   std::optional<std::string> program_cache_dir;
+  // cpu: keep activations channel-blocked between the kernels that take it
+  // (backends/cpu/blocked_layout.h); off for a device backend's cpu fallback, whose
+  // graph has nodes other backends run. GKRT_CPU_LAYOUT=plain also turns it off.
+  bool cpu_blocked_layout = true;
 };
 
 class Backend {

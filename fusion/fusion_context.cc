@@ -6,7 +6,7 @@
 namespace gkrt {
 namespace {
 
-std::set<const OpDef*> effectiveOps(const std::vector<FusionTableEntry>& table, FusionColumn column,
+std::set<const OpDef*> effectiveOps(std::vector<FusionTableEntry> table, FusionColumn column,
                                     const FusionOptions& o, const std::vector<std::string>& enable,
                                     const std::vector<std::string>& disable, const std::vector<std::string>& only) {
   std::set<const OpDef*> ops;
@@ -32,7 +32,9 @@ std::set<const OpDef*> effectiveExpandOps(FusionColumn column, const FusionOptio
 }
 
 std::set<const OpDef*> effectiveClusterOps(FusionColumn column, const FusionOptions& o) {
-  return effectiveOps(clusterTable(), column, o, o.enable_cluster_ops, o.disable_cluster_ops, o.enable_cluster_ops_only);
+  std::vector<FusionTableEntry> rows = clusterTable();
+  rows.insert(rows.end(), ownClusterRows().begin(), ownClusterRows().end());
+  return effectiveOps(rows, column, o, o.enable_cluster_ops, o.disable_cluster_ops, o.enable_cluster_ops_only);
 }
 
 }  // namespace gkrt

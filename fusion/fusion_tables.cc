@@ -162,6 +162,23 @@ const std::vector<FusionTableEntry>& clusterTable() {
   return t;
 }
 
+// gkrt's own rows: ops the appendices do not list, clustered because it measured
+// faster (README "gkrt's own fusion rows"). All at level 1, so `--fusion_ops_level=0`
+// leaves the pure appendix tables; each one is switched off by disable_cluster_ops.
+// The Ascend column keeps MindSpore's DVM table as it is.
+const std::vector<FusionTableEntry>& ownClusterRows() {
+  static const std::vector<FusionTableEntry> t = {
+      // op              Ascend CPU    GPU    level
+      {"Clip",           false, true,  true,  1},  // ReLU6, hard-sigmoid forms
+      {"HSwish",         false, true,  true,  1},
+      {"HSigmoid",       false, true,  true,  1},
+      {"LeakyReLU",      false, true,  true,  1},
+      {"Sigmoid",        false, true,  false, 1},  // CPU expands no Sigmoid: SiLU = x * sigmoid(x)
+      {"Conv2D",         false, true,  false, 1},  // conv epilogues: one oneDNN conv with post-ops
+  };
+  return t;
+}
+
 int defaultFusionOpsLevel(FusionColumn c) { return c == FusionColumn::kAscend ? 0 : 1; }
 
 }  // namespace gkrt

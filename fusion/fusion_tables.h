@@ -24,6 +24,9 @@ struct FusionTableEntry {
 
 const std::vector<FusionTableEntry>& expanderTable();  // Appendix 1
 const std::vector<FusionTableEntry>& clusterTable();   // Appendix 2
+// gkrt's own cluster rows (ops the appendices do not list), on by default at
+// fusion_ops_level >= 1, each removable with disable_cluster_ops.
+const std::vector<FusionTableEntry>& ownClusterRows();
 
 // MindSpore's default fusion_ops_level: 0 on Ascend, 1 elsewhere.
 int defaultFusionOpsLevel(FusionColumn c);

@@ -200,6 +200,10 @@ std::vector<Session::KernelInfo> Session::kernelInfos() const {
     k.name = ir::describeNode(p.graph, static_cast<int>(i));
     k.fused = p.graph.nodes[i].subgraph != nullptr;
     k.backend = p.steps[i].backend;
+    if (p.steps[i].kernel) {
+      k.detail = p.steps[i].kernel->detail();
+      k.reorders = p.steps[i].kernel->reorders();
+    }
     for (const TensorView& v : p.steps[i].inputs) k.bytes_moved += v.present() ? v.size() * dtypeSize(v.dtype) : 0;
     for (const MutableTensorView& v : p.steps[i].outputs) k.bytes_moved += numElements(v.shape) * dtypeSize(v.dtype);
     infos.push_back(std::move(k));

@@ -91,6 +91,8 @@ class Session {
     bool fused = false;
     size_t bytes_moved = 0;
     std::string backend;  // the backend that runs it (a fallback's name for unsupported nodes)
+    std::string detail;   // Kernel::detail(): implementation, reorders
+    int reorders = 0;     // layout reorders per run (Kernel::reorders())
   };
   std::vector<KernelInfo> kernelInfos() const;
   // Runs once, timing every kernel (seconds, in kernelInfos() order): by the backend's

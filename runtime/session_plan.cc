@@ -65,7 +65,9 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
       // Host backends fall back to the reference kernels; device backends to the cpu
       // backend, with copies in and out.
       if (!s.fallback) {
-        ASSIGN_OR_RETURN(s.fallback, createBackend(s.backend->isHost() ? "reference" : "cpu", backend_options));
+        BackendOptions fallback_options = backend_options;
+        fallback_options.cpu_blocked_layout = false;  // it runs only some of the graph's nodes
+        ASSIGN_OR_RETURN(s.fallback, createBackend(s.backend->isHost() ? "reference" : "cpu", fallback_options));
       }
       target = s.fallback.get();
       const std::string why = s.backend->unsupportedReason(s.graph, node);

@@ -235,8 +235,12 @@ Status bench(const BenchArgs& a) {
                   << (total > 0 ? 100 * s / total : 0) << "%" << std::setprecision(3) << std::setw(11)
                   << r.infos[k].bytes_moved / 1048576.0 << std::setprecision(2) << std::setw(9)
                   << (s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0) << "  " << std::left << std::setw(11)
-                  << r.infos[k].backend << std::right << r.infos[k].name << ": " << r.kernel_ops[k] << "\n";
+                  << r.infos[k].backend << std::right << r.infos[k].name << ": " << r.kernel_ops[k]
+                  << (r.infos[k].detail.empty() ? "" : " [" + r.infos[k].detail + "]") << "\n";
       }
+      int reorders = 0;
+      for (const auto& info : r.infos) reorders += info.reorders;
+      std::cout << "layout reorders per run: " << reorders << "\n";
     }
   }
   if (!a.svg.empty()) RETURN_IF_ERROR(writeChart(a, rows));
@@ -255,7 +259,8 @@ Status bench(const BenchArgs& a) {
       for (size_t k = 0; k < r.infos.size(); ++k) {
         const double s = r.kernel_seconds[k];
         kernels.push_back({{"name", r.infos[k].name}, {"ops", r.kernel_ops[k]}, {"backend", r.infos[k].backend},
-                           {"fused", r.infos[k].fused}, {"ms", s * 1e3}, {"share", total > 0 ? s / total : 0},
+                           {"fused", r.infos[k].fused}, {"detail", r.infos[k].detail},
+                           {"reorders", r.infos[k].reorders}, {"ms", s * 1e3}, {"share", total > 0 ? s / total : 0},
                            {"bytes_moved", r.infos[k].bytes_moved}, {"gbps", s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0}});
       }
       j.back()["kernels"] = kernels;

@@ -1,11 +1,16 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <string>
+
+#include "backends/cpu/conv_epilogue_kernel.h"
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/fused_reduce.h"
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/onednn_kernels.h"
+#include "backends/cpu/onednn_pool_concat.h"
 #include "backends/cpu/onednn_recurrent.h"
 #include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
@@ -21,17 +26,84 @@ CpuBackend::~CpuBackend() = default;
 
 bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return node.op && node.op->reference; }
 
-// Fast paths first: elementwise clusters and ops as one tiled loop, clusters with
-// reductions as passes of such loops over rows, GEMMs on oneDNN or the packed GEMM;
-// convolution, pooling, softmax, layernorm and transpose on their own kernels; LSTM,
-// GRU and RNN on oneDNN's RNN primitives or their own kernel; every
-// other node runs its reference kernel.
+// How the kernel compile() picks for `node` treats activation layouts.
+cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
+  const bool conv = cpu::canRunOneDnnConv(g, node), pool = !conv && cpu::canRunOneDnnPoolOrConcat(g, node);
+  if (conv || pool) {
+    auto it = is_fast_.find(&node);
+    if (it == is_fast_.end()) {
+      const bool fast = conv ? cpu::oneDnnConvIsFast(g, node, blockInUse()) : cpu::oneDnnPoolIsFast(g, node, blockInUse());
+      it = is_fast_.emplace(&node, fast).first;
+    }
+    if (it->second) return cpu::LayoutUse::kAdapts;
+  }
+  if (cpu::canRunElementwise(g, node) && cpu::elementwiseTakesBlocked(g, node)) return cpu::LayoutUse::kAgnostic;
+  return cpu::LayoutUse::kPlain;
+}
+
+int CpuBackend::blockInUse() const { return options_.cpu_blocked_layout ? cpu::preferredBlock() : 0; }
+
+// The layout plan of the graph being compiled, made at its first node; finishCompile()
+// drops it (the next session's graph gets its own).
+const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
+  if (layout_graph_ != &g) {
+    layout_ = cpu::planLayouts(g, blockInUse(), [&](const ir::Node& n) { return layoutUse(g, n); });
+    layout_graph_ = &g;
+  }
+  return layout_;
+}
+
+Status CpuBackend::finishCompile() {
+  layout_graph_ = nullptr;
+  layout_ = {};
+  is_fast_.clear();
+  return Status::Ok();
+}
+
+// Fast paths first: convolutions (with their epilogues), pooling and concat on oneDNN
+// in the graph's layout plan; elementwise clusters and ops as one tiled loop, clusters
+// with reductions as passes of such loops over rows, GEMMs on oneDNN or the packed
+// GEMM; convolution, pooling, softmax, layernorm and transpose on their own kernels;
+// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; every other node
+// runs its reference kernel. A node whose tensors the layout plan made blocked only
+// ever gets a kernel that takes that layout (layoutUse).
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
-  if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
+  const cpu::LayoutPlan& layout = layoutFor(g);
+  const cpu::LayoutUse use = layoutUse(g, node);
+  bool touches_blocked = false;
+  for (int t : node.inputs) touches_blocked |= layout.isBlocked(t);
+  for (int t : node.outputs) touches_blocked |= layout.isBlocked(t);
+  if (cpu::canRunOneDnnConv(g, node)) {
+    auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/touches_blocked || !node.subgraph);
+    if (k.ok() || touches_blocked) return k;  // else our own convolution
+  }
+  if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
+    auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);
+    if (k.ok() || touches_blocked) return k;
+  }
+  if (touches_blocked && use != cpu::LayoutUse::kAgnostic) {
+    return makeError(StatusCode::kInternal, "cpu: ", node.name, " has no kernel for channel-blocked tensors; "
+                     "run with GKRT_CPU_LAYOUT=plain and report this model");
+  }
+  if (cpu::canRunElementwise(g, node)) {
+    const bool blocked = !node.outputs.empty() && layout.isBlocked(node.outputs[0]);
+    return cpu::compileElementwise(g, node, *pool_, blocked ? layout.block : 0);
+  }
   if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {
     auto k = cpu::compileOneDnn(g, node);
     if (k.ok()) return k;  // else our own GEMM / convolution
+  }
+  if (cpu::isConvEpilogue(node)) {
+    // The head convolution alone, on plain activations (the body has no layout plan).
+    auto k = cpu::compileConvEpilogue(node, *pool_, [&](const ir::Graph& body, const ir::Node& n) {
+      if (cpu::canRunOneDnnConv(body, n)) {
+        auto conv = cpu::compileOneDnnConv(body, n, nullptr, /*allow_ref=*/true);
+        if (conv.ok()) return conv;
+      }
+      return cpu::compileConvOrPool(body, n, *pool_);
+    });
+    if (k.ok()) return k;  // else the reference kernel of the whole chain
   }
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);

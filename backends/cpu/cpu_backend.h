@@ -4,9 +4,11 @@
 // (backends/cpu/gemm.h), on one thread pool; other nodes run their reference kernels.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/cpu/blocked_layout.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace gkrt {
@@ -19,10 +21,18 @@ class CpuBackend : public Backend {
   FusionColumn fusionColumn() const override { return FusionColumn::kCpu; }
   bool supports(const ir::Graph& g, const ir::Node& node) const override;
   StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) override;
+  Status finishCompile() override;
 
  private:
+  cpu::LayoutUse layoutUse(const ir::Graph& g, const ir::Node& node);
+  const cpu::LayoutPlan& layoutFor(const ir::Graph& g);
+  int blockInUse() const;  // 0: every activation plain
+
   BackendOptions options_;
   std::unique_ptr<cpu::ThreadPool> pool_;
+  const ir::Graph* layout_graph_ = nullptr;  // the graph layout_ was planned for
+  cpu::LayoutPlan layout_;
+  std::map<const ir::Node*, bool> is_fast_;  // oneDnnConvIsFast/oneDnnPoolIsFast per node of that graph
 };
 
 }  // namespace gkrt

@@ -19,6 +19,8 @@ bool ewOpFor(const char* name, int num_inputs, EwOp* op) {
       {"Sigmoid", 1, EwOp::kSigmoid}, {"ReLU", 1, EwOp::kReLU}, {"Erf", 1, EwOp::kErf},
       {"Square", 1, EwOp::kSquare}, {"Sin", 1, EwOp::kSin}, {"Cos", 1, EwOp::kCos}, {"Floor", 1, EwOp::kFloor},
       {"Ceil", 1, EwOp::kCeil}, {"SiLU", 1, EwOp::kSiLU}, {"IdentityMath", 1, EwOp::kCopy},
+      {"Clip", 1, EwOp::kClip}, {"LeakyReLU", 1, EwOp::kLeakyReLU}, {"HSwish", 1, EwOp::kHSwish},
+      {"HSigmoid", 1, EwOp::kHSigmoid},
   };
   for (const auto& e : kOps) {
     if (e.inputs == num_inputs && std::string(e.name) == name) {
@@ -63,7 +65,7 @@ template <class F> void viaExpNeg(float* y, const float* a, int64_t n, F f) {
 
 }  // namespace
 
-void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c) {
+void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2) {
   switch (op) {
     case EwOp::kAdd: return binary(y, a, b, n, [](float p, float q) { return p + q; });
     case EwOp::kSub: return binary(y, a, b, n, [](float p, float q) { return p - q; });
@@ -92,6 +94,13 @@ void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float
     case EwOp::kSiLU: return viaExpNeg(y, a, n, [](float x, float e) { return x / (1.0f + e); });
     case EwOp::kCopy: if (y != a) std::memmove(y, a, n * sizeof(float)); return;
     case EwOp::kPowConst: return powConst(y, a, n, c);
+    // NaN passes through as in the reference kernels (std::min(std::max(x, lo), hi)).
+    case EwOp::kClip: return unary(y, a, n, [c, c2](float x) { return std::min(std::max(x, c), c2); });
+    case EwOp::kLeakyReLU: return unary(y, a, n, [c](float x) { return x < 0.0f ? c * x : x; });
+    case EwOp::kHSwish:
+      return unary(y, a, n, [](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
+    case EwOp::kHSigmoid:
+      return unary(y, a, n, [](float x) { return std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f); });
   }
 }
 

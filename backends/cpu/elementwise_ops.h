@@ -12,12 +12,16 @@ enum class EwOp : uint8_t {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kReciprocal, kTanh, kSigmoid, kReLU, kErf, kSquare, kSin, kCos,
   kFloor, kCeil, kSiLU, kCopy,
   kPowConst,  // x ^ c with c a compile-time scalar (integer powers by multiplication)
+  kClip,       // min(max(x, c), c2)
+  kLeakyReLU,  // x < 0 ? c x : x
+  kHSwish, kHSigmoid,
 };
 
 // Returns the op for a gkrt op name; false when the executor has no loop for it.
 bool ewOpFor(const char* name, int num_inputs, EwOp* op);
 
-void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c);
+// `c` and `c2`: the compile-time parameters of kPowConst, kClip and kLeakyReLU.
+void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2 = 0.0f);
 
 // A binary op with one operand a scalar (no tile filled with it): y = op(a, s) when
 // `scalar_first` is false, y = op(s, b) when true. False for ops without such a loop.

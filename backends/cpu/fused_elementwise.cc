@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backends/cpu/blocked_layout.h"
 #include "backends/cpu/tile_program.h"
 #include "runtime/ir/op_def.h"
 
@@ -115,10 +116,43 @@ bool canRunElementwise(const ir::Graph& g, const ir::Node& node) {
   return buildProgram(g, node, &p);
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+bool elementwiseTakesBlocked(const ir::Graph& g, const ir::Node& node) {
+  const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
+  const std::vector<int>& ins = node.subgraph ? body->inputs : node.inputs;
+  const std::vector<int>& outs = node.subgraph ? body->outputs : node.outputs;
+  if (outs.empty()) return false;
+  const Shape& y = body->tensors[outs[0]].shape;
+  if (y.size() != 4) return false;
+  if (node.subgraph) {
+    for (const ir::Node& n : body->nodes) if (body->tensors[n.outputs[0]].shape != y) return false;
+  }
+  for (int t : ins) {
+    if (t >= 0 && body->tensors[t].shape != y && numElements(body->tensors[t].shape) >= numElements(y)) return false;
+  }
+  return true;
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
+                                                     int block) {
   ElementwiseProgram p;
   if (!buildProgram(g, node, &p)) {
     return makeError(StatusCode::kInternal, "cpu: ", node.op->name, " is not an elementwise cluster");
+  }
+  if (block > 0) {  // broadcast operands: plain, read at each element of the blocked view
+    auto reblock = [&](Operand& o) {
+      if (o.kind != Operand::kGather) return true;
+      if (o.dims.size() != 4) return false;
+      Shape dims;
+      std::vector<int64_t> strides;
+      blockedBroadcast(o.dims, o.strides, block, &dims, &strides);
+      o.dims = dims;
+      o.strides = strides;
+      return true;
+    };
+    bool ok = true;
+    for (Instr& in : p.p.code) ok = ok && reblock(in.a) && reblock(in.b);
+    for (auto& c : p.p.copies) ok = ok && reblock(c.second);
+    if (!ok) return makeError(StatusCode::kInternal, "cpu: ", node.name, " has a broadcast operand that is not 4-D");
   }
   return std::unique_ptr<Kernel>(new ElementwiseKernel(std::move(p), pool));
 }

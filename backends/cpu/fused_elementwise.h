@@ -17,6 +17,15 @@ namespace gkrt::cpu {
 // float32 throughout, supported ops, outputs of one shape that every input broadcasts to.
 bool canRunElementwise(const ir::Graph& g, const ir::Node& node);
 
-StatusOr<std::unique_ptr<Kernel>> compileElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+// `block` > 0: the outputs and full-size inputs are stored channel-blocked
+// (blocked_layout.h); broadcast inputs stay plain and are read through blocked
+// broadcast strides.
+StatusOr<std::unique_ptr<Kernel>> compileElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
+                                                     int block = 0);
+
+// Whether the layout plan may store this node's full-size operands blocked: an
+// elementwise kernel with no reshape inside and every input either of the output's
+// shape or a broadcast one (fewer elements).
+bool elementwiseTakesBlocked(const ir::Graph& g, const ir::Node& node);
 
 }  // namespace gkrt::cpu

@@ -7,9 +7,7 @@
 
 #include "runtime/ir/op_def.h"
 
-#ifdef GKRT_HAVE_DNNL
-#include <dnnl.hpp>
-#endif
+#include "backends/cpu/onednn_post_ops.h"
 
 namespace gkrt::cpu {
 
@@ -41,13 +39,6 @@ dnnl::memory::desc matrixDesc(const Shape& s, size_t rank, bool transpose) {
   return dnnl::memory::desc(d, dt::f32, strides);
 }
 
-// Where an operand's bytes are at launch: a kernel input, or a constant of the model.
-struct Source {
-  int input = -1;
-  const void* constant = nullptr;
-  const void* at(const std::vector<TensorView>& in) const { return constant ? constant : in[input].data; }
-};
-
 // A matmul and the elementwise chain oneDNN applies to its result as post-ops.
 struct MatMulPlan {
   bool ta = false, tb = false;
@@ -55,61 +46,10 @@ struct MatMulPlan {
   const ir::Tensor *a = nullptr, *b = nullptr;
   Source sa, sb;
   Shape y;
-  struct Post {
-    bool binary = false;
-    dnnl::algorithm alg = dnnl::algorithm::undef;
-    float alpha = 0, beta = 0;
-    const ir::Tensor* t = nullptr;  // binary: the other operand
-    Source src;
-  };
-  std::vector<Post> posts;
+  std::vector<PostOp> posts;
 };
 
 bool isFloat32(const ir::Tensor& t) { return t.dtype == DType::kFloat32; }
-
-// Post-op of `n` applied to the chain value (its input `chain`); false when oneDNN has none.
-bool postOpFor(const ir::Graph& body, const ir::Node& n, int chain, const std::function<bool(int, Source*)>& source,
-               MatMulPlan::Post* p) {
-  const std::string op = n.op->name;
-  using alg = dnnl::algorithm;
-  if (n.inputs.size() == 1) {
-    static const std::map<std::string, alg> kUnary = {{"ReLU", alg::eltwise_relu}, {"Tanh", alg::eltwise_tanh},
-                                                      {"Sigmoid", alg::eltwise_logistic}, {"Exp", alg::eltwise_exp},
-                                                      {"Sqrt", alg::eltwise_sqrt}, {"Abs", alg::eltwise_abs},
-                                                      {"Square", alg::eltwise_square}};
-    if (auto it = kUnary.find(op); it != kUnary.end()) return p->alg = it->second, true;
-    if (op == "GeLU") {
-      p->alg = n.attrs.get<GeluAttrs>().approximate == GeluApprox::kNone ? alg::eltwise_gelu_erf : alg::eltwise_gelu_tanh;
-      return true;
-    }
-    if (op == "Clip") {
-      const auto& c = n.attrs.get<ClipAttrs>();
-      return p->alg = alg::eltwise_clip, p->alpha = c.min, p->beta = c.max, true;
-    }
-    return false;
-  }
-  if (n.inputs.size() != 2 || (op != "Add" && op != "Sub" && op != "Mul" && op != "Maximum" && op != "Minimum")) return false;
-  const bool chain_first = n.inputs[0] == chain;
-  const int other = chain_first ? n.inputs[1] : n.inputs[0];
-  if (other == chain || !isFloat32(body.tensors[other])) return false;
-  const ir::Tensor& o = body.tensors[other];
-  if (o.isConstant() && numElements(o.shape) == 1 && (op == "Add" || op == "Sub" || op == "Mul")) {
-    const float s = *reinterpret_cast<const float*>(o.constant->data);
-    p->alg = alg::eltwise_linear;  // alpha * x + beta
-    if (op == "Add") p->alpha = 1, p->beta = s;
-    if (op == "Mul") p->alpha = s, p->beta = 0;
-    if (op == "Sub") p->alpha = chain_first ? 1.0f : -1.0f, p->beta = chain_first ? -s : s;
-    return true;
-  }
-  if (op == "Sub" && !chain_first) return false;
-  static const std::map<std::string, alg> kBinary = {{"Add", alg::binary_add}, {"Sub", alg::binary_sub},
-                                                     {"Mul", alg::binary_mul}, {"Maximum", alg::binary_max},
-                                                     {"Minimum", alg::binary_min}};
-  p->binary = true;
-  p->alg = kBinary.at(op);
-  p->t = &o;
-  return source(other, &p->src);
-}
 
 bool planFor(const ir::Graph& g, const ir::Node& node, MatMulPlan* p) {
   const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
@@ -137,7 +77,7 @@ bool planFor(const ir::Graph& g, const ir::Node& node, MatMulPlan* p) {
     p->ta = a.transpose_a, p->tb = a.transpose_b, p->alpha = a.alpha;
     if (mm.inputs.size() > 2 && mm.inputs[2] >= 0) {
       if (a.beta != 1.0f || body->tensors[mm.inputs[2]].shape.size() > 2 || !isFloat32(body->tensors[mm.inputs[2]])) return false;
-      MatMulPlan::Post c;
+      PostOp c;
       c.binary = true, c.alg = dnnl::algorithm::binary_add, c.t = &body->tensors[mm.inputs[2]];
       if (!source(mm.inputs[2], &c.src)) return false;
       p->posts.push_back(c);
@@ -157,32 +97,7 @@ bool planFor(const ir::Graph& g, const ir::Node& node, MatMulPlan* p) {
     if (t->shape.size() < 2 || t->shape.size() > p->y.size() || numElements(t->shape) == 0) return false;
   }
   if (!node.subgraph) return true;
-  int chain = mm.outputs[0];  // every later node takes the previous one's result
-  for (size_t i = 1; i < body->nodes.size(); ++i) {
-    const ir::Node& n = body->nodes[i];
-    if (n.outputs.size() != 1 || body->tensors[n.outputs[0]].shape != p->y || !isFloat32(body->tensors[n.outputs[0]])) return false;
-    if (std::count(n.inputs.begin(), n.inputs.end(), chain) != 1) return false;
-    MatMulPlan::Post post;
-    if (!postOpFor(*body, n, chain, source, &post)) return false;
-    if (post.binary && post.t->shape.size() > p->y.size()) return false;
-    MatMulPlan::Post* last = p->posts.empty() ? nullptr : &p->posts.back();
-    if (last && !last->binary && last->alg == dnnl::algorithm::eltwise_linear && post.alg == dnnl::algorithm::eltwise_linear) {
-      // a2 (a1 x + b1) + b2 as one linear
-      last->beta = post.alpha * last->beta + post.beta;
-      last->alpha *= post.alpha;
-    } else {
-      p->posts.push_back(post);
-    }
-    chain = n.outputs[0];
-  }
-  // oneDNN 2.6 gives every eltwise post-op of one algorithm the first one's parameters
-  // (seen here: linear(0.5), exp, linear(1, -0.25) computed 0.5 exp(.)): one each.
-  for (size_t i = 0; i < p->posts.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (!p->posts[i].binary && !p->posts[j].binary && p->posts[i].alg == p->posts[j].alg) return false;
-    }
-  }
-  return body->outputs.size() == 1 && body->outputs[0] == chain;
+  return planPostOps(*body, 1, mm.outputs[0], p->y, source, &p->posts);
 }
 
 class OneDnnMatMul final : public Kernel {
@@ -196,18 +111,7 @@ class OneDnnMatMul final : public Kernel {
     const auto w_md = const_b ? dnnl::memory::desc(b_md.dims(), dt::f32, dnnl::memory::format_tag::any) : b_md;
     dnnl::primitive_attr attr;
     if (p_.alpha != 1.0f) attr.set_output_scales(0, {p_.alpha});
-    dnnl::post_ops po;
-    for (const MatMulPlan::Post& post : p_.posts) {
-      if (post.binary) {
-        const auto md = matrixDesc(post.t->shape, rank, false);
-        po.append_binary(post.alg, md);
-        post_mems_.push_back(dnnl::memory(md, cpuEngine(), DNNL_MEMORY_NONE));
-      } else {
-        po.append_eltwise(1.0f, post.alg, post.alpha, post.beta);
-        post_mems_.emplace_back();
-      }
-    }
-    if (!p_.posts.empty()) attr.set_post_ops(po);
+    appendPostOps(p_.posts, rank, &attr, &post_mems_);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, y_md), attr, cpuEngine());
     prim_ = dnnl::matmul(pd);
     a_mem_ = dnnl::memory(a_md, cpuEngine(), DNNL_MEMORY_NONE);
@@ -227,11 +131,7 @@ class OneDnnMatMul final : public Kernel {
     if (!p_.sb.constant) b_mem_.set_data_handle(const_cast<void*>(p_.sb.at(in)));
     y_mem_.set_data_handle(out[0].data);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, b_mem_}, {DNNL_ARG_DST, y_mem_}};
-    for (size_t k = 0; k < p_.posts.size(); ++k) {
-      if (!p_.posts[k].binary) continue;
-      post_mems_[k].set_data_handle(const_cast<void*>(p_.posts[k].src.at(in)));
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(k)) | DNNL_ARG_SRC_1] = post_mems_[k];
-    }
+    setPostOpArgs(p_.posts, post_mems_, in, &args);
     prim_.execute(stream_, args);
     stream_.wait();
     return Status::Ok();
@@ -283,38 +183,6 @@ class OneDnnWeightedKernel : public Kernel {
   dnnl::stream stream_;
   dnnl::primitive prim_;
   dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_;
-};
-
-// Conv2D (groups, dilation, asymmetric pads, bias) on NCHW activations as they are in
-// the session's arena; the weights reordered once into the layout oneDNN picks.
-class OneDnnConv final : public OneDnnWeightedKernel {
- public:
-  OneDnnConv(const ir::Graph& g, const ir::Node& node) {
-    const auto& a = node.attrs.get<Conv2DAttrs>();
-    const Shape& x = g.tensors[node.inputs[0]].shape;
-    const ir::Tensor& w = g.tensors[node.inputs[1]];
-    const Shape& y = g.tensors[node.outputs[0]].shape;
-    const int64_t G = a.groups;
-    using tag = dnnl::memory::format_tag;
-    const dnnl::memory::desc x_md({x[0], x[1], x[2], x[3]}, dt::f32, tag::nchw);
-    const dnnl::memory::desc y_md({y[0], y[1], y[2], y[3]}, dt::f32, tag::nchw);
-    const dims w_dims = G == 1 ? dims{w.shape[0], w.shape[1], w.shape[2], w.shape[3]}
-                               : dims{G, w.shape[0] / G, w.shape[1], w.shape[2], w.shape[3]};
-    const dnnl::memory::desc w_plain(w_dims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
-    const dnnl::memory::desc w_any(w_dims, dt::f32, tag::any);
-    has_bias_ = node.inputs.size() > 2 && node.inputs[2] >= 0;
-    const dnnl::memory::desc b_md({y[1]}, dt::f32, tag::x);
-    const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
-    const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
-    auto desc = has_bias_ ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, x_md, w_any, b_md, y_md,
-                                                            strides, dil, pad_l, pad_r)
-                          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, x_md, w_any, y_md,
-                                                            strides, dil, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(desc, cpuEngine());
-    setUp(dnnl::convolution_forward(pd), x_md, y_md, b_md, w_plain, pd.weights_desc(), w.constant->data);
-  }
 };
 
 // ConvTranspose over 1 to 3 spatial axes as a oneDNN deconvolution: ONNX weights
@@ -387,12 +255,6 @@ dnnl::engine& oneDnnEngine() { return cpuEngine(); }
 
 bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
   const std::string op = node.op->name;
-  if (op == "Conv2D") {  // constant weights (reordered once), float32, non-empty
-    for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return false;
-    const ir::Tensor& w = g.tensors[node.inputs[1]];
-    return w.isConstant() && g.tensors[node.inputs[0]].shape.size() == 4 && w.shape.size() == 4 &&
-           numElements(g.tensors[node.outputs[0]].shape) > 0 && numElements(g.tensors[node.inputs[0]].shape) > 0;
-  }
   if (op == "ConvTranspose") return deconvFits(g, node);
   MatMulPlan p;
   return planFor(g, node, &p);
@@ -400,7 +262,6 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
 
 StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node) {
   try {
-    if (std::string(node.op->name) == "Conv2D") return std::unique_ptr<Kernel>(new OneDnnConv(g, node));
     if (std::string(node.op->name) == "ConvTranspose") return std::unique_ptr<Kernel>(new OneDnnDeconv(g, node));
     MatMulPlan p;
     if (!planFor(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);

@@ -1,4 +1,4 @@
-// MatMul/BatchMatMul/Gemm, Conv2D and ConvTranspose through oneDNN (Debian's libdnnl-dev), on the host
+// MatMul/BatchMatMul/Gemm and ConvTranspose through oneDNN (Conv2D: onednn_conv.h) (Debian's libdnnl-dev), on the host
 // builds that find it (GKRT_HAVE_DNNL). Primitives are created when the session is
 // compiled; constant weights are reordered once into the layout oneDNN prefers;
 // Gemm's C (beta 1) is a binary-add post-op, alpha an output scale; a convolution's

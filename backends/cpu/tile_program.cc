@@ -72,6 +72,12 @@ int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t 
     return numElements(tensors[n.inputs[0]].shape) == total && n.inputs.size() == 1 ? 1 : 0;
   }
   if (!ewOpFor(n.op->name, static_cast<int>(n.inputs.size()), &in->op)) return 0;
+  if (in->op == EwOp::kClip) {
+    const auto& a = n.attrs.get<ClipAttrs>();
+    in->c = a.min;
+    in->c2 = a.max;
+  }
+  if (in->op == EwOp::kLeakyReLU) in->c = n.attrs.get<AlphaAttrs>().alpha;
   if (in->op == EwOp::kPow) {
     const ir::Tensor& e = tensors[n.inputs[1]];
     if (e.isConstant() && numElements(e.shape) == 1 && e.dtype == DType::kFloat32) {
@@ -150,7 +156,7 @@ void TileRunner::runRange(int64_t s, int64_t n, size_t begin, size_t end, bool c
     }
     const float* a = load(in.a);
     const float* b = unary ? nullptr : load(in.b);
-    runEwOp(in.op, y, a, b, n, in.c);
+    runEwOp(in.op, y, a, b, n, in.c, in.c2);
   }
   if (!copies) return;
   for (const auto& [k, o] : p_.copies) std::memcpy(outputs_[k].as<float>() + s, load(o), n * sizeof(float));

@@ -34,7 +34,8 @@ struct Operand {
 struct Instr {
   EwOp op;
   Operand a, b;
-  float c = 0;      // kPowConst exponent
+  float c = 0;      // kPowConst exponent; kClip min; kLeakyReLU alpha
+  float c2 = 0;     // kClip max
   int output = -1;  // kernel output index
   int row = -1;     // else a row value it sets (fused_reduce.cc)
   int slot = -1;    // else a tile buffer

@@ -1,6 +1,8 @@
 // Expansion (Appendix 1), clustering (Appendix 2), pattern-based splitting and
 // parallel fusion. Rules read op classes, never op pairs (FUSION_NOTES §5).
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "fusion/area_graph.h"
 #include "fusion/expander.h"
@@ -59,6 +61,82 @@ AreaInfo describe(const ir::Graph& g, const AreaGraph& areas, int a) {
   return info;
 }
 
+bool isConv(const ir::Node& n) { return std::string(n.op->name) == "Conv2D"; }
+bool hasConv(const ir::Graph& g, const AreaGraph& areas, int a) {
+  for (int m : areas.members(a)) if (isConv(g.nodes[m])) return true;
+  return false;
+}
+
+// A convolution's epilogue is a chain that one convolution kernel applies to each
+// output element as it is written (oneDNN post-ops): consumer area c (one node) may
+// join conv area p when
+//   - c's node is an epilogue op: a unary activation, or Add/Sub/Mul/Maximum/Minimum
+//     whose other operand comes from outside p (a constant, a per-channel or scalar
+//     constant, or a tensor of the output's shape such as a residual);
+//   - it reads p's last value (the chain tail) once, or is the Mul of SiLU
+//     (tail = Sigmoid(v), node = v * tail, v in p);
+//   - its output is float32 of the convolution's output shape;
+//   - every value p produces is read only inside p and by that node (single-use
+//     intermediates, not graph outputs), so the fused kernel has one output.
+bool convEpilogueAllows(const ir::Graph& g, const AreaGraph& areas, int p, int c) {
+  if (areas.size(c) != 1) return false;
+  const ir::Node& n = g.nodes[areas.members(c)[0]];
+  static const std::set<std::string> kUnary = {"ReLU", "Clip", "HSwish", "HSigmoid", "Sigmoid", "Tanh", "GeLU",
+                                              "LeakyReLU", "Exp", "Abs", "Sqrt", "Square"};
+  static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Maximum", "Minimum"};
+  const std::string op = n.op->name;
+  if (n.outputs.size() != 1 || !(n.inputs.size() == 1 ? kUnary.count(op) : n.inputs.size() == 2 && kBinary.count(op))) {
+    return false;
+  }
+  const std::vector<int>& pm = areas.members(p);
+  std::set<int> inside, read_inside;
+  for (int m : pm) {
+    inside.insert(g.nodes[m].outputs.begin(), g.nodes[m].outputs.end());
+    read_inside.insert(g.nodes[m].inputs.begin(), g.nodes[m].inputs.end());
+  }
+  const ir::Node* conv = nullptr;
+  const ir::Node* tail_node = nullptr;  // the member whose value no other member reads
+  for (int m : pm) {
+    const ir::Node& q = g.nodes[m];
+    if (isConv(q)) conv = &q;
+    if (q.outputs.size() != 1) return false;
+    if (!read_inside.count(q.outputs[0])) {
+      if (tail_node) return false;
+      tail_node = &q;
+    }
+  }
+  if (!conv || !tail_node) return false;
+  const ir::Tensor& y = g.tensors[n.outputs[0]];
+  if (y.dtype != DType::kFloat32 || y.shape != g.tensors[conv->outputs[0]].shape) return false;
+  const ir::Node& tail = *tail_node;
+  const int t = tail.outputs[0];
+  const bool silu = op == "Mul" && std::string(tail.op->name) == "Sigmoid" && pm.size() > 1 &&
+                    ((n.inputs[0] == t && n.inputs[1] == tail.inputs[0]) || (n.inputs[1] == t && n.inputs[0] == tail.inputs[0]));
+  if (!silu) {
+    if (std::count(n.inputs.begin(), n.inputs.end(), t) != 1) return false;
+    for (int in : n.inputs) if (in != t && inside.count(in)) return false;
+    for (int in : n.inputs) {
+      if (in == t || in < 0) continue;
+      const ir::Tensor& o = g.tensors[in];
+      const int64_t e = numElements(o.shape), C = y.shape.size() > 1 ? y.shape[1] : 0;
+      const bool per_channel = o.isConstant() && e == C && o.shape.size() >= 3 && o.shape[o.shape.size() - 3] == C;
+      if (o.dtype != DType::kFloat32 || !(o.shape == y.shape || e == 1 || per_channel)) return false;
+    }
+  }
+  for (int m : pm) {  // single-use intermediates
+    for (int v : g.nodes[m].outputs) {
+      if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return false;
+      for (const ir::Node& u : g.nodes) {
+        if (&u == &n || std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
+        bool in_p = false;
+        for (int q : pm) in_p |= &g.nodes[q] == &u;
+        if (!in_p) return false;
+      }
+    }
+  }
+  return true;
+}
+
 // Whether producer area p may join consumer area c under the split rules.
 bool splitRuleAllows(const FusionContext& ctx, const AreaGraph& areas, int p, int c) {
   const ir::Graph& g = ctx.graph;
@@ -68,7 +146,8 @@ bool splitRuleAllows(const FusionContext& ctx, const AreaGraph& areas, int p, in
                                              pi.has_gemm || ci.has_gemm)) {
     return false;  // a reshape only keeps its meaning inside a flat elementwise kernel
   }
-  if (pi.pattern == OpClass::kOpaque) {  // GEMM/conv epilogue: elementwise consumers only
+  if (pi.pattern == OpClass::kOpaque && hasConv(g, areas, p)) return convEpilogueAllows(g, areas, p, c);
+  if (pi.pattern == OpClass::kOpaque) {  // GEMM epilogue: elementwise consumers only
     return pi.has_gemm && ci.pattern <= OpClass::kBroadcast && !ci.has_gemm;
   }
   if (ci.pattern == OpClass::kOpaque) return false;  // nothing fuses into a GEMM's prologue
@@ -144,10 +223,16 @@ PassResult splitClusters(FusionContext& ctx) {
   if (fused_before == 0) return false;
   RETURN_IF_ERROR(inlineFusedNodes(g, &label));
   AreaGraph areas(g);
-  mergeAlongEdges(g, areas, [&](int p, int c) {
+  auto same_label = [&](int p, int c) {
     const int lp = label[areas.members(p)[0]], lc = label[areas.members(c)[0]];
-    return lp >= 0 && lp == lc && splitRuleAllows(ctx, areas, p, c);
+    return lp >= 0 && lp == lc;
+  };
+  // Convolution epilogues first, so that an activation or residual Add joins its
+  // convolution rather than a neighbouring elementwise area.
+  mergeAlongEdges(g, areas, [&](int p, int c) {
+    return same_label(p, c) && hasConv(g, areas, p) && convEpilogueAllows(g, areas, p, c);
   });
+  mergeAlongEdges(g, areas, [&](int p, int c) { return same_label(p, c) && splitRuleAllows(ctx, areas, p, c); });
   RETURN_IF_ERROR(outlineGroups(g, areas.groups(2), "fused_"));
   return true;
 }

@@ -1,0 +1,47 @@
+// The cpu backend's activation layouts, decided once per graph when a session is
+// compiled (CpuBackend::compile asks for the graph's plan; finishCompile drops it).
+//
+// oneDNN's fast convolutions read and write channel-blocked activations (nChw8c on
+// AVX2, nChw16c on AVX-512: 8 or 16 channels innermost). A 4-D float32 tensor is
+// stored blocked when every kernel that touches it takes that layout:
+//   - adapting kernels (oneDNN convolution with its epilogue, pooling, concat) take
+//     each operand in either layout, and reorder inside when oneDNN wants another;
+//   - layout-agnostic kernels (elementwise clusters on the fused-loop executor) need
+//     all their full-size operands in ONE layout, so those tensors are decided
+//     together (a per-channel or other broadcast operand stays plain and is read
+//     through blocked broadcast strides);
+//   - every other kernel (and graph inputs, outputs, constants) needs plain NCHW.
+// Only tensors whose channel count is a multiple of the block are blocked, so a
+// blocked tensor has exactly its plain size and the memory plan is unchanged.
+// GKRT_CPU_LAYOUT=plain turns blocked layouts off (for comparisons and debugging).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "runtime/ir/graph.h"
+
+namespace gkrt::cpu {
+
+struct LayoutPlan {
+  int block = 0;              // 8 or 16; 0: every tensor plain
+  std::vector<char> blocked;  // per tensor of the graph
+  bool isBlocked(int t) const { return t >= 0 && static_cast<size_t>(t) < blocked.size() && blocked[t]; }
+};
+
+enum class LayoutUse { kPlain, kAdapts, kAgnostic };
+
+// `use(node)`: how the kernel the backend compiles for that node treats layouts.
+LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<LayoutUse(const ir::Node&)>& use);
+
+// The block oneDNN's convolutions prefer on this CPU (16 with AVX-512, 8 with AVX2),
+// or 0 when blocked layouts are off (GKRT_CPU_LAYOUT=plain, no oneDNN, other CPUs).
+int preferredBlock();
+
+// The 5-D view [N, C/block, H, W, block] of an NCHW shape, and the strides (in
+// elements of the operand) that read operand `s`, broadcast to `nchw`, at each
+// element of that view. Used to read plain broadcast operands of blocked clusters.
+void blockedBroadcast(const Shape& nchw, const std::vector<int64_t>& plain_strides, int block, Shape* dims,
+                      std::vector<int64_t>* strides);
+
+}  // namespace gkrt::cpu

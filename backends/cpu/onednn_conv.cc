@@ -1,0 +1,258 @@
+#include "backends/cpu/onednn_conv.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "runtime/ir/op_def.h"
+
+#ifdef GKRT_HAVE_DNNL
+#include "backends/cpu/onednn_post_ops.h"
+
+namespace gkrt::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using dims = dnnl::memory::dims;
+
+struct ConvPlan {
+  const ir::Graph* body = nullptr;
+  const ir::Node* conv = nullptr;
+  Source x;
+  const void* weights = nullptr;
+  bool has_bias = false;
+  Source bias;
+  std::vector<float> folded_bias;  // conv bias + a constant per-channel Add, made at compile
+  std::vector<PostOp> posts;
+  int output = -1;  // the node's output tensor (in g)
+  int x_tensor = -1;
+};
+
+bool isF32(const ir::Tensor& t) { return t.dtype == DType::kFloat32; }
+
+bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
+  const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
+  if (body->nodes.empty()) return false;
+  const ir::Node& conv = node.subgraph ? body->nodes[0] : node;
+  if (std::string(conv.op->name) != "Conv2D" || conv.inputs.size() < 2) return false;
+  p->body = body;
+  p->conv = &conv;
+  auto source = [&](int t, Source* s) {
+    if (t < 0) return false;
+    if (node.subgraph) {
+      for (size_t k = 0; k < body->inputs.size(); ++k) if (body->inputs[k] == t) return s->input = int(k), true;
+      if (body->tensors[t].isConstant()) return s->constant = body->tensors[t].constant->data, true;
+      return false;
+    }
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.inputs[k] != t) continue;
+      s->input = int(k);
+      if (g.tensors[t].isConstant()) s->constant = g.tensors[t].constant->data;
+      return true;
+    }
+    return false;
+  };
+  for (int t : conv.inputs) if (t >= 0 && !isF32(body->tensors[t])) return false;
+  const ir::Tensor& xt = body->tensors[conv.inputs[0]];
+  const ir::Tensor& w = body->tensors[conv.inputs[1]];
+  const ir::Tensor& yt = body->tensors[conv.outputs[0]];
+  if (!w.isConstant() || xt.shape.size() != 4 || w.shape.size() != 4 || numElements(yt.shape) == 0 ||
+      numElements(xt.shape) == 0 || !isF32(yt)) {
+    return false;
+  }
+  if (!source(conv.inputs[0], &p->x) || p->x.constant) return false;
+  p->weights = w.constant->data;
+  p->has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
+  if (p->has_bias && !source(conv.inputs[2], &p->bias)) return false;
+  p->output = node.outputs[0];
+  p->x_tensor = node.inputs[p->x.input];
+  if (!node.subgraph) return node.outputs.size() == 1;
+  if (!planPostOps(*body, 1, conv.outputs[0], yt.shape, source, &p->posts)) return false;
+  // A constant per-channel Add first: into the bias.
+  const int64_t C = yt.shape[1];
+  if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_add &&
+      p->posts[0].src.constant && numElements(p->posts[0].t->shape) == C &&
+      (!p->has_bias || p->bias.constant)) {
+    const float* add = static_cast<const float*>(p->posts[0].src.constant);
+    const float* b = p->has_bias ? static_cast<const float*>(p->bias.constant) : nullptr;
+    p->folded_bias.resize(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) p->folded_bias[c] = add[c] + (b ? b[c] : 0.0f);
+    p->has_bias = true;
+    p->bias = Source{-1, p->folded_bias.data()};
+    p->posts.erase(p->posts.begin());
+  }
+  return true;
+}
+
+tag blockedTag(int block) { return block == 16 ? tag::nChw16c : tag::nChw8c; }
+
+dnnl::memory::desc actDesc(const Shape& s, bool blocked, int block) {
+  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dt::f32, blocked ? blockedTag(block) : tag::nchw);
+}
+
+class OneDnnConvKernel final : public Kernel {
+ public:
+  // `allow_ref`: keep a slow oneDNN implementation (the reference one, or post-ops on
+  // a non-jit convolution) when it is the only one; else throw so that the caller
+  // picks another kernel.
+  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref)
+      : p_(std::move(plan)), stream_(oneDnnEngine()) {
+    if (!p_.folded_bias.empty()) p_.bias.constant = p_.folded_bias.data();
+    const auto& a = p_.conv->attrs.get<Conv2DAttrs>();
+    const Shape& x = g.tensors[p_.x_tensor].shape;
+    const Shape& y = g.tensors[p_.output].shape;
+    const ir::Tensor& w = p_.body->tensors[p_.conv->inputs[1]];
+    const int block = layout ? layout->block : 0;
+    const bool x_blocked = layout && layout->isBlocked(p_.x_tensor);
+    const auto x_md = actDesc(x, x_blocked, block);
+    const bool y_blocked = layout && layout->isBlocked(p_.output);
+    const auto y_md = actDesc(y, y_blocked, block);
+    const int64_t G = a.groups;
+    const dims w_dims = G == 1 ? dims{w.shape[0], w.shape[1], w.shape[2], w.shape[3]}
+                               : dims{G, w.shape[0] / G, w.shape[1], w.shape[2], w.shape[3]};
+    const dnnl::memory::desc w_plain(w_dims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
+    const dnnl::memory::desc w_any(w_dims, dt::f32, tag::any);
+    const dnnl::memory::desc b_md({y[1]}, dt::f32, tag::x);
+    const dnnl::memory::desc x_any({x[0], x[1], x[2], x[3]}, dt::f32, tag::any);
+    const dnnl::memory::desc y_any({y[0], y[1], y[2], y[3]}, dt::f32, tag::any);
+    // A full-size binary post-op operand must be in the destination's layout.
+    bool full_binary = false;
+    for (PostOp& post : p_.posts) {
+      if (!post.binary || post.t->shape != y) continue;
+      full_binary = true;
+      post.blocked = y_blocked;
+      post.block = block;
+    }
+    const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
+    const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
+    dnnl::primitive_attr attr;
+    appendPostOps(p_.posts, 4, &attr, &post_mems_);
+    // Layouts oneDNN picks itself, unless a full-size operand pins the destination;
+    // blocked activations are given as they are (the layout oneDNN wants on this CPU).
+    const auto& src_md = x_blocked ? x_md : x_any;
+    const auto& dst_md = full_binary || y_blocked ? y_md : y_any;
+    auto desc = p_.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
+                                                              dst_md, strides, dil, pad_l, pad_r)
+                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                              dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                              dst_md, strides, dil, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, oneDnnEngine());
+    impl_ = pd.impl_info_str();
+    // Post-ops run fast only in the jit convolutions (seen here: a residual Add on
+    // gemm:jit took 10x the convolution); elsewhere the chain runs as its own loop.
+    const bool slow = impl_.rfind("ref", 0) == 0 || (!p_.posts.empty() && impl_.rfind("jit", 0) != 0);
+    if (!allow_ref && slow) throw std::runtime_error("oneDNN has only a slow implementation (" + impl_ + ")");
+    prim_ = dnnl::convolution_forward(pd);
+    x_mem_ = dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    y_mem_ = dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    if (pd.src_desc() != x_md) {  // the input through the workspace in oneDNN's layout
+      x_conv_ = dnnl::memory(pd.src_desc(), oneDnnEngine(), DNNL_MEMORY_NONE);
+      x_reorder_ = dnnl::reorder(x_mem_, x_conv_);
+      x_bytes_ = pd.src_desc().get_size();
+    }
+    if (pd.dst_desc() != y_md) {
+      y_conv_ = dnnl::memory(pd.dst_desc(), oneDnnEngine(), DNNL_MEMORY_NONE);
+      y_reorder_ = dnnl::reorder(y_conv_, y_mem_);
+      y_bytes_ = pd.dst_desc().get_size();
+    }
+    if (p_.has_bias) b_mem_ = dnnl::memory(b_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    dnnl::memory src(w_plain, oneDnnEngine(), const_cast<void*>(p_.weights));
+    w_mem_ = dnnl::memory(pd.weights_desc(), oneDnnEngine());
+    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
+    stream_.wait();
+  }
+
+  size_t workspaceBytes() const override { return align(x_bytes_) + y_bytes_; }
+  int reorders() const override { return (x_bytes_ > 0) + (y_bytes_ > 0); }
+  std::string detail() const override {
+    std::string d = "oneDNN " + impl_;
+    if (!p_.posts.empty()) d += ", " + std::to_string(p_.posts.size()) + " post-op" + (p_.posts.size() > 1 ? "s" : "");
+    if (reorders()) d += ", " + std::to_string(reorders()) + " reorder" + (reorders() > 1 ? "s" : "");
+    return d;
+  }
+
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* workspace) override {
+    x_mem_.set_data_handle(const_cast<void*>(p_.x.at(in)));
+    y_mem_.set_data_handle(out[0].data);
+    dnnl::memory src = x_mem_, dst = y_mem_;
+    if (x_bytes_) {
+      x_conv_.set_data_handle(workspace);
+      x_reorder_.execute(stream_, x_mem_, x_conv_);
+      src = x_conv_;
+    }
+    if (y_bytes_) {
+      y_conv_.set_data_handle(static_cast<char*>(workspace) + align(x_bytes_));
+      dst = y_conv_;
+    }
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, dst}};
+    if (p_.has_bias) {
+      b_mem_.set_data_handle(const_cast<void*>(p_.bias.at(in)));
+      args[DNNL_ARG_BIAS] = b_mem_;
+    }
+    setPostOpArgs(p_.posts, post_mems_, in, &args);
+    prim_.execute(stream_, args);
+    if (y_bytes_) y_reorder_.execute(stream_, y_conv_, y_mem_);
+    stream_.wait();
+    return Status::Ok();
+  }
+
+ private:
+  static size_t align(size_t n) { return (n + 63) / 64 * 64; }
+
+  ConvPlan p_;
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_, x_conv_, y_conv_;
+  dnnl::reorder x_reorder_, y_reorder_;
+  size_t x_bytes_ = 0, y_bytes_ = 0;
+  std::vector<dnnl::memory> post_mems_;
+  std::string impl_;
+};
+
+}  // namespace
+
+bool canRunOneDnnConv(const ir::Graph& g, const ir::Node& node) {
+  ConvPlan p;
+  return planConv(g, node, &p);
+}
+
+bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block) {
+  ConvPlan p;
+  if (!planConv(g, node, &p)) return false;
+  LayoutPlan layout;  // as the layout plan may make it: blocked where the channels allow
+  layout.block = block;
+  layout.blocked.assign(g.tensors.size(), 0);
+  for (int t : {p.x_tensor, p.output}) layout.blocked[t] = block > 0 && g.tensors[t].shape[1] % block == 0;
+  try {
+    OneDnnConvKernel probe(g, std::move(p), &layout, /*allow_ref=*/false);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir::Node& node, const LayoutPlan* layout,
+                                                    bool allow_ref) {
+  ConvPlan p;
+  if (!planConv(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
+  try {
+    return std::unique_ptr<Kernel>(new OneDnnConvKernel(g, std::move(p), layout, allow_ref));
+  } catch (const std::exception& e) {  // dnnl::error and allocation failures
+    return makeError(StatusCode::kUnsupported, "oneDNN convolution for ", node.name, ": ", e.what());
+  }
+}
+
+}  // namespace gkrt::cpu
+
+#else  // no oneDNN in this build
+
+namespace gkrt::cpu {
+bool canRunOneDnnConv(const ir::Graph&, const ir::Node&) { return false; }
+bool oneDnnConvIsFast(const ir::Graph&, const ir::Node&, int) { return false; }
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph&, const ir::Node& node, const LayoutPlan*, bool) {
+  return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
+}
+}  // namespace gkrt::cpu
+
+#endif

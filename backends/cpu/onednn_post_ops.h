@@ -1,0 +1,57 @@
+// What oneDNN's GEMM and convolution kernels share: the cpu engine, where an operand's
+// bytes are at launch, and the elementwise chain after a matmul or convolution turned
+// into oneDNN post-ops (eltwise for unary ops and scalar constants, binary for tensor
+// operands) — the epilogue fusion decided in fusion/ (cluster_passes.cc) executed here.
+#pragma once
+
+#ifdef GKRT_HAVE_DNNL
+#include <functional>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "backends/backend.h"
+
+namespace gkrt::cpu {
+
+dnnl::engine& oneDnnEngine();
+
+// Where an operand's bytes are at launch: a kernel input, or a constant of the model.
+struct Source {
+  int input = -1;
+  const void* constant = nullptr;
+  const void* at(const std::vector<TensorView>& in) const { return constant ? constant : in[input].data; }
+};
+
+struct PostOp {
+  bool binary = false;
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0, beta = 0;
+  const ir::Tensor* t = nullptr;  // binary: the other operand
+  Source src;
+  bool blocked = false;  // binary, 4-D: the operand is stored channel-blocked (blocked_layout.h)
+  int block = 0;
+};
+
+// Finds tensor t among the kernel's operands (false: neither an input nor a constant).
+using SourceFn = std::function<bool(int t, Source*)>;
+
+// The post-ops for body nodes [first, end): each takes the previous one's value (the
+// first takes `chain`) once and yields one float32 tensor of shape `y`; the last one's
+// value must be the body's only output. Also x * Sigmoid(x) as one swish. False when
+// a node has no oneDNN post-op.
+bool planPostOps(const ir::Graph& body, size_t first, int chain, const Shape& y, const SourceFn& source,
+                 std::vector<PostOp>* posts);
+
+// `rank`-D descriptor of a binary operand broadcast against an output of that rank.
+dnnl::memory::desc binaryDesc(const Shape& s, size_t rank);
+
+// Appends the post-ops to `attr`; `mems` gets one memory per post-op (binary ones get
+// their data handle at launch through setPostOpArgs).
+void appendPostOps(const std::vector<PostOp>& posts, size_t rank, dnnl::primitive_attr* attr,
+                   std::vector<dnnl::memory>* mems);
+void setPostOpArgs(const std::vector<PostOp>& posts, std::vector<dnnl::memory>& mems, const std::vector<TensorView>& in,
+                   std::unordered_map<int, dnnl::memory>* args);
+
+}  // namespace gkrt::cpu
+#endif

