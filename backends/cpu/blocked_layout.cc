@@ -34,6 +34,19 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<Layout
   for (const ir::Node& n : g.nodes) {
     for (int t : n.outputs) if (t >= 0) produced[t] = 1;
     const LayoutUse u = use(n);
+    if (u == LayoutUse::kAdapts && n.subgraph && !n.outputs.empty()) {
+      // A convolution's epilogue reads a full-size operand (a residual) in the
+      // destination's layout: the two share one.
+      const Shape& out = g.tensors[n.outputs[0]].shape;
+      const ir::Graph& body = *n.subgraph;
+      const int conv_x = body.nodes.empty() || body.nodes[0].inputs.empty() ? -1 : body.nodes[0].inputs[0];
+      for (size_t k = 0; k < n.inputs.size() && k < body.inputs.size(); ++k) {
+        const int t = n.inputs[k];
+        if (t >= 0 && body.inputs[k] != conv_x && g.tensors[t].shape == out) {
+          parent[findRoot(parent, t)] = findRoot(parent, n.outputs[0]);
+        }
+      }
+    }
     if (u == LayoutUse::kAdapts) continue;
     if (u == LayoutUse::kPlain) {
       for (int t : n.inputs) if (t >= 0) ok[t] = 0;

@@ -5,7 +5,9 @@
 // AVX2, nChw16c on AVX-512: 8 or 16 channels innermost). A 4-D float32 tensor is
 // stored blocked when every kernel that touches it takes that layout:
 //   - adapting kernels (oneDNN convolution with its epilogue, pooling, concat) take
-//     each operand in either layout, and reorder inside when oneDNN wants another;
+//     each operand in either layout, and reorder inside when oneDNN wants another
+//     (a convolution epilogue's full-size operand, e.g. a residual, shares the
+//     output's layout);
 //   - layout-agnostic kernels (elementwise clusters on the fused-loop executor) need
 //     all their full-size operands in ONE layout, so those tensors are decided
 //     together (a per-channel or other broadcast operand stays plain and is read

@@ -19,7 +19,11 @@ class ConvEpilogueKernel final : public Kernel {
     return rest_->launch(rest_in_, out, ws);
   }
   size_t workspaceBytes() const override { return std::max(conv_->workspaceBytes(), rest_->workspaceBytes()); }
-  std::string detail() const override { return "convolution, then its epilogue as one elementwise loop"; }
+  std::string detail() const override {
+    const std::string head = conv_->detail();
+    return (head.empty() ? "convolution" : head) + ", then its epilogue as one elementwise loop";
+  }
+  int reorders() const override { return conv_->reorders(); }
 
   struct Operand {
     int input = -1;

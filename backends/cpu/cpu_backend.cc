@@ -53,6 +53,33 @@ const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
   return layout_;
 }
 
+// A convolution epilogue as the convolution's own kernel, then the chain as one
+// elementwise loop over the (plain) output. The convolution reads its input in the
+// layout the graph's plan gave it.
+StatusOr<std::unique_ptr<Kernel>> CpuBackend::compileConvEpilogueInLayout(const ir::Graph& g, const ir::Node& node,
+                                                                          const cpu::LayoutPlan& layout) {
+  if (!node.outputs.empty() && layout.isBlocked(node.outputs[0])) {
+    return makeError(StatusCode::kUnsupported, "cpu: the epilogue loop of ", node.name, " runs on plain outputs");
+  }
+  const ir::Graph& body = *node.subgraph;
+  cpu::LayoutPlan head;
+  head.block = layout.block;
+  head.blocked.assign(body.tensors.size(), 0);
+  for (size_t k = 0; k < node.inputs.size() && k < body.inputs.size(); ++k) {
+    if (layout.isBlocked(node.inputs[k])) head.blocked[body.inputs[k]] = 1;
+  }
+  return cpu::compileConvEpilogue(node, *pool_, [&](const ir::Graph& b, const ir::Node& n) {
+    if (cpu::canRunOneDnnConv(b, n)) {
+      auto conv = cpu::compileOneDnnConv(b, n, &head, /*allow_ref=*/true);
+      if (conv.ok()) return conv;
+    }
+    if (head.isBlocked(n.inputs[0])) {
+      return StatusOr<std::unique_ptr<Kernel>>(makeError(StatusCode::kUnsupported, "no convolution reads blocked input"));
+    }
+    return cpu::compileConvOrPool(b, n, *pool_);
+  });
+}
+
 Status CpuBackend::finishCompile() {
   layout_graph_ = nullptr;
   layout_ = {};
@@ -74,8 +101,15 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   for (int t : node.inputs) touches_blocked |= layout.isBlocked(t);
   for (int t : node.outputs) touches_blocked |= layout.isBlocked(t);
   if (cpu::canRunOneDnnConv(g, node)) {
-    auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/touches_blocked || !node.subgraph);
-    if (k.ok() || touches_blocked) return k;  // else our own convolution
+    auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/false);
+    if (k.ok()) return k;
+    // A slow epilogue (e.g. a residual in plain layout): the convolution alone, in the
+    // layout plan's input layout, then the chain as one loop.
+    if (cpu::isConvEpilogue(node)) {
+      auto seq = compileConvEpilogueInLayout(g, node, layout);
+      if (seq.ok()) return seq;
+    }
+    if (touches_blocked || !node.subgraph) return cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/true);
   }
   if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
     auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);
@@ -95,14 +129,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (k.ok()) return k;  // else our own GEMM / convolution
   }
   if (cpu::isConvEpilogue(node)) {
-    // The head convolution alone, on plain activations (the body has no layout plan).
-    auto k = cpu::compileConvEpilogue(node, *pool_, [&](const ir::Graph& body, const ir::Node& n) {
-      if (cpu::canRunOneDnnConv(body, n)) {
-        auto conv = cpu::compileOneDnnConv(body, n, nullptr, /*allow_ref=*/true);
-        if (conv.ok()) return conv;
-      }
-      return cpu::compileConvOrPool(body, n, *pool_);
-    });
+    auto k = compileConvEpilogueInLayout(g, node, layout);
     if (k.ok()) return k;  // else the reference kernel of the whole chain
   }
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);

@@ -27,6 +27,8 @@ class CpuBackend : public Backend {
   cpu::LayoutUse layoutUse(const ir::Graph& g, const ir::Node& node);
   const cpu::LayoutPlan& layoutFor(const ir::Graph& g);
   int blockInUse() const;  // 0: every activation plain
+  StatusOr<std::unique_ptr<Kernel>> compileConvEpilogueInLayout(const ir::Graph& g, const ir::Node& node,
+                                                                const cpu::LayoutPlan& layout);
 
   BackendOptions options_;
   std::unique_ptr<cpu::ThreadPool> pool_;

@@ -77,7 +77,8 @@ bool hasConv(const ir::Graph& g, const AreaGraph& areas, int a) {
 //     (tail = Sigmoid(v), node = v * tail, v in p);
 //   - its output is float32 of the convolution's output shape;
 //   - every value p produces is read only inside p and by that node (single-use
-//     intermediates, not graph outputs), so the fused kernel has one output.
+//     intermediates, not graph outputs), so the fused kernel has one output; SiLU's
+//     Sigmoid may join while its input is also read by the Mul that joins next.
 bool convEpilogueAllows(const ir::Graph& g, const AreaGraph& areas, int p, int c) {
   if (areas.size(c) != 1) return false;
   const ir::Node& n = g.nodes[areas.members(c)[0]];
@@ -123,11 +124,17 @@ bool convEpilogueAllows(const ir::Graph& g, const AreaGraph& areas, int p, int c
       if (o.dtype != DType::kFloat32 || !(o.shape == y.shape || e == 1 || per_channel)) return false;
     }
   }
+  // SiLU's Sigmoid: its input is also read by the Mul that joins next.
+  auto siluMul = [&](const ir::Node& u) {
+    return op == "Sigmoid" && std::string(u.op->name) == "Mul" && u.inputs.size() == 2 &&
+           ((u.inputs[0] == t && u.inputs[1] == n.outputs[0]) || (u.inputs[1] == t && u.inputs[0] == n.outputs[0]));
+  };
   for (int m : pm) {  // single-use intermediates
     for (int v : g.nodes[m].outputs) {
       if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return false;
       for (const ir::Node& u : g.nodes) {
         if (&u == &n || std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
+        if (v == t && siluMul(u)) continue;
         bool in_p = false;
         for (int q : pm) in_p |= &g.nodes[q] == &u;
         if (!in_p) return false;

@@ -6,6 +6,7 @@
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/matmul_kernel.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
@@ -230,9 +231,9 @@ TEST(CpuBackend, ConvolutionsMatchReference) {
     ASSERT_TRUE(g.ok()) << g.status().toString();
     EXPECT_TRUE(cpu::canRunConvOrPool(*g, g->nodes[0]));
 #ifdef GKRT_HAVE_DNNL  // constant weights: oneDNN's convolution
-    EXPECT_EQ(cpu::canRunOneDnn(*g, g->nodes[0]), c.const_w);
+    EXPECT_EQ(cpu::canRunOneDnnConv(*g, g->nodes[0]), c.const_w);
     if (c.const_w) {
-      auto k = cpu::compileOneDnn(*g, g->nodes[0]);
+      auto k = cpu::compileOneDnnConv(*g, g->nodes[0], nullptr, /*allow_ref=*/true);
       EXPECT_TRUE(k.ok()) << k.status().toString();
     }
 #endif

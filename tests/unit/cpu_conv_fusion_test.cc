@@ -1,0 +1,176 @@
+// Convolution epilogues (fusion/passes/cluster_passes.cc decides, the cpu backend runs
+// one oneDNN convolution with post-ops), channel-blocked activations between kernels
+// (backends/cpu/blocked_layout.h), and gkrt's own cluster rows (Clip, HSwish, ...):
+// kernel counts, and outputs equal to the reference backend's (rtol 1e-4) with blocked
+// layouts on and off, 1 and 2 threads.
+#include "backends/cpu/blocked_layout.h"
+#include "fusion/fusion_tables.h"
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+using testing::randomTensor;
+
+Value weight(GraphBuilder& b, const Shape& s, uint32_t seed, float scale = 0.2f) {
+  HostTensor t = randomTensor(s, seed);
+  std::vector<float> v = t.toFloats();
+  for (float& f : v) f *= scale;
+  return b.constant(s, v);
+}
+
+Value conv(GraphBuilder& b, Value x, int64_t cin, int64_t cout, int64_t k, uint32_t seed, bool bias = true,
+           int64_t groups = 1) {
+  Conv2DAttrs a;
+  a.pads = {k / 2, k / 2, k / 2, k / 2};
+  a.groups = groups;
+  std::vector<Value> in{x, weight(b, {cout, cin / groups, k, k}, seed)};
+  if (bias) in.push_back(weight(b, {cout}, seed + 1));
+  return b.op1("Conv2D", in, a);
+}
+
+struct SessionRun {
+  std::vector<HostTensor> outputs;
+  size_t kernels = 0;
+  int reorders = 0;
+  std::string details;
+};
+
+SessionRun runOn(const ir::Graph& g, const std::vector<HostTensor>& inputs, const std::string& backend, int level,
+          bool blocked, int threads, const std::string& extra_flags = "") {
+  SessionOptions o;
+  o.backend = backend;
+  o.backend_options.num_threads = threads;
+  o.backend_options.cpu_blocked_layout = blocked;
+  o.fusion = *parseFusionFlags("--opt_level=" + std::to_string(level) + " " + extra_flags);
+  auto s = Session::create(g, o);
+  EXPECT_TRUE(s.ok()) << s.status().toString();
+  SessionRun r;
+  if (!s.ok()) return r;
+  for (size_t k = 0; k < inputs.size(); ++k) EXPECT_TRUE((*s)->setInput((*s)->inputs()[k].name, inputs[k]).ok());
+  Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.toString();
+  for (const TensorInfo& t : (*s)->outputs()) r.outputs.push_back(*(*s)->output(t.name));
+  r.kernels = (*s)->kernelCount();
+  for (const auto& info : (*s)->kernelInfos()) {
+    r.reorders += info.reorders;
+    r.details += info.name + " [" + info.detail + "]\n";
+  }
+  return r;
+}
+
+void expectMatchesReference(const ir::Graph& g, const std::vector<HostTensor>& inputs) {
+  const SessionRun want = runOn(g, inputs, "reference", 0, false, 1);
+  for (bool blocked : {true, false}) {
+    for (int threads : {1, 2}) {
+      for (int level : {0, 2}) {
+        const SessionRun got = runOn(g, inputs, "cpu", level, blocked, threads);
+        ASSERT_EQ(got.outputs.size(), want.outputs.size());
+        for (size_t k = 0; k < want.outputs.size(); ++k) {
+          EXPECT_EQ(testing::compareTensors(got.outputs[k], want.outputs[k], 1e-4, 1e-5), "")
+              << "blocked " << blocked << ", " << threads << " threads, opt_level " << level << ", output " << k
+              << "\n" << got.details;
+        }
+      }
+    }
+  }
+}
+
+// conv + bias + ReLU, then ResNet's basic block (conv + bias + ReLU, conv + bias +
+// residual Add + ReLU), then a 1x1 conv: one kernel per convolution, each with its
+// epilogue.
+ir::Graph residualBlock(int64_t c, int64_t hw) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, c, hw, hw});
+  Value stem = b.relu(conv(b, x, c, c, 3, 1));
+  Value y = b.relu(conv(b, stem, c, c, 3, 3));
+  y = b.relu(b.add(conv(b, y, c, c, 3, 5), stem));
+  b.output(conv(b, y, c, 8, 1, 7), "y");
+  return *b.finish();
+}
+
+TEST(ConvFusion, ResidualBlockIsOneKernelPerConvolution) {
+  const ir::Graph g = residualBlock(16, 12);
+  const std::vector<HostTensor> in{randomTensor({1, 16, 12, 12}, 7)};
+  const SessionRun fused = runOn(g, in, "cpu", 2, true, 1);
+  EXPECT_EQ(fused.kernels, 4u) << fused.details;  // conv+relu, conv+relu, conv+add+relu, conv
+  const SessionRun unfused = runOn(g, in, "cpu", 2, true, 1, "--disable_cluster_ops=Conv2D");
+  EXPECT_EQ(unfused.kernels, 7u) << unfused.details;  // the Add and ReLU as one loop
+#ifdef GKRT_HAVE_DNNL
+  EXPECT_NE(fused.details.find("post-op"), std::string::npos) << fused.details;
+  if (cpu::preferredBlock() > 0) {
+    // Plain graph input and output: at most one reorder at each end, none between.
+    EXPECT_LE(fused.reorders, 2) << fused.details;
+  }
+#endif
+  expectMatchesReference(g, in);
+}
+
+// conv + HSwish, conv + Clip (ReLU6), conv + LeakyReLU, conv + SiLU (x * sigmoid(x)):
+// one kernel each.
+TEST(ConvFusion, ActivationEpiloguesAreOneKernel) {
+  for (const char* act : {"HSwish", "Clip", "LeakyReLU", "SiLU", "Sigmoid", "HSigmoid"}) {
+    SCOPED_TRACE(act);
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {1, 8, 9, 9});
+    Value y = conv(b, x, 8, 16, 3, 11);
+    const std::string a = act;
+    if (a == "Clip") y = b.op1("Clip", {y}, ClipAttrs{0.0f, 6.0f});
+    else if (a == "LeakyReLU") y = b.op1("LeakyReLU", {y}, AlphaAttrs{0.1f});
+    else if (a == "SiLU") y = b.mul(y, b.op1("Sigmoid", {y}));
+    else y = b.op1(act, {y});
+    b.output(y, "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> in{randomTensor({1, 8, 9, 9}, 13)};
+    const SessionRun r = runOn(*g, in, "cpu", 2, true, 1);
+    EXPECT_EQ(r.kernels, 1u) << r.details;
+    expectMatchesReference(*g, in);
+  }
+}
+
+// Blocked activations through pooling, concat, a depthwise convolution and an
+// elementwise cluster with per-channel (broadcast) operands, then a plain consumer.
+TEST(ConvFusion, BlockedLayoutsAcrossPoolConcatAndBroadcastClusters) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {2, 3, 20, 20});
+  Value a = b.relu(conv(b, x, 3, 16, 3, 21));
+  PoolAttrs pool;
+  pool.kernel = {3, 3};
+  pool.strides = {2, 2};
+  pool.pads = {1, 1, 1, 1};
+  Value p = b.op1("MaxPool", {a}, pool);
+  Value dw = b.op1("HSwish", {conv(b, p, 16, 16, 3, 23, true, 16)});
+  Value scaled = b.add(b.mul(p, weight(b, {16, 1, 1}, 25)), weight(b, {1, 16, 1, 1}, 26));
+  Value cat = b.op1("Concat", {b.op1("Sigmoid", {scaled}), dw}, AxisAttrs{1, false});
+  Value pw = conv(b, cat, 32, 8, 1, 27);
+  Value avg = b.op1("GlobalAvgPool", {pw});
+  b.output(b.op1("Reshape", {pw}, ShapeAttrs{{2, -1}}), "flat");
+  b.output(avg, "avg");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  expectMatchesReference(*g, {randomTensor({2, 3, 20, 20}, 29)});
+}
+
+// gkrt's own rows are in the cpu column by default, leave with --fusion_ops_level=0 and
+// one by one with disable_cluster_ops; the appendix rows stay as they are.
+TEST(ConvFusion, OwnClusterRowsAreSwitchable) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {4, 64});
+  b.output(b.op1("HSwish", {b.op1("Clip", {b.add(x, 1.0f)}, ClipAttrs{-2.0f, 2.0f})}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok());
+  const std::vector<HostTensor> in{randomTensor({4, 64}, 3)};
+  EXPECT_EQ(runOn(*g, in, "cpu", 2, true, 1).kernels, 1u);
+  EXPECT_EQ(runOn(*g, in, "cpu", 2, true, 1, "--fusion_ops_level=0").kernels, 3u);
+  EXPECT_EQ(runOn(*g, in, "cpu", 2, true, 1, "--disable_cluster_ops=HSwish").kernels, 2u);
+  for (const FusionTableEntry& e : ownClusterRows()) {
+    EXPECT_NE(findOp(e.op), nullptr) << e.op;
+    for (const FusionTableEntry& a : clusterTable()) EXPECT_STRNE(a.op, e.op) << "own row repeats an appendix row";
+  }
+  expectMatchesReference(*g, in);
+}
+
+}  // namespace
+}  // namespace gkrt
