@@ -13,6 +13,7 @@
 #include "backends/cpu/onednn_pool_concat.h"
 #include "backends/cpu/onednn_recurrent.h"
 #include "backends/cpu/recurrent_kernel.h"
+#include "backends/cpu/resize_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
@@ -91,7 +92,8 @@ Status CpuBackend::finishCompile() {
 // in the graph's layout plan; elementwise clusters and ops as one tiled loop, clusters
 // with reductions as passes of such loops over rows, GEMMs on oneDNN or the packed
 // GEMM; convolution, pooling, softmax, layernorm and transpose on their own kernels;
-// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; every other node
+// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; Resize on its own
+// kernel; every other node
 // runs its reference kernel. A node whose tensors the layout plan made blocked only
 // ever gets a kernel that takes that layout (layoutUse).
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
@@ -141,6 +143,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (k.ok()) return k;  // else our own recurrent kernel
   }
   if (cpu::canRunRecurrent(g, node)) return cpu::compileRecurrent(g, node, *pool_);
+  if (cpu::canRunResize(g, node)) return cpu::compileResize(g, node, *pool_);
   return makeReferenceKernel(node);
 }
 

@@ -56,7 +56,45 @@ int producerOf(const ir::Graph& g, int t) {
   return -1;
 }
 
+// How many nodes read tensor t (a graph output counts as one more reader).
+int readers(const ir::Graph& g, int t) {
+  int r = isGraphOutput(g, t) ? 1 : 0;
+  for (const ir::Node& n : g.nodes) for (int x : n.inputs) r += x == t;
+  return r;
+}
+
+// x * Clip(x + 3, 0, 6) / 6 (or * (1/6)), as exporters such as Paddle's write
+// HardSwish, is HSwish(x): the same expression (runtime/ir/ops/elementwise_unary.cc),
+// and one op that a convolution takes as a post-op. The Add, Clip and Mul must be
+// read only by the next step.
+bool hardSwish(ir::Graph& g, size_t i) {
+  ir::Node& n = g.nodes[i];
+  const bool div = is(n, "RealDiv") || is(n, "Div");
+  if (n.inputs.size() != 2 || !(div || is(n, "Mul")) || !isFloat(g.tensors[n.outputs[0]].dtype)) return false;
+  int m_t = n.inputs[0], k_t = n.inputs[1];
+  if (!div && !isConstantEqual(g, k_t, 1.0f / 6.0f)) std::swap(m_t, k_t);
+  if (div ? !isConstantEqual(g, k_t, 6.0f) : !isConstantEqual(g, k_t, 1.0f / 6.0f)) return false;
+  const int m = producerOf(g, m_t);
+  if (m < 0 || !is(g.nodes[m], "Mul") || readers(g, m_t) != 1) return false;
+  for (int side = 0; side < 2; ++side) {
+    const int x = g.nodes[m].inputs[side], c_t = g.nodes[m].inputs[1 - side];
+    const int c = producerOf(g, c_t);
+    if (c < 0 || !is(g.nodes[c], "Clip") || readers(g, c_t) != 1) continue;
+    const auto& clip = g.nodes[c].attrs.get<ClipAttrs>();
+    if (clip.min != 0.0f || clip.max != 6.0f) continue;
+    const int a_t = g.nodes[c].inputs[0], a = producerOf(g, a_t);
+    if (a < 0 || !is(g.nodes[a], "Add") || readers(g, a_t) != 1) continue;
+    const ir::Node& add = g.nodes[a];
+    const bool x_plus_3 = (add.inputs[0] == x && isConstantEqual(g, add.inputs[1], 3.0f)) ||
+                          (add.inputs[1] == x && isConstantEqual(g, add.inputs[0], 3.0f));
+    if (!x_plus_3 || !sameType(g, x, n.outputs[0])) continue;
+    return rewrite(n, "HSwish", {x});
+  }
+  return false;
+}
+
 bool simplifyNode(ir::Graph& g, size_t i) {
+  if (hardSwish(g, i)) return true;
   ir::Node& n = g.nodes[i];
   if (n.outputs.size() != 1) return false;
   const auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : -1; };

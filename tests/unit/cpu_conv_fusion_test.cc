@@ -172,5 +172,48 @@ TEST(ConvFusion, OwnClusterRowsAreSwitchable) {
   expectMatchesReference(*g, in);
 }
 
+// Every Resize mode and coordinate transform on the cpu backend's kernel.
+TEST(ConvFusion, ResizeMatchesReference) {
+  for (ResizeMode mode : {ResizeMode::kNearest, ResizeMode::kLinear}) {
+    for (CoordTransform t : {CoordTransform::kHalfPixel, CoordTransform::kAsymmetric, CoordTransform::kAlignCorners,
+                             CoordTransform::kPytorchHalfPixel}) {
+      for (const Ints& sizes : {Ints{14, 22}, Ints{5, 3}, Ints{1, 9}}) {
+        GraphBuilder b;
+        Value x = b.input("x", DType::kFloat32, {2, 3, 7, 11});
+        ResizeAttrs a;
+        a.mode = mode;
+        a.coordinate_transformation = t;
+        a.nearest_mode = NearestMode::kFloor;
+        a.sizes = sizes;
+        b.output(b.op1("Resize", {x}, a), "y");
+        auto g = b.finish();
+        ASSERT_TRUE(g.ok()) << g.status().toString();
+        const std::vector<HostTensor> in{randomTensor({2, 3, 7, 11}, 41)};
+        const SessionRun want = runOn(*g, in, "reference", 0, false, 1), got = runOn(*g, in, "cpu", 0, true, 2);
+        EXPECT_EQ(testing::compareTensors(got.outputs[0], want.outputs[0], 1e-5, 1e-6), "")
+            << int(mode) << " " << int(t) << " " << sizes[0] << "x" << sizes[1];
+      }
+    }
+  }
+}
+
+// Exporters' HardSwish, x * Clip(x + 3, 0, 6) / 6, becomes one HSwish after a
+// convolution: one kernel.
+TEST(ConvFusion, ExportedHardSwishJoinsItsConvolution) {
+  for (bool div : {true, false}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {1, 8, 9, 9});
+    Value y = conv(b, x, 8, 16, 3, 51);
+    Value c = b.op1("Clip", {b.add(y, 3.0f)}, ClipAttrs{0.0f, 6.0f});
+    Value m = b.mul(y, c);
+    b.output(div ? b.div(m, b.scalar(6.0f, m)) : b.mul(m, 1.0f / 6.0f), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> in{randomTensor({1, 8, 9, 9}, 53)};
+    EXPECT_EQ(runOn(*g, in, "cpu", 2, true, 1).kernels, 1u);
+    expectMatchesReference(*g, in);
+  }
+}
+
 }  // namespace
 }  // namespace gkrt

@@ -212,9 +212,11 @@ Status shapeResize(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   out = {Shape{in[0]->shape[0], in[0]->shape[1], a.sizes[0], a.sizes[1]}};
   return Status::Ok();
 }
+}  // namespace
+
 // ONNX Resize's coordinate transforms. With a given scale, ONNX takes the resized
 // length as in_len * scale, unrounded (it matters for align_corners).
-double sourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len, float given_scale) {
+double resizeSourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len, float given_scale) {
   const double scale = given_scale > 0 ? given_scale : static_cast<double>(out_len) / static_cast<double>(in_len);
   const double resized = given_scale > 0 ? in_len * scale : static_cast<double>(out_len);
   switch (t) {
@@ -226,7 +228,7 @@ double sourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len,
   }
   return 0.0;
 }
-int64_t nearestIndex(NearestMode m, double x, int64_t len) {
+int64_t resizeNearestIndex(NearestMode m, double x, int64_t len) {
   double r;
   switch (m) {
     case NearestMode::kRoundPreferFloor: r = std::ceil(x - 0.5); break;
@@ -236,6 +238,8 @@ int64_t nearestIndex(NearestMode m, double x, int64_t len) {
   }
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, len - 1);
 }
+namespace {
+
 Status resizeKernel(const KernelContext& c) {
   const auto& a = c.node.attrs.get<ResizeAttrs>();
   const TensorView& x = c.in(0);
@@ -243,13 +247,13 @@ Status resizeKernel(const KernelContext& c) {
   const int64_t oh = a.sizes[0], ow = a.sizes[1];
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t h = 0; h < oh; ++h) {
-      const double sy = sourceCoord(a.coordinate_transformation, h, ih, oh, a.scale_h);
+      const double sy = resizeSourceCoord(a.coordinate_transformation, h, ih, oh, a.scale_h);
       for (int64_t w = 0; w < ow; ++w) {
-        const double sx = sourceCoord(a.coordinate_transformation, w, iw, ow, a.scale_w);
+        const double sx = resizeSourceCoord(a.coordinate_transformation, w, iw, ow, a.scale_w);
         const int64_t dst = (p * oh + h) * ow + w;
         if (a.mode == ResizeMode::kNearest) {
-          copyElement(c.out(0), dst, x, (p * ih + nearestIndex(a.nearest_mode, sy, ih)) * iw +
-                                            nearestIndex(a.nearest_mode, sx, iw));
+          copyElement(c.out(0), dst, x, (p * ih + resizeNearestIndex(a.nearest_mode, sy, ih)) * iw +
+                                            resizeNearestIndex(a.nearest_mode, sx, iw));
           continue;
         }
         const double cy = std::clamp(sy, 0.0, static_cast<double>(ih - 1));

@@ -16,6 +16,12 @@ namespace gkrt::ops {
 
 using In = std::vector<const TensorType*>;
 
+// ---- Resize (indexing.cc; shared with the cpu backend's resize kernel) ---------
+// Source coordinate of output index o under ONNX Resize's coordinate transform.
+double resizeSourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len, float given_scale);
+// The nearest input index to coordinate x, clamped to [0, len).
+int64_t resizeNearestIndex(NearestMode m, double x, int64_t len);
+
 // ---- dtype rules -------------------------------------------------------------
 Status requireSameDType(const ir::Node& n, const In& in, size_t first, size_t last);
 Status requireFloat(const ir::Node& n, const TensorType* t, size_t index);

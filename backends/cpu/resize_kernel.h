@@ -1,0 +1,17 @@
+// Resize (nearest and bilinear, every ONNX coordinate transform) of float32 NCHW
+// tensors: the source rows, columns and weights of every output position are worked
+// out at compile with the reference's own coordinate rules, so a launch only gathers
+// and blends; planes are split across the pool's threads.
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace gkrt::cpu {
+
+bool canRunResize(const ir::Graph& g, const ir::Node& node);
+StatusOr<std::unique_ptr<Kernel>> compileResize(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+
+}  // namespace gkrt::cpu
