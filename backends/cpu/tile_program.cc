@@ -13,6 +13,20 @@ namespace {
 // buf[i] = element (s + i) of the consumer's shape, read through broadcast strides.
 void gatherTile(const Operand& o, const float* base, int64_t s, int64_t n, float* buf) {
   const size_t r = o.dims.size();
+  // A per-channel operand of a channel-blocked tensor ([N, C/B, H, W, B] with H and W
+  // broadcast): the same B values repeat along each (n, channel block) plane.
+  if (r == 5 && o.strides[2] == 0 && o.strides[3] == 0 && (o.dims[4] & (o.dims[4] - 1)) == 0) {
+    const int64_t B = o.dims[4], mask = B - 1, plane = o.dims[2] * o.dims[3] * B, sb = o.strides[4];
+    for (int64_t i = 0; i < n;) {
+      const int64_t e = s + i, p = e / plane, within = e % plane;
+      const float* blk = base + (p / o.dims[1]) * o.strides[0] + (p % o.dims[1]) * o.strides[1];
+      const int64_t run = std::min(n - i, plane - within);
+      float* out = buf + i;
+      for (int64_t j = 0; j < run; ++j) out[j] = blk[((within + j) & mask) * sb];
+      i += run;
+    }
+    return;
+  }
   int64_t idx[8] = {0};
   if (r > 8) {  // deep shapes: one element at a time
     for (int64_t i = 0; i < n; ++i) {

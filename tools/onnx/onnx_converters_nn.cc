@@ -120,6 +120,34 @@ bool foldIntoConv(Context& c, const Node& n, float eps, Outs& o) {
   return true;
 }
 
+// BatchNormalization with constant float32 parameters that no Conv takes (DenseNet's
+// BN after a Concat): x * s + (beta - mean s), s = gamma / sqrt(var + eps), with
+// per-channel constants of shape {C, 1, ..., 1}, which clusters with the ReLU after it
+// (and runs on channel-blocked activations) where a BatchNorm op would not.
+bool perChannelAffine(Context& c, const Node& n, float eps, Outs& o) {
+  const Value x = c.in(n, 0);
+  const Shape xs = shapeOf(c, x);
+  if (xs.size() < 3 || dtypeOf(c, x) != DType::kFloat32) return false;
+  for (int k = 1; k <= 4; ++k) if (!c.isConstant(c.in(n, k)) || dtypeOf(c, c.in(n, k)) != DType::kFloat32) return false;
+  const auto gamma = c.constant(c.in(n, 1), "")->toFloats(), beta = c.constant(c.in(n, 2), "")->toFloats();
+  const auto mean = c.constant(c.in(n, 3), "")->toFloats(), var = c.constant(c.in(n, 4), "")->toFloats();
+  const int64_t C = xs[1];
+  if (static_cast<int64_t>(gamma.size()) != C || beta.size() != gamma.size() || mean.size() != gamma.size() ||
+      var.size() != gamma.size()) {
+    return false;
+  }
+  Shape ps(xs.size() - 1, 1);
+  ps[0] = C;
+  HostTensor scale(DType::kFloat32, ps), shift(DType::kFloat32, ps);
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const double s = gamma[ch] / std::sqrt(static_cast<double>(var[ch]) + eps);
+    scale.as<float>()[ch] = static_cast<float>(s);
+    shift.as<float>()[ch] = static_cast<float>(beta[ch] - mean[ch] * s);
+  }
+  o = {c.op1("Add", {c.op1("Mul", {x, c.constant(scale)}), c.constant(shift)})};
+  return true;
+}
+
 // Max or average pooling of x with n's window attributes; 1-D through a height of 1.
 StatusOr<Value> poolOf(Context& c, const Node& n, Value x, bool max, bool count_include_pad) {
   Shape xs = shapeOf(c, x);
@@ -200,6 +228,7 @@ Status batchNorm(Context& c, const Node& n, Outs& o) {
   if (attrInt(n, "training_mode", 0)) return unsupported(n, "training_mode=1 is not supported (inference only)");
   if (n.output_size() > 1) return unsupported(n, "running mean/var outputs are not supported (inference only)");
   if (foldIntoConv(c, n, attrFloat(n, "epsilon", 1e-5f), o)) return Status::Ok();
+  if (perChannelAffine(c, n, attrFloat(n, "epsilon", 1e-5f), o)) return Status::Ok();
   o = {c.op1("BatchNorm", {c.in(n, 0), c.in(n, 1), c.in(n, 2), c.in(n, 3), c.in(n, 4)},
              NormAttrs{1, attrFloat(n, "epsilon", 1e-5f)})};
   return Status::Ok();
