@@ -48,6 +48,11 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<Layout
       }
     }
     if (u == LayoutUse::kAdapts) continue;
+    if (u == LayoutUse::kSame) {
+      for (size_t k = 1; k < n.inputs.size(); ++k) if (n.inputs[k] >= 0) ok[n.inputs[k]] = 0;
+      for (int t : n.outputs) parent[findRoot(parent, t)] = findRoot(parent, n.inputs[0]);
+      continue;
+    }
     if (u == LayoutUse::kPlain) {
       for (int t : n.inputs) if (t >= 0) ok[t] = 0;
       for (int t : n.outputs) if (t >= 0) ok[t] = 0;

@@ -31,7 +31,12 @@ struct LayoutPlan {
   bool isBlocked(int t) const { return t >= 0 && static_cast<size_t>(t) < blocked.size() && blocked[t]; }
 };
 
-enum class LayoutUse { kPlain, kAdapts, kAgnostic };
+enum class LayoutUse {
+  kPlain,     // needs plain NCHW
+  kAdapts,    // takes each operand in either layout
+  kAgnostic,  // elementwise: full-size operands and outputs in one layout
+  kSame,      // its first input and its outputs in one layout (Resize, channel Split)
+};
 
 // `use(node)`: how the kernel the backend compiles for that node treats layouts.
 LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<LayoutUse(const ir::Node&)>& use);

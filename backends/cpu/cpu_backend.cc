@@ -14,6 +14,7 @@
 #include "backends/cpu/onednn_recurrent.h"
 #include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/resize_kernel.h"
+#include "backends/cpu/split_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
@@ -39,6 +40,7 @@ cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
     if (it->second) return cpu::LayoutUse::kAdapts;
   }
   if (cpu::canRunElementwise(g, node) && cpu::elementwiseTakesBlocked(g, node)) return cpu::LayoutUse::kAgnostic;
+  if (cpu::canRunResize(g, node) || cpu::splitTakesBlocked(g, node, blockInUse())) return cpu::LayoutUse::kSame;
   return cpu::LayoutUse::kPlain;
 }
 
@@ -92,8 +94,8 @@ Status CpuBackend::finishCompile() {
 // in the graph's layout plan; elementwise clusters and ops as one tiled loop, clusters
 // with reductions as passes of such loops over rows, GEMMs on oneDNN or the packed
 // GEMM; convolution, pooling, softmax, layernorm and transpose on their own kernels;
-// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; Resize on its own
-// kernel; every other node
+// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; Resize and Split on
+// their own kernels; every other node
 // runs its reference kernel. A node whose tensors the layout plan made blocked only
 // ever gets a kernel that takes that layout (layoutUse).
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
@@ -116,6 +118,10 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
     auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);
     if (k.ok() || touches_blocked) return k;
+  }
+  if (touches_blocked && use == cpu::LayoutUse::kSame) {
+    if (cpu::canRunResize(g, node)) return cpu::compileResize(g, node, *pool_, layout.block);
+    return cpu::compileSplit(g, node, *pool_, layout.block);
   }
   if (touches_blocked && use != cpu::LayoutUse::kAgnostic) {
     return makeError(StatusCode::kInternal, "cpu: ", node.name, " has no kernel for channel-blocked tensors; "
@@ -144,6 +150,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::canRunRecurrent(g, node)) return cpu::compileRecurrent(g, node, *pool_);
   if (cpu::canRunResize(g, node)) return cpu::compileResize(g, node, *pool_);
+  if (cpu::canRunSplit(g, node)) return cpu::compileSplit(g, node, *pool_);
   return makeReferenceKernel(node);
 }
 

@@ -1,6 +1,7 @@
 #include "backends/cpu/resize_kernel.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,13 @@ AxisTaps tapsFor(const ResizeAttrs& a, int64_t in_len, int64_t out_len, float sc
 
 class ResizeKernel final : public Kernel {
  public:
-  ResizeKernel(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) : pool_(pool) {
+  // Each pixel is `pixel` consecutive floats: 1 in NCHW, the block in channel-blocked
+  // layouts (planes are then (n, channel block) pairs).
+  ResizeKernel(const ir::Graph& g, const ir::Node& node, ThreadPool& pool, int block) : pool_(pool) {
     const auto& a = node.attrs.get<ResizeAttrs>();
     const Shape& x = g.tensors[node.inputs[0]].shape;
-    planes_ = x[0] * x[1];
+    pixel_ = block > 0 ? block : 1;
+    planes_ = x[0] * x[1] / pixel_;
     ih_ = x[2];
     iw_ = x[3];
     oh_ = a.sizes[0];
@@ -54,23 +58,30 @@ class ResizeKernel final : public Kernel {
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
+    const int64_t P = pixel_;
     pool_.parallelFor(planes_ * oh_, 1, 4, [&](int, int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t p = r / oh_, h = r % oh_;
-        const float* src0 = x + (p * ih_ + rows_.i0[h]) * iw_;
-        float* dst = y + r * ow_;
+        const float* src0 = x + (p * ih_ + rows_.i0[h]) * iw_ * P;
+        float* dst = y + r * ow_ * P;
         if (nearest_) {
-          for (int64_t w = 0; w < ow_; ++w) dst[w] = src0[cols_.i0[w]];
+          if (P == 1) {
+            for (int64_t w = 0; w < ow_; ++w) dst[w] = src0[cols_.i0[w]];
+          } else {
+            for (int64_t w = 0; w < ow_; ++w) std::memcpy(dst + w * P, src0 + cols_.i0[w] * P, P * sizeof(float));
+          }
           continue;
         }
-        const float* src1 = x + (p * ih_ + rows_.i1[h]) * iw_;
+        const float* src1 = x + (p * ih_ + rows_.i1[h]) * iw_ * P;
         const float fy = rows_.f[h];
         for (int64_t w = 0; w < ow_; ++w) {
-          const int64_t x0 = cols_.i0[w], x1 = cols_.i1[w];
+          const int64_t x0 = cols_.i0[w] * P, x1 = cols_.i1[w] * P;
           const float fx = cols_.f[w];
-          const float top = src0[x0] + fx * (src0[x1] - src0[x0]);
-          const float bottom = src1[x0] + fx * (src1[x1] - src1[x0]);
-          dst[w] = top + fy * (bottom - top);
+          for (int64_t c = 0; c < P; ++c) {
+            const float top = src0[x0 + c] + fx * (src0[x1 + c] - src0[x0 + c]);
+            const float bottom = src1[x0 + c] + fx * (src1[x1 + c] - src1[x0 + c]);
+            dst[w * P + c] = top + fy * (bottom - top);
+          }
         }
       }
     });
@@ -79,7 +90,7 @@ class ResizeKernel final : public Kernel {
 
  private:
   ThreadPool& pool_;
-  int64_t planes_ = 0, ih_ = 0, iw_ = 0, oh_ = 0, ow_ = 0;
+  int64_t planes_ = 0, ih_ = 0, iw_ = 0, oh_ = 0, ow_ = 0, pixel_ = 1;
   bool nearest_ = true;
   AxisTaps rows_, cols_;
 };
@@ -95,8 +106,9 @@ bool canRunResize(const ir::Graph& g, const ir::Node& node) {
          numElements(x.shape) > 0 && a.sizes.size() == 2 && (a.mode == ResizeMode::kNearest || a.mode == ResizeMode::kLinear);
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileResize(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
-  return std::unique_ptr<Kernel>(new ResizeKernel(g, node, pool));
+StatusOr<std::unique_ptr<Kernel>> compileResize(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
+                                                int block) {
+  return std::unique_ptr<Kernel>(new ResizeKernel(g, node, pool, block));
 }
 
 }  // namespace gkrt::cpu

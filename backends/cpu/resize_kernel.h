@@ -12,6 +12,8 @@
 namespace gkrt::cpu {
 
 bool canRunResize(const ir::Graph& g, const ir::Node& node);
-StatusOr<std::unique_ptr<Kernel>> compileResize(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+// `block` > 0: input and output are channel-blocked by `block` (blocked_layout.h).
+StatusOr<std::unique_ptr<Kernel>> compileResize(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
+                                                int block = 0);
 
 }  // namespace gkrt::cpu

@@ -130,8 +130,9 @@ TEST(ConvFusion, ActivationEpiloguesAreOneKernel) {
   }
 }
 
-// Blocked activations through pooling, concat, a depthwise convolution and an
-// elementwise cluster with per-channel (broadcast) operands, then a plain consumer.
+// Blocked activations through pooling, concat, a depthwise convolution, Resize
+// (nearest and bilinear), a channel Split and an elementwise cluster with per-channel (broadcast)
+// operands, then a plain consumer.
 TEST(ConvFusion, BlockedLayoutsAcrossPoolConcatAndBroadcastClusters) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {2, 3, 20, 20});
@@ -144,7 +145,12 @@ TEST(ConvFusion, BlockedLayoutsAcrossPoolConcatAndBroadcastClusters) {
   Value dw = b.op1("HSwish", {conv(b, p, 16, 16, 3, 23, true, 16)});
   Value scaled = b.add(b.mul(p, weight(b, {16, 1, 1}, 25)), weight(b, {1, 16, 1, 1}, 26));
   Value cat = b.op1("Concat", {b.op1("Sigmoid", {scaled}), dw}, AxisAttrs{1, false});
-  Value pw = conv(b, cat, 32, 8, 1, 27);
+  ResizeAttrs nearest, linear;
+  nearest.sizes = linear.sizes = {19, 21};
+  linear.mode = ResizeMode::kLinear;
+  Value up = b.add(b.op1("Resize", {cat}, nearest), b.op1("Resize", {cat}, linear));
+  std::vector<Value> halves = b.op("Split", {up}, SplitAttrs{1, {8, 24}}, 2);
+  Value pw = conv(b, b.op1("Concat", {halves[1], b.relu(halves[0])}, AxisAttrs{1, false}), 32, 8, 1, 27);
   Value avg = b.op1("GlobalAvgPool", {pw});
   b.output(b.op1("Reshape", {pw}, ShapeAttrs{{2, -1}}), "flat");
   b.output(avg, "avg");

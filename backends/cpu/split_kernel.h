@@ -1,0 +1,18 @@
+// Split of any dtype along one axis as block copies, in plain layout or, for a 4-D
+// float32 tensor split on channels at multiples of the block, channel-blocked
+// (blocked_layout.h): there a channel split is a split of the channel-block axis.
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace gkrt::cpu {
+
+bool canRunSplit(const ir::Graph& g, const ir::Node& node);
+// Whether every output of a channel split of a 4-D tensor starts at a multiple of `block`.
+bool splitTakesBlocked(const ir::Graph& g, const ir::Node& node, int block);
+StatusOr<std::unique_ptr<Kernel>> compileSplit(const ir::Graph& g, const ir::Node& node, ThreadPool& pool, int block = 0);
+
+}  // namespace gkrt::cpu
