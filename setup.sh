@@ -94,8 +94,15 @@ case "${1:-run}" in
     cmake --build --preset aarch64
     ctest --preset aarch64
     ;;
+  bench)
+    # gkrt against its peers (README: Benchmarks): OpenVINO and MNN from PyPI, only here.
+    .venv/bin/python -c "import openvino, MNN" 2>/dev/null ||
+      .venv/bin/pip install -q --disable-pip-version-check openvino mnn
+    ctest --preset host -R "zoo_models|zoo_minilm|zoo_light_models"
+    .venv/bin/python bench/run_peers.py --threads 1,2 --markdown build/bench/peers.md
+    ;;
   *)
-    echo "usage: ./setup.sh [run|test]" >&2
+    echo "usage: ./setup.sh [run|test|bench]" >&2
     exit 2
     ;;
 esac

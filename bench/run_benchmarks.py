@@ -21,8 +21,12 @@ reported as ratios against references measured in the same run.
    (POCL_KERNEL_CACHE=0) so that "cold" compiles for real.
 5. Recurrent: a 2-layer bidirectional LSTM (seq 100, batch 1, input 128, hidden 128,
    layers joined as PyTorch exports them) against onnxruntime, gkrt / onnxruntime p50.
+6. Peers (--sections peers, not in the default set: minutes): bench/run_peers.py — the
+   zoo CNNs, the transformer block, MiniLM and three real vision models in gkrt,
+   onnxruntime, OpenVINO and MNN, gkrt / best peer per model, written to
+   build/bench/peers.md.
 Session compile time (fusion + kernel preparation) is reported for every model.
---sections picks some of them (chains, fusion, reduce, e2e, recurrent, opencl)."""
+--sections picks some of them (chains, fusion, reduce, e2e, recurrent, opencl, peers)."""
 import argparse
 import json
 import os
@@ -198,6 +202,11 @@ def main():
                   f"compile {r['compile_ms']:.1f} ms{extra}")
     if "opencl" in sections:
         opencl_bench(models, int(args.threads.split(",")[-1]))
+    if "peers" in sections:
+        print("\n== gkrt vs onnxruntime, OpenVINO and MNN on the same ONNX files (bench/run_peers.py)", flush=True)
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_peers.py"),
+                        "--build", args.build, "--threads", args.threads,
+                        "--markdown", os.path.join(OUT, "peers.md")], check=True)
 
 
 def opencl_bench(models, threads):
