@@ -26,8 +26,9 @@ enum class AttrKind : uint8_t {
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
   kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose, kQuant,
+  kSliceAtRun,
 };
-constexpr int kNumAttrKinds = 38;
+constexpr int kNumAttrKinds = 39;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -290,6 +291,13 @@ struct QuantAttrs { GKRT_ATTR("Quant", kQuant);
     v("axis", s.axis); v("block_size", s.block_size); v("saturate", s.saturate); v("to", s.to);
     v("precision", s.precision);
   }
+};
+// SliceAtRun: ONNX Slice whose starts and ends are tensors read at run (a loop's
+// counter); on axes[j] (with steps[j], default 1) the output keeps sizes[j] elements,
+// fixed when the model is made (ONNX ends - starts is a constant there).
+struct SliceAtRunAttrs { GKRT_ATTR("SliceAtRun", kSliceAtRun);
+  Ints axes; Ints steps; Ints sizes;
+  template <class S, class V> static void fields(S& s, V& v) { v("axes", s.axes); v("steps", s.steps); v("sizes", s.sizes); }
 };
 #undef GKRT_ATTR
 

@@ -614,6 +614,12 @@ case("DynamicQuantizeLinear", "DynamicQuantizeLinear", [dyn_x],
      [np.clip(np.rint(dyn_x / dyn_scale) + dyn_zp, 0, 255).astype(np.uint8), np.array(dyn_scale, np.float32),
       np.array(dyn_zp, np.uint8)], rtol=0, atol=0)
 
+# ---- SliceAtRun: starts/ends are run-time inputs (not constants); the kept counts are attributes
+sr = f32(4, 6, 5)
+case("SliceAtRun", "SliceAtRun", [sr, i64(1, -2), i64(3, 100)], [sr[1:3, :, -2:]], {"axes": "0,2", "sizes": "2,2"})
+case("SliceAtRun_steps_int32", "SliceAtRun", [sr, np.array([5, 0], np.int32), np.array([1, 5], np.int32)],
+     [sr[:, 5:1:-2, 0:5:3]], {"axes": "1,-1", "steps": "-2,3", "sizes": "2,2"})
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)
 print(f"wrote {len(cases)} golden cases to {OUT}")
