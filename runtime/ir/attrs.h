@@ -32,7 +32,7 @@ constexpr int kNumAttrKinds = 39;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
-enum class ResizeMode : uint8_t { kNearest = 0, kLinear };
+enum class ResizeMode : uint8_t { kNearest = 0, kLinear, kCubic };
 enum class CoordTransform : uint8_t { kHalfPixel = 0, kAsymmetric, kAlignCorners, kPytorchHalfPixel };
 enum class NearestMode : uint8_t { kRoundPreferFloor = 0, kRoundPreferCeil, kFloor, kCeil };
 enum class GeluApprox : uint8_t { kTanh = 0, kNone };
@@ -55,7 +55,7 @@ template <typename E> struct EnumNames;
     static constexpr int count = sizeof(names) / sizeof(names[0]); \
   }
 GKRT_ENUM_NAMES(PadMode, "constant", "reflect", "edge");
-GKRT_ENUM_NAMES(ResizeMode, "nearest", "linear");
+GKRT_ENUM_NAMES(ResizeMode, "nearest", "linear", "cubic");
 GKRT_ENUM_NAMES(CoordTransform, "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel");
 GKRT_ENUM_NAMES(NearestMode, "round_prefer_floor", "round_prefer_ceil", "floor", "ceil");
 GKRT_ENUM_NAMES(GeluApprox, "tanh", "none");
@@ -112,11 +112,13 @@ struct Conv2DAttrs { GKRT_ATTR("Conv2D", kConv2D);
     v("strides", s.strides); v("pads", s.pads); v("dilations", s.dilations); v("groups", s.groups);
   }
 };
+// dilations: empty (all 1) for 2-D pooling; 3-D pooling (MaxPool3D, AvgPool3D) takes 3.
 struct PoolAttrs { GKRT_ATTR("Pool", kPool);
   Ints kernel{1, 1}; Ints strides{1, 1}; Ints pads{0, 0, 0, 0}; bool ceil_mode = false; bool count_include_pad = false;
+  Ints dilations;
   template <class S, class V> static void fields(S& s, V& v) {
     v("kernel", s.kernel); v("strides", s.strides); v("pads", s.pads);
-    v("ceil_mode", s.ceil_mode); v("count_include_pad", s.count_include_pad);
+    v("ceil_mode", s.ceil_mode); v("count_include_pad", s.count_include_pad); v("dilations", s.dilations);
   }
 };
 // MindSpore Slice: begin and size per axis (size -1 = to the end).
@@ -171,9 +173,11 @@ struct ResizeAttrs { GKRT_ATTR("Resize", kResize);
   ResizeMode mode = ResizeMode::kNearest; CoordTransform coordinate_transformation = CoordTransform::kHalfPixel;
   NearestMode nearest_mode = NearestMode::kRoundPreferFloor; Ints sizes;
   float scale_h = 0, scale_w = 0;  // output/input scale when given; 0: sizes / input dims
+  float cubic_coeff_a = -0.75f; bool exclude_outside = false;  // cubic mode (ONNX's attributes)
   template <class S, class V> static void fields(S& s, V& v) {
     v("mode", s.mode); v("coordinate_transformation", s.coordinate_transformation);
     v("nearest_mode", s.nearest_mode); v("sizes", s.sizes); v("scale_h", s.scale_h); v("scale_w", s.scale_w);
+    v("cubic_coeff_a", s.cubic_coeff_a); v("exclude_outside", s.exclude_outside);
   }
 };
 struct SplitAttrs { GKRT_ATTR("Split", kSplit);
