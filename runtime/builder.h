@@ -62,6 +62,9 @@ class GraphBuilder {
   const Status& status() const { return status_; }
   // The tensor behind a value (dtype, shape as inferred so far, constant data).
   const ir::Tensor& tensor(Value v) const { return graph_.tensors[v.id]; }
+  // The graph built so far (shapes as inferred so far), for converters that look
+  // at how a value was computed.
+  const ir::Graph& graph() const { return graph_; }
   // Records an error raised by the caller (the first one is kept).
   void setError(Status s) { fail(std::move(s)); }
   // Validates the graph, infers shapes and hands it over.

@@ -100,8 +100,8 @@ class Session {
   // around the launch and a synchronize().
   Status runProfiled(std::vector<double>* kernel_seconds);
   // Bytes the session allocated: the activation arena (inputs, outputs and
-  // intermediates at planned offsets; constants are used in place) and the kernels'
-  // workspace.
+  // intermediates at planned offsets; constants are used in place), the kernels'
+  // workspace and control-flow nodes' working memory (not their child sessions').
   size_t allocatedBytes() const;
   // The arena's size: the peak of live activation bytes under the memory plan (device
   // backends: the bytes of every tensor, constants included, each in its own buffer).

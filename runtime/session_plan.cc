@@ -51,8 +51,10 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
       child.backend = backend_name;
       child.backend_options = backend_options;
       child.fusion = fusion_options;
-      auto kernel = compileControlFlowKernel(node, child);
+      size_t buffer_bytes = 0;
+      auto kernel = compileControlFlowKernel(s.graph, node, child, &buffer_bytes);
       if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(s.graph, int(i)));
+      s.allocated_bytes += buffer_bytes;
       Step step;
       step.backend = s.backend->name();
       step.kernel = std::move(kernel).value();

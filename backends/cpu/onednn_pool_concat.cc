@@ -156,6 +156,7 @@ bool canRunOneDnnPoolOrConcat(const ir::Graph& g, const ir::Node& node) {
   if (op == "GlobalAvgPool") return true;
   if (op != "MaxPool" && op != "AvgPool") return false;
   const auto& a = node.attrs.get<PoolAttrs>();
+  for (int64_t d : a.dilations) if (d != 1) return false;  // dilated windows: the own kernel
   return !(op == "AvgPool" && a.ceil_mode && a.count_include_pad);
 }
 

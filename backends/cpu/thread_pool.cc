@@ -33,7 +33,7 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::runShare(int thread) {
   const int64_t begin = thread * chunk_, end = std::min(n_, begin + chunk_);
-  if (begin < end) (*fn_)(thread, begin, end);
+  if (begin < end) fn_(thread, begin, end);
 }
 
 void ThreadPool::workerLoop(int index) {
@@ -56,8 +56,7 @@ void ThreadPool::workerLoop(int index) {
   }
 }
 
-void ThreadPool::parallelFor(int64_t n, int64_t grain, int64_t min_per_thread,
-                             const std::function<void(int, int64_t, int64_t)>& fn) {
+void ThreadPool::run(int64_t n, int64_t grain, int64_t min_per_thread, Task fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t by_size = std::max<int64_t>(1, n / std::max<int64_t>(1, min_per_thread));
@@ -79,7 +78,7 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, int64_t min_per_thread,
 #endif
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    fn_ = &fn;
+    fn_ = fn;
     n_ = n;
     chunk_ = chunk;
     active_ = threads;

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,10 +29,23 @@ class ThreadPool {
   int size() const { return openmp_threads_ > 0 ? openmp_threads_ : static_cast<int>(workers_.size()) + 1; }
   // Splits [0, n) into size() contiguous ranges of `grain`-aligned length (the last may
   // be shorter) and runs fn on each; ranges below `min_per_thread` elements run inline.
-  void parallelFor(int64_t n, int64_t grain, int64_t min_per_thread,
-                   const std::function<void(int thread, int64_t begin, int64_t end)>& fn);
+  // `fn` is called as fn(int thread, int64_t begin, int64_t end); it is passed by
+  // reference, never copied (a std::function would allocate for larger captures, and
+  // runs allocate nothing).
+  template <class Fn> void parallelFor(int64_t n, int64_t grain, int64_t min_per_thread, Fn&& fn) {
+    using F = std::remove_reference_t<Fn>;
+    run(n, grain, min_per_thread, {const_cast<void*>(static_cast<const void*>(&fn)), [](void* f, int t, int64_t b, int64_t e) {
+          (*static_cast<F*>(f))(t, b, e);
+        }});
+  }
 
  private:
+  struct Task {  // a callable by reference
+    void* fn;
+    void (*call)(void* fn, int thread, int64_t begin, int64_t end);
+    void operator()(int thread, int64_t begin, int64_t end) const { call(fn, thread, begin, end); }
+  };
+  void run(int64_t n, int64_t grain, int64_t min_per_thread, Task fn);
   void workerLoop(int index);
   void runShare(int thread);
 
@@ -43,7 +57,7 @@ class ThreadPool {
   std::atomic<int> pending_{0};
   bool stop_ = false;
   // The current job.
-  const std::function<void(int, int64_t, int64_t)>* fn_ = nullptr;
+  Task fn_{};
   int64_t n_ = 0, chunk_ = 0;
   int active_ = 0;
 };

@@ -26,12 +26,13 @@ enum class AttrKind : uint8_t {
   kStridedSlice, kPad, kNorm, kCast, kClip, kAlpha, kSoftplus, kGelu, kResize, kSplit,
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
   kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose, kQuant,
+  kSliceAtRun,
 };
-constexpr int kNumAttrKinds = 38;
+constexpr int kNumAttrKinds = 39;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
-enum class ResizeMode : uint8_t { kNearest = 0, kLinear };
+enum class ResizeMode : uint8_t { kNearest = 0, kLinear, kCubic };
 enum class CoordTransform : uint8_t { kHalfPixel = 0, kAsymmetric, kAlignCorners, kPytorchHalfPixel };
 enum class NearestMode : uint8_t { kRoundPreferFloor = 0, kRoundPreferCeil, kFloor, kCeil };
 enum class GeluApprox : uint8_t { kTanh = 0, kNone };
@@ -54,7 +55,7 @@ template <typename E> struct EnumNames;
     static constexpr int count = sizeof(names) / sizeof(names[0]); \
   }
 GKRT_ENUM_NAMES(PadMode, "constant", "reflect", "edge");
-GKRT_ENUM_NAMES(ResizeMode, "nearest", "linear");
+GKRT_ENUM_NAMES(ResizeMode, "nearest", "linear", "cubic");
 GKRT_ENUM_NAMES(CoordTransform, "half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel");
 GKRT_ENUM_NAMES(NearestMode, "round_prefer_floor", "round_prefer_ceil", "floor", "ceil");
 GKRT_ENUM_NAMES(GeluApprox, "tanh", "none");
@@ -111,11 +112,13 @@ struct Conv2DAttrs { GKRT_ATTR("Conv2D", kConv2D);
     v("strides", s.strides); v("pads", s.pads); v("dilations", s.dilations); v("groups", s.groups);
   }
 };
+// dilations: empty (all 1) for 2-D pooling; 3-D pooling (MaxPool3D, AvgPool3D) takes 3.
 struct PoolAttrs { GKRT_ATTR("Pool", kPool);
   Ints kernel{1, 1}; Ints strides{1, 1}; Ints pads{0, 0, 0, 0}; bool ceil_mode = false; bool count_include_pad = false;
+  Ints dilations;
   template <class S, class V> static void fields(S& s, V& v) {
     v("kernel", s.kernel); v("strides", s.strides); v("pads", s.pads);
-    v("ceil_mode", s.ceil_mode); v("count_include_pad", s.count_include_pad);
+    v("ceil_mode", s.ceil_mode); v("count_include_pad", s.count_include_pad); v("dilations", s.dilations);
   }
 };
 // MindSpore Slice: begin and size per axis (size -1 = to the end).
@@ -170,9 +173,11 @@ struct ResizeAttrs { GKRT_ATTR("Resize", kResize);
   ResizeMode mode = ResizeMode::kNearest; CoordTransform coordinate_transformation = CoordTransform::kHalfPixel;
   NearestMode nearest_mode = NearestMode::kRoundPreferFloor; Ints sizes;
   float scale_h = 0, scale_w = 0;  // output/input scale when given; 0: sizes / input dims
+  float cubic_coeff_a = -0.75f; bool exclude_outside = false;  // cubic mode (ONNX's attributes)
   template <class S, class V> static void fields(S& s, V& v) {
     v("mode", s.mode); v("coordinate_transformation", s.coordinate_transformation);
     v("nearest_mode", s.nearest_mode); v("sizes", s.sizes); v("scale_h", s.scale_h); v("scale_w", s.scale_w);
+    v("cubic_coeff_a", s.cubic_coeff_a); v("exclude_outside", s.exclude_outside);
   }
 };
 struct SplitAttrs { GKRT_ATTR("Split", kSplit);
@@ -290,6 +295,13 @@ struct QuantAttrs { GKRT_ATTR("Quant", kQuant);
     v("axis", s.axis); v("block_size", s.block_size); v("saturate", s.saturate); v("to", s.to);
     v("precision", s.precision);
   }
+};
+// SliceAtRun: ONNX Slice whose starts and ends are tensors read at run (a loop's
+// counter); on axes[j] (with steps[j], default 1) the output keeps sizes[j] elements,
+// fixed when the model is made (ONNX ends - starts is a constant there).
+struct SliceAtRunAttrs { GKRT_ATTR("SliceAtRun", kSliceAtRun);
+  Ints axes; Ints steps; Ints sizes;
+  template <class S, class V> static void fields(S& s, V& v) { v("axes", s.axes); v("steps", s.steps); v("sizes", s.sizes); }
 };
 #undef GKRT_ATTR
 

@@ -367,11 +367,51 @@ def resize_ref(xv, oh_, ow_, mode, ct, nm="round_prefer_floor"):
     return out
 
 
+def cubic_resize_ref(xv, oh_, ow_, ct, a=-0.75, exclude_outside=False):
+    """ONNX's reference method: per axis, the 4 nearest positions of the edge-padded
+    input (ties to the left) with the cubic coefficients of the ratio in (0, 1]."""
+    def coeffs(r):
+        return np.array([((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                         ((a + 2) * r - (a + 3)) * r * r + 1,
+                         ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                         ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a])
+
+    def axis_matrix(il, ol):
+        m = np.zeros((ol, il))
+        s = ol / il
+        for o in range(ol):
+            x = {"half_pixel": (o + 0.5) / s - 0.5, "asymmetric": o / s,
+                 "align_corners": o * (il - 1) / (ol - 1) if ol > 1 else 0.0}[ct]
+            r = 1.0 if float(x).is_integer() else x - math.floor(x)
+            w = coeffs(r)
+            padded = x + 2
+            idx = sorted(sorted(range(il + 4), key=lambda i: (abs(padded - i), i))[:4])
+            orig = [i - 2 for i in idx]
+            if exclude_outside:
+                w = np.array([0.0 if (i < 0 or i >= il) else wi for i, wi in zip(orig, w)])
+                w = w / w.sum()
+            for i, wi in zip(orig, w):
+                m[o, min(max(i, 0), il - 1)] += wi
+        return m
+    my, mx = axis_matrix(xv.shape[2], oh_), axis_matrix(xv.shape[3], ow_)
+    return np.einsum("hi,ncij,wj->nchw", my, xv, mx)
+
+
 img = f32(1, 2, 3, 4)
 case("Resize_nearest", "Resize", [img], [as32(resize_ref(img.astype(np.float64), 6, 8, "nearest", "asymmetric", "floor"))],
      {"mode": "nearest", "coordinate_transformation": "asymmetric", "nearest_mode": "floor", "sizes": "6,8"})
 case("Resize_bilinear", "Resize", [img], [as32(resize_ref(img.astype(np.float64), 5, 7, "linear", "half_pixel"))],
      {"mode": "linear", "coordinate_transformation": "half_pixel", "sizes": "5,7"})
+cimg = f32(1, 2, 4, 5)
+case("Resize_bicubic", "Resize", [cimg], [as32(cubic_resize_ref(cimg.astype(np.float64), 7, 3, "half_pixel"))],
+     {"mode": "cubic", "coordinate_transformation": "half_pixel", "sizes": "7,3"}, rtol=1e-5, atol=1e-5)
+case("Resize_bicubic_exclude_outside", "Resize", [cimg],
+     [as32(cubic_resize_ref(cimg.astype(np.float64), 8, 10, "asymmetric", -0.5, True))],
+     {"mode": "cubic", "coordinate_transformation": "asymmetric", "sizes": "8,10", "cubic_coeff_a": -0.5,
+      "exclude_outside": 1}, rtol=1e-5, atol=1e-5)
+case("Resize_bicubic_align_corners", "Resize", [cimg],
+     [as32(cubic_resize_ref(cimg.astype(np.float64), 3, 9, "align_corners"))],
+     {"mode": "cubic", "coordinate_transformation": "align_corners", "sizes": "3,9"}, rtol=1e-5, atol=1e-5)
 case("Resize_bilinear_align_corners", "Resize", [img],
      [as32(resize_ref(img.astype(np.float64), 2, 3, "linear", "align_corners"))],
      {"mode": "linear", "coordinate_transformation": "align_corners", "sizes": "2,3"})
@@ -613,6 +653,49 @@ dyn_zp = np.rint(np.clip(np.float32(0) - np.float32(min(0, dyn_x.min())) / dyn_s
 case("DynamicQuantizeLinear", "DynamicQuantizeLinear", [dyn_x],
      [np.clip(np.rint(dyn_x / dyn_scale) + dyn_zp, 0, 255).astype(np.uint8), np.array(dyn_scale, np.float32),
       np.array(dyn_zp, np.uint8)], rtol=0, atol=0)
+
+# ---- SliceAtRun: starts/ends are run-time inputs (not constants); the kept counts are attributes
+sr = f32(4, 6, 5)
+case("SliceAtRun", "SliceAtRun", [sr, i64(1, -2), i64(3, 100)], [sr[1:3, :, -2:]], {"axes": "0,2", "sizes": "2,2"})
+case("SliceAtRun_steps_int32", "SliceAtRun", [sr, np.array([5, 0], np.int32), np.array([1, 5], np.int32)],
+     [sr[:, 5:1:-2, 0:5:3]], {"axes": "1,-1", "steps": "-2,3", "sizes": "2,2"})
+
+# ---- 3-D pooling: numpy over explicit windows (ONNX semantics) ------------------------
+def pool3d_ref(xv, k, st, dil, pads, ceil_mode, mode, count_include_pad=False):
+    n_, c_ = xv.shape[:2]
+    sp = xv.shape[2:]
+    outs = []
+    for d in range(3):
+        reach = dil[d] * (k[d] - 1) + 1
+        span = sp[d] + pads[d] + pads[d + 3] - reach
+        ln = (-(-span // st[d]) if ceil_mode else span // st[d]) + 1
+        if ceil_mode and (ln - 1) * st[d] >= sp[d] + pads[d]:
+            ln -= 1
+        outs.append(ln)
+    y = np.zeros((n_, c_, *outs))
+    for o in np.ndindex(*outs):
+        taps = [[o[d] * st[d] - pads[d] + t * dil[d] for t in range(k[d]) if o[d] * st[d] - pads[d] + t * dil[d] < sp[d] + pads[d + 3]]
+                for d in range(3)]
+        inside = [[i for i in taps[d] if 0 <= i < sp[d]] for d in range(3)]
+        win = xv[:, :, inside[0]][:, :, :, inside[1]][:, :, :, :, inside[2]].reshape(n_, c_, -1)
+        if mode == "max":
+            y[(slice(None), slice(None), *o)] = win.max(axis=2)
+        else:
+            count = len(taps[0]) * len(taps[1]) * len(taps[2]) if count_include_pad else win.shape[2]
+            y[(slice(None), slice(None), *o)] = win.sum(axis=2) / count
+    return y
+
+
+p3 = f32(1, 2, 5, 6, 7)
+case("MaxPool3D", "MaxPool3D", [p3], [as32(pool3d_ref(p3.astype(np.float64), (2, 3, 2), (2, 1, 2), (1, 2, 2),
+                                                       (1, 0, 1, 0, 1, 1), True, "max"))],
+     {"kernel": "2,3,2", "strides": "2,1,2", "dilations": "1,2,2", "pads": "1,0,1,0,1,1", "ceil_mode": 1})
+case("AvgPool3D", "AvgPool3D", [p3], [as32(pool3d_ref(p3.astype(np.float64), (3, 2, 3), (2, 2, 2), (1, 1, 1),
+                                                       (1, 1, 1, 1, 0, 1), True, "avg"))],
+     {"kernel": "3,2,3", "strides": "2,2,2", "pads": "1,1,1,1,0,1", "ceil_mode": 1})
+case("AvgPool3D_count_include_pad", "AvgPool3D", [p3],
+     [as32(pool3d_ref(p3.astype(np.float64), (2, 2, 2), (1, 2, 3), (2, 1, 1), (1, 0, 1, 1, 1, 0), False, "avg", True))],
+     {"kernel": "2,2,2", "strides": "1,2,3", "dilations": "2,1,1", "pads": "1,0,1,1,1,0", "count_include_pad": 1})
 
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)

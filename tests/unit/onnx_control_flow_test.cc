@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "backends/backend.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
@@ -240,6 +241,69 @@ TEST(OnnxControlFlow, ScanWithAnOuterValueAndReverseDirection) {
   ASSERT_TRUE(out.ok()) << out.status().toString();
   EXPECT_EQ((*out)[0].toFloats(), (std::vector<float>{9, 120}));
   EXPECT_EQ((*out)[1].toFloats(), (std::vector<float>{5, 60, 8, 100, 9, 120}));  // rows 2, 1, 0 accumulated
+}
+
+
+void addInt64Initializer(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims,
+                         std::vector<int64_t> values) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+// ONNX's test_loop11 shape: Loop(5) { y += x[i : i + 1]; scan out y } with x outer;
+// `constant_end`: x[i : 5] instead, whose length depends on i.
+onnx::ModelProto sliceLoopModel(bool constant_end) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "y", {1});
+  addInitializer(g, "x", {5}, {1, 2, 3, 4, 5});
+  addInt64Initializer(g, "trips", {}, {5});
+  onnx::GraphProto body;
+  addInput(&body, "i", {}, onnx::TensorProto::INT64);
+  addInput(&body, "c", {}, onnx::TensorProto::BOOL);
+  addInput(&body, "y_in", {1});
+  addInt64Initializer(&body, "one", {}, {1});
+  addInt64Initializer(&body, "axis0", {1}, {0});
+  addInt64Initializer(&body, "five", {1}, {5});
+  addNode(&body, "Add", {"i", "one"}, {"end"});
+  addNode(&body, "Unsqueeze", {"i", "axis0"}, {"starts"});
+  addNode(&body, "Unsqueeze", {"end", "axis0"}, {"ends"});
+  addNode(&body, "Identity", {"c"}, {"c_out"});
+  addNode(&body, "Slice", {"x", "starts", constant_end ? "five" : "ends"}, {"picked"});
+  addNode(&body, "Add", {"y_in", "picked"}, {"y_out"});
+  addNode(&body, "Identity", {"y_out"}, {"scan"});
+  for (const char* o : {"c_out", "y_out", "scan"}) body.add_output()->set_name(o);
+  addGraphAttr(addNode(g, "Loop", {"trips", "", "y"}, {"y_final", "ys"}), "body", body);
+  addOutput(g, "y_final");
+  addOutput(g, "ys");
+  return m;
+}
+
+TEST(OnnxControlFlow, ASliceByTheLoopCounterReadsItsStartAtRun) {
+  auto g = import(sliceLoopModel(false));
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  size_t slices = 0;
+  for (const ir::Node& n : g->nodes) {
+    for (const auto& body : n.subgraphs) slices += countOps(*body, "SliceAtRun");
+  }
+  EXPECT_EQ(slices, 1u);
+  for (const std::string& backend : availableBackends()) {
+    auto r = testing::runGraph(*g, {HostTensor::fromFloats({1}, {-2})}, backend);
+    ASSERT_TRUE(r.ok()) << backend << ": " << r.status().toString();
+    EXPECT_EQ((*r)[0].toFloats(), (std::vector<float>{13})) << backend;
+    EXPECT_EQ((*r)[1].toFloats(), (std::vector<float>{-1, 1, 4, 8, 13})) << backend;
+  }
+}
+
+TEST(OnnxControlFlow, ASliceWhoseLengthDependsOnTheCounterIsAClearError) {
+  auto g = import(sliceLoopModel(true));
+  ASSERT_FALSE(g.ok());
+  for (const char* needle : {"Loop body", "Slice", "or ends - starts, for bounds computed at run", "must be a constant"}) {
+    EXPECT_NE(g.status().message().find(needle), std::string::npos) << g.status().message();
+  }
 }
 
 }  // namespace

@@ -148,11 +148,25 @@ bool perChannelAffine(Context& c, const Node& n, float eps, Outs& o) {
   return true;
 }
 
+// 3-D pooling of an NCDHW x (dilations supported): MaxPool3D / AvgPool3D.
+StatusOr<Value> pool3DOf(Context& c, const Node& n, Value x, bool max, bool count_include_pad) {
+  PoolAttrs a;
+  a.kernel = attrInts(n, "kernel_shape");
+  if (a.kernel.size() != 3) return unsupported(n, "kernel_shape must list 3 values for a 5-D input");
+  a.strides = attrInts(n, "strides", {1, 1, 1});
+  a.dilations = attrInts(n, "dilations", {1, 1, 1});
+  a.ceil_mode = attrInt(n, "ceil_mode", 0) != 0;
+  a.count_include_pad = count_include_pad;
+  ASSIGN_OR_RETURN(a.pads, spatialPads(n, shapeOf(c, x), a.kernel, a.strides, a.dilations));
+  return c.op1(max ? "MaxPool3D" : "AvgPool3D", {x}, a);
+}
+
 // Max or average pooling of x with n's window attributes; 1-D through a height of 1.
 StatusOr<Value> poolOf(Context& c, const Node& n, Value x, bool max, bool count_include_pad) {
   Shape xs = shapeOf(c, x);
+  if (xs.size() == 5) return pool3DOf(c, n, x, max, count_include_pad);
   const bool one_d = xs.size() == 3;
-  if (xs.size() != 4 && !one_d) return unsupported(n, "only 1-D and 2-D pooling are supported");
+  if (xs.size() != 4 && !one_d) return unsupported(n, "only 1-D, 2-D and 3-D pooling are supported");
   if (one_d) {
     x = c.op1("Reshape", {x}, ShapeAttrs{with1(xs)});
     xs = with1(xs);
@@ -314,7 +328,10 @@ Status resize(Context& c, const Node& n, Outs& o) {
   ResizeAttrs a;
   const std::string mode = attrString(n, "mode", "nearest");
   if (mode == "linear") a.mode = ResizeMode::kLinear;
+  else if (mode == "cubic") a.mode = ResizeMode::kCubic;
   else if (mode != "nearest") return unsupported(n, "mode '" + mode + "' is not supported");
+  a.cubic_coeff_a = attrFloat(n, "cubic_coeff_a", -0.75f);
+  a.exclude_outside = attrInt(n, "exclude_outside", 0) != 0;
   const std::string ct = attrString(n, "coordinate_transformation_mode", "half_pixel");
   const std::map<std::string, CoordTransform> cts = {{"half_pixel", CoordTransform::kHalfPixel},
       {"asymmetric", CoordTransform::kAsymmetric}, {"align_corners", CoordTransform::kAlignCorners},

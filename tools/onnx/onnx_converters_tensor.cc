@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "runtime/ir/value_offsets.h"
 #include "tools/onnx/onnx_converter_helpers.h"
 
 namespace gkrt::onnx_import {
@@ -98,6 +99,32 @@ Status split(Context& c, const Node& n, Outs& o) {
   o = c.op("Split", {c.in(n, 0)}, a, parts);
   return Status::Ok();
 }
+// Starts and ends computed at run (a Loop body slicing with its counter, x[i : i + k]):
+// SliceAtRun when ends - starts is a constant, so the output shape is not data-dependent.
+// Returns false (nothing emitted) when the bounds do not have that form.
+StatusOr<bool> sliceAtRun(Context& c, const Node& n, Outs& o) {
+  if (c.opset() < 10 || !c.present(n, 1) || !c.present(n, 2)) return false;
+  const Value starts = c.in(n, 1), ends = c.in(n, 2);
+  if (c.isConstant(starts) && c.isConstant(ends)) return false;
+  const std::optional<Ints> diff = ir::constantDifference(c.builder().graph(), starts.id, ends.id);
+  if (!diff) return false;
+  SliceAtRunAttrs a;
+  if (c.present(n, 3)) {
+    ASSIGN_OR_RETURN(a.axes, c.constInts(c.in(n, 3), "Slice axes (with starts and ends computed at run)"));
+  }
+  if (c.present(n, 4)) {
+    ASSIGN_OR_RETURN(a.steps, c.constInts(c.in(n, 4), "Slice steps (with starts and ends computed at run)"));
+  }
+  for (size_t j = 0; j < diff->size(); ++j) {
+    const int64_t d = (*diff)[j], step = j < a.steps.size() ? a.steps[j] : 1;
+    if (step == 0) return unsupported(n, "Slice step 0");
+    const int64_t span = step > 0 ? d : -d, stride = step > 0 ? step : -step;
+    a.sizes.push_back(span > 0 ? (span + stride - 1) / stride : 0);
+  }
+  o = {c.op1("SliceAtRun", {c.in(n, 0), starts, ends}, a)};
+  return true;
+}
+
 Status slice(Context& c, const Node& n, Outs& o) {
   StridedSliceAttrs a;
   bool computed = false;  // starts/ends/... computed from dynamic dims
@@ -108,12 +135,15 @@ Status slice(Context& c, const Node& n, Outs& o) {
     o = {c.op1("DynamicSlice", ins)};
     return Status::Ok();
   }
+  ASSIGN_OR_RETURN(bool at_run, sliceAtRun(c, n, o));
+  if (at_run) return Status::Ok();
   if (c.opset() < 10) {
     a.begins = attrInts(n, "starts");
     a.ends = attrInts(n, "ends");
     a.axes = attrInts(n, "axes");
   } else {
-    ASSIGN_OR_RETURN(a.begins, c.constInts(c.in(n, 1), "Slice starts"));
+    // Neither constant nor ends = starts + a constant: the slice's length would depend on data.
+    ASSIGN_OR_RETURN(a.begins, c.constInts(c.in(n, 1), "Slice starts (or ends - starts, for bounds computed at run)"));
     ASSIGN_OR_RETURN(a.ends, c.constInts(c.in(n, 2), "Slice ends"));
     if (c.present(n, 3)) {
       ASSIGN_OR_RETURN(a.axes, c.constInts(c.in(n, 3), "Slice axes"));

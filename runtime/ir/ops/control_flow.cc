@@ -277,11 +277,11 @@ Status shapeScan(const ir::Node& n, const In& in, std::vector<Shape>& out) {
 }
 
 Status controlFlowKernel(const KernelContext& c) {
-  ir::ControlFlowScratch scratch;
+  ASSIGN_OR_RETURN(ir::ControlFlowFrame frame, ir::ControlFlowFrame::prepare(c.node, c.inputs, c.outputs));
   auto run = [&](size_t which, const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out) {
     return ir::interpretGraph(*c.node.subgraphs[which], in, out);
   };
-  return ir::runControlFlow(c.node, c.inputs, c.outputs, run, scratch);
+  return ir::runControlFlow(c.node, c.inputs, c.outputs, run, frame);
 }
 
 }  // namespace

@@ -240,6 +240,31 @@ int64_t resizeNearestIndex(NearestMode m, double x, int64_t len) {
 }
 namespace {
 
+// ONNX cubic resize along one axis: the 4 input positions around `x` (edges repeated)
+// and their weights, with `a` the cubic coefficient. An integral x takes x - 1 as its
+// left pixel (ratio 1), as ONNX's reference does; exclude_outside zeroes the weights of
+// positions outside the input and renormalises.
+struct CubicTaps {
+  int64_t index[4];
+  double weight[4];
+};
+CubicTaps cubicTaps(double x, int64_t len, double a, bool exclude_outside) {
+  const double left = std::ceil(x) - 1, r = x - left;  // r in (0, 1]
+  const double d[4] = {1 + r, r, 1 - r, 2 - r};       // distances to left - 1 .. left + 2
+  CubicTaps t;
+  double sum = 0;
+  for (int k = 0; k < 4; ++k) {
+    const double s = d[k];
+    t.weight[k] = s <= 1 ? ((a + 2) * s - (a + 3)) * s * s + 1 : ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+    const int64_t at = static_cast<int64_t>(left) - 1 + k;
+    if (exclude_outside && (at < 0 || at >= len)) t.weight[k] = 0;
+    sum += t.weight[k];
+    t.index[k] = std::clamp<int64_t>(at, 0, len - 1);
+  }
+  if (exclude_outside && sum != 0) for (double& w : t.weight) w /= sum;
+  return t;
+}
+
 Status resizeKernel(const KernelContext& c) {
   const auto& a = c.node.attrs.get<ResizeAttrs>();
   const TensorView& x = c.in(0);
@@ -256,6 +281,20 @@ Status resizeKernel(const KernelContext& c) {
                                             resizeNearestIndex(a.nearest_mode, sx, iw));
           continue;
         }
+        if (a.mode == ResizeMode::kCubic) {
+          const CubicTaps ty = cubicTaps(sy, ih, a.cubic_coeff_a, a.exclude_outside);
+          const CubicTaps tx = cubicTaps(sx, iw, a.cubic_coeff_a, a.exclude_outside);
+          double v = 0;
+          for (int i = 0; i < 4; ++i) {
+            double row = 0;
+            for (int j = 0; j < 4; ++j) {
+              row += tx.weight[j] * static_cast<double>(loadF(x.data, x.dtype, (p * ih + ty.index[i]) * iw + tx.index[j]));
+            }
+            v += ty.weight[i] * row;
+          }
+          storeF(c.out(0).data, c.out(0).dtype, dst, static_cast<float>(v));
+          continue;
+        }
         const double cy = std::clamp(sy, 0.0, static_cast<double>(ih - 1));
         const double cx = std::clamp(sx, 0.0, static_cast<double>(iw - 1));
         const int64_t y0 = static_cast<int64_t>(cy), x0 = static_cast<int64_t>(cx);
@@ -270,7 +309,7 @@ Status resizeKernel(const KernelContext& c) {
   return Status::Ok();
 }
 Status dtypeResize(const ir::Node& n, const In& in, std::vector<DType>& out) {
-  if (n.attrs.get<ResizeAttrs>().mode == ResizeMode::kLinear) RETURN_IF_ERROR(requireFloat(n, in[0], 0));
+  if (n.attrs.get<ResizeAttrs>().mode != ResizeMode::kNearest) RETURN_IF_ERROR(requireFloat(n, in[0], 0));
   out = {in[0]->dtype};
   return Status::Ok();
 }
@@ -289,7 +328,7 @@ void registerIndexingOps(std::vector<OpDef>& t) {
   if constexpr (opSelected("OneHot")) t.push_back({"OneHot", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kOneHot, dtypeOneHot, shapeOneHot, oneHotKernel,
                "float32 one-hot of indices (floats truncate); out-of-range rows are all off_value"});
   if constexpr (opSelected("Resize")) t.push_back({"Resize", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kResize, dtypeResize, shapeResize, resizeKernel,
-               "NCHW resize of H, W to `sizes`, nearest or bilinear"});
+               "NCHW resize of H, W to `sizes`, nearest, bilinear or bicubic"});
 }
 
 }  // namespace gkrt::ops

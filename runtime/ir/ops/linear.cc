@@ -232,6 +232,9 @@ Status shapePool(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   RETURN_IF_ERROR(checkPairs(n.op->name, a.kernel, 2, "kernel", 1));
   RETURN_IF_ERROR(checkPairs(n.op->name, a.strides, 2, "strides", 1));
   RETURN_IF_ERROR(checkPairs(n.op->name, a.pads, 4, "pads", 0));
+  for (int64_t d : a.dilations) {
+    if (d != 1) return makeError(StatusCode::kUnsupported, n.op->name, " dilations are not supported in 2-D pooling");
+  }
   if (x.size() != 4) return makeError(StatusCode::kInvalidArgument, n.op->name, " needs NCHW input, got ", shapeToString(x));
   Shape y{x[0], x[1], 0, 0};
   for (int d = 0; d < 2; ++d) {
