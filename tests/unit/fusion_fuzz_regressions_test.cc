@@ -1,0 +1,71 @@
+// Bugs the differential fusion fuzzer (tests/fuzz_fusion) found, each kept as a
+// fused-vs-unfused test with the seed that found it.
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+HostTensor tensorOf(DType dt, const std::vector<float>& v) {
+  HostTensor t(dt, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dt == DType::kFloat16) t.as<uint16_t>()[i] = floatToHalf(v[i]);
+    else t.as<float>()[i] = v[i];
+  }
+  return t;
+}
+
+// Seed 2765: Cosh expanded as (e^x + e^-x) / 2 overflowed to inf while cosh(x) still
+// fits (float16 near |x| = 11.5, float32 near 89); likewise Sinh.
+TEST(FusionFuzzRegressions, CoshSinhExpandersDoNotOverflowEarly) {
+  for (DType dt : {DType::kFloat16, DType::kFloat32}) {
+    const float big = dt == DType::kFloat16 ? 11.5f : 89.0f;
+    GraphBuilder b;
+    Value x = b.input("x", dt, {6});
+    b.output(b.op1("Cosh", {x}), "cosh");
+    b.output(b.op1("Sinh", {x}), "sinh");
+    const ir::Graph g = *b.finish();
+    const std::vector<HostTensor> in = {tensorOf(dt, {big, -big, 0.25f, -3.0f, 0.0f, 1e-3f})};
+    auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    for (const char* backend : {"reference", "cpu"}) {
+      SCOPED_TRACE(std::string(dtypeName(dt)) + " on " + backend);
+      auto got = testing::runGraph(g, in, backend, *parseFusionFlags("--opt_level=1 --fusion_profile=ascend"));
+      ASSERT_TRUE(got.ok()) << got.status().toString();
+      for (size_t k = 0; k < 2; ++k) {
+        EXPECT_TRUE(std::isfinite((*want)[k].toFloats()[0]));
+        EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 2e-3, 1e-3), "") << "output " << k;
+      }
+    }
+  }
+}
+
+// Seed 4347: LayerNorm expanded in float16 subtracted a float16-rounded mean, so
+// rows with a small spread came out far from the reference (which computes in
+// float32); the expander now works in float32 for 16-bit floats, as MindSpore's.
+TEST(FusionFuzzRegressions, Float16LayerNormExpandsInFloat32) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat16, {3, 2});
+  const std::vector<uint16_t> ones = {floatToHalf(1.0f), floatToHalf(1.0f)};
+  const std::vector<uint16_t> zeros = {floatToHalf(0.0f), floatToHalf(0.0f)};
+  Value gamma = b.constant("gamma", DType::kFloat16, {2}, ones.data());
+  Value beta = b.constant("beta", DType::kFloat16, {2}, zeros.data());
+  auto outs = b.op("LayerNorm", {x, gamma, beta}, NormAttrs{-1, 1e-5f}, 3);
+  b.output(outs[0], "y");
+  b.output(outs[1], "mean");
+  b.output(outs[2], "var");
+  const ir::Graph g = *b.finish();
+  HostTensor in(DType::kFloat16, {3, 2});
+  const float v[] = {0.3f, 0.3007f, -1.2f, -1.1995f, 5.0f, 5.004f};
+  for (int i = 0; i < 6; ++i) in.as<uint16_t>()[i] = floatToHalf(v[i]);
+  auto want = testing::runGraph(g, {in}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  for (const char* backend : {"reference", "cpu"}) {
+    SCOPED_TRACE(backend);
+    auto got = testing::runGraph(g, {in}, backend, *parseFusionFlags("--opt_level=1 --fusion_profile=gpu"));
+    ASSERT_TRUE(got.ok()) << got.status().toString();
+    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 1e-2, 1e-3), "") << "output " << k;
+  }
+}
+
+}  // namespace
+}  // namespace gkrt
