@@ -1,5 +1,5 @@
-// Bugs the differential fusion fuzzer (tests/fuzz_fusion) found, each kept as a
-// fused-vs-unfused test with the seed that found it.
+// Bugs the differential fusion fuzzer (tests/fuzz_fusion) and the MindSpore fidelity
+// test (tests/fidelity) found, each kept as a fused-vs-unfused test.
 #include "tests/unit/test_support.h"
 
 namespace gkrt {
@@ -64,6 +64,33 @@ TEST(FusionFuzzRegressions, Float16LayerNormExpandsInFloat32) {
     auto got = testing::runGraph(g, {in}, backend, *parseFusionFlags("--opt_level=1 --fusion_profile=gpu"));
     ASSERT_TRUE(got.ok()) << got.status().toString();
     for (size_t k = 0; k < 3; ++k) EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 1e-2, 1e-3), "") << "output " << k;
+  }
+}
+
+// Fidelity random graph 10: a Reshape to the same shape before a graph output stayed
+// as a copy in the fused kernel; MindSpore drops it, and now so does gkrt (the
+// Neg writes the output itself).
+TEST(FusionFuzzRegressions, NoOpReshapeBeforeAnOutputIsDropped) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {16, 3, 2});
+  Value r = b.op1("Reshape", {b.op1("Minimum", {x, x})}, ShapeAttrs{{96}});
+  Value n = b.op1("Neg", {r});
+  b.output(b.op1("Reshape", {n}, ShapeAttrs{{96}}), "y");
+  b.output(b.op1("Exp", {n}), "e");  // the Neg has another reader
+  const ir::Graph g = *b.finish();
+  const std::vector<HostTensor> in = {testing::randomTensor({16, 3, 2}, 7)};
+  auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  SessionOptions opts;
+  opts.backend = "cpu";
+  opts.fusion = testing::optLevel(2);
+  auto session = Session::create(g, opts);
+  ASSERT_TRUE(session.ok()) << session.status().toString();
+  EXPECT_EQ((*session)->fusionReport().ops_after, 4u);  // Minimum, Reshape, Neg, Exp
+  for (const char* backend : {"reference", "cpu"}) {
+    auto got = testing::runGraph(g, in, backend, testing::optLevel(2));
+    ASSERT_TRUE(got.ok()) << got.status().toString();
+    for (size_t k = 0; k < 2; ++k) EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 1e-6, 1e-6), "") << backend;
   }
 }
 
