@@ -2,6 +2,7 @@
 // reshape/transpose elimination. A rule that would make a node's result just one of
 // its inputs rewires the readers; a graph output is then written by that input's
 // producer (a graph input or graph output keeps a no-op Reshape).
+#include <algorithm>
 #include <cmath>
 
 #include "fusion/passes/passes.h"
@@ -124,6 +125,11 @@ bool optimizeTransformNode(ir::Graph& g, size_t i) {
     bool identity = true;
     for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
     if (identity) return forward(g, i, x);
+    Ints moved;  // the non-1 dims in output order: still ascending = the same element order
+    for (int64_t d : perm) if (g.tensors[x].shape[d] != 1) moved.push_back(d);
+    if (std::is_sorted(moved.begin(), moved.end())) {  // MindSpore's rules 65-69: a Reshape
+      return rewrite(n, "Reshape", {x}, ShapeAttrs{g.tensors[n.outputs[0]].shape});
+    }
     if (p >= 0 && is(g.nodes[p], "Transpose")) {  // transpose of transpose: compose
       const Ints inner = normalizedPerm(g.nodes[p], rank);
       Ints combined(rank);

@@ -23,15 +23,17 @@ TEST(FusionFuzzRegressions, CoshSinhExpandersDoNotOverflowEarly) {
     Value x = b.input("x", dt, {6});
     b.output(b.op1("Cosh", {x}), "cosh");
     b.output(b.op1("Sinh", {x}), "sinh");
+    b.output(b.op1("Softplus", {x}, SoftplusAttrs{}), "softplus");  // seed 20641: e^x overflowed
     const ir::Graph g = *b.finish();
     const std::vector<HostTensor> in = {tensorOf(dt, {big, -big, 0.25f, -3.0f, 0.0f, 1e-3f})};
     auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
     ASSERT_TRUE(want.ok()) << want.status().toString();
     for (const char* backend : {"reference", "cpu"}) {
       SCOPED_TRACE(std::string(dtypeName(dt)) + " on " + backend);
-      auto got = testing::runGraph(g, in, backend, *parseFusionFlags("--opt_level=1 --fusion_profile=ascend"));
+      auto got = testing::runGraph(g, in, backend,
+                                   *parseFusionFlags("--opt_level=1 --fusion_profile=ascend --enable_expand_ops=Softplus"));
       ASSERT_TRUE(got.ok()) << got.status().toString();
-      for (size_t k = 0; k < 2; ++k) {
+      for (size_t k = 0; k < 3; ++k) {
         EXPECT_TRUE(std::isfinite((*want)[k].toFloats()[0]));
         EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 2e-3, 1e-3), "") << "output " << k;
       }
@@ -91,6 +93,31 @@ TEST(FusionFuzzRegressions, NoOpReshapeBeforeAnOutputIsDropped) {
     auto got = testing::runGraph(g, in, backend, testing::optLevel(2));
     ASSERT_TRUE(got.ok()) << got.status().toString();
     for (size_t k = 0; k < 2; ++k) EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 1e-6, 1e-6), "") << backend;
+  }
+}
+
+// Fidelity random graph 5: a Transpose that moves only size-1 dims stayed a separate
+// kernel; MindSpore makes it a Reshape (its rules 65-69) that joins the fused kernel.
+TEST(FusionFuzzRegressions, TransposeOfUnitDimsBecomesAFusedReshape) {
+  for (bool unit_only : {true, false}) {
+    SCOPED_TRACE(unit_only ? "moves only 1-dims" : "reorders data");
+    const Shape s = unit_only ? Shape{1, 1, 8} : Shape{2, 1, 3};
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, s);
+    b.output(b.op1("Transpose", {b.op1("Exp", {x})}, PermAttrs{{2, 0, 1}}), "y");
+    const ir::Graph g = *b.finish();
+    const std::vector<HostTensor> in = {testing::randomTensor(s, 5)};
+    auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    SessionOptions opts;
+    opts.backend = "cpu";
+    opts.fusion = testing::optLevel(2);
+    auto session = Session::create(g, opts);
+    ASSERT_TRUE(session.ok()) << session.status().toString();
+    EXPECT_EQ((*session)->kernelCount(), unit_only ? 1u : 2u);
+    auto got = testing::runGraph(g, in, "cpu", testing::optLevel(2));
+    ASSERT_TRUE(got.ok()) << got.status().toString();
+    EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-6, 1e-6), "");
   }
 }
 
