@@ -233,6 +233,8 @@ void Generator::stepBinary() {
   ops_.push_back(op);
   if (op == "RealDiv") {
     add(b_.op1(op, {x.v, positive(y)}), false);
+  } else if (op == "Atan2") {  // continuous for x > 0 (at y = +-0, x < 0 it jumps by 2 pi)
+    add(b_.op1(op, {x.v, positive(y)}), false);
   } else if (op == "Pow") {
     static const std::vector<float> exponents = {2.0f, 3.0f, 0.5f, -1.0f, 1.5f};
     Value e = coin(0.5) ? b_.scalar(choose(exponents), x.v) : b_.op1("Tanh", {y});
