@@ -115,6 +115,7 @@ def main():
     ap.add_argument("--min-random-agreement", type=float, default=0.9,
                     help="fraction of random graphs whose fused-kernel partition must agree (issue 18: 0.9)")
     a = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # progress lines as they come, also into a log
     try:
         import mindspore  # noqa: F401
     except ImportError as e:

@@ -121,5 +121,24 @@ TEST(FusionFuzzRegressions, TransposeOfUnitDimsBecomesAFusedReshape) {
   }
 }
 
+// Seed 100427 (opencl): a fused kernel over size-1 dims writing a [1,1] and a 0-d
+// output rendered `if () {` for the smaller output, and the OpenCL build failed.
+TEST(FusionFuzzRegressions, OpenclOutputsOverSizeOneDimsOnly) {
+  auto probe = createBackend("opencl");
+  if (!probe.ok()) GTEST_SKIP() << "no opencl here: " << probe.status().message();
+  GraphBuilder b;
+  Value x = b.op1("ReduceMin", {b.input("x", DType::kFloat32, {})}, AxesAttrs{{}, true});
+  Value l = b.op1("Log", {b.add(b.op1("Abs", {x}), 0.5f)});
+  b.output(b.op1("Reshape", {l}, ShapeAttrs{{1, 1}}), "y0");
+  b.output(b.op1("Erfc", {x}), "y1");
+  const ir::Graph g = *b.finish();
+  const std::vector<HostTensor> in = {HostTensor::fromFloats({}, {-1.5f})};
+  auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  auto got = testing::runGraph(g, in, "opencl", *parseFusionFlags("--opt_level=3 --disable_pass=TransformOpOptimizer"));
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  for (size_t k = 0; k < 2; ++k) EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 1e-6, 1e-6), "");
+}
+
 }  // namespace
 }  // namespace gkrt
