@@ -18,6 +18,7 @@ import collections
 import glob
 import importlib.util
 import json
+import multiprocessing
 import os
 import re
 import subprocess
@@ -76,6 +77,47 @@ def run_mindspore(net, inputs, work):
     return outs, fused, passes
 
 
+def mindspore_worker(conn):
+    """Runs networks in MindSpore for the parent, one request at a time, in its own
+    process: a compile that hangs (AKG's build server can die under load) is then
+    killed by the parent without losing the run."""
+    from mindspore import context
+    context.set_context(mode=context.GRAPH_MODE, device_target="CPU", enable_graph_kernel=True)
+    while True:
+        net, inputs, work = conn.recv()
+        try:
+            conn.send(("ok", run_mindspore(net, inputs, work)))
+        except Exception as e:  # reported by the parent as "MindSpore failed to compile it"
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            conn.send(("error", msg))
+
+
+class MindSporeRunner:
+    def __init__(self, timeout):
+        self.timeout, self.proc, self.conn = timeout, None, None
+
+    def run(self, net, inputs, work):
+        if self.proc is None:
+            ctx = multiprocessing.get_context("spawn")
+            self.conn, child = ctx.Pipe()
+            self.proc = ctx.Process(target=mindspore_worker, args=(child,), daemon=True)
+            self.proc.start()
+        self.conn.send((net, inputs, work))
+        if self.conn.poll(self.timeout):
+            status, result = self.conn.recv()
+            if status == "ok":
+                return result
+            raise RuntimeError(result)
+        self.close()
+        raise RuntimeError("no answer in %d s (hung compile), worker restarted" % self.timeout)
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.join()
+            self.proc = None
+
+
 def run_gkrt(gkrt, net, inputs, work):
     import onnx
     base = os.path.join(work, net.name)
@@ -112,6 +154,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--random", type=int, default=20, help="random graphs (seeds 1..N)")
     ap.add_argument("--known", default=os.path.join(HERE, "known_differences.txt"))
+    ap.add_argument("--timeout", type=int, default=120, help="seconds MindSpore may take for one network")
     ap.add_argument("--min-random-agreement", type=float, default=0.9,
                     help="fraction of random graphs whose fused-kernel partition must agree (issue 18: 0.9)")
     a = ap.parse_args()
@@ -121,9 +164,8 @@ def main():
     except ImportError as e:
         print("SKIP: MindSpore is not installed (%s); ./setup.sh test installs it into .venv" % e)
         return 77
-    from mindspore import context
-    context.set_context(mode=context.GRAPH_MODE, device_target="CPU", enable_graph_kernel=True)
     os.makedirs(a.work, exist_ok=True)
+    ms = MindSporeRunner(a.timeout)
     known = load_known(a.known)
     rng = np.random.default_rng(18)
     nets = [make(rng) for make in fidelity_networks.NAMED]
@@ -134,10 +176,9 @@ def main():
     for net in nets:
         inputs = net.random_inputs(np.random.default_rng(len(net.name)))
         try:
-            ms_outs, ms_fused, passes = run_mindspore(net, inputs, a.work)
-        except RuntimeError as e:  # AKG's compile server times out on a loaded machine
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            print("%-18s MindSpore failed to compile it (%s); not compared" % (net.name, msg))
+            ms_outs, ms_fused, passes = ms.run(net, inputs, a.work)
+        except RuntimeError as e:  # AKG's compile server times out or dies on a loaded machine
+            print("%-18s MindSpore failed to compile it (%s); not compared" % (net.name, e))
             ms_errors.append(net.name)
             continue
         ms_passes = ms_passes or passes
@@ -162,6 +203,7 @@ def main():
         print("%-18s outputs %s, fused kernels %s: MindSpore %s, gkrt %s" % (
             net.name, "differ" if any(p[0] == (net.name, "outputs") for p in problems) else "match",
             "agree" if same else "DIFFER", ms_fused, gk_fused))
+    ms.close()
     # The pass pipeline: each MindSpore name must be accepted by --disable_pass; the gkrt
     # pass it switches off is its counterpart, and the counterparts must run in
     # MindSpore's order.
