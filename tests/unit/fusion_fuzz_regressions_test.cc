@@ -14,6 +14,14 @@ HostTensor tensorOf(DType dt, const std::vector<float>& v) {
   return t;
 }
 
+// `g` compiled for cpu at opt_level 2, to read its fusion report and kernel count.
+StatusOr<std::unique_ptr<Session>> fusedCpuSession(const ir::Graph& g) {
+  SessionOptions opts;
+  opts.backend = "cpu";
+  opts.fusion = testing::optLevel(2);
+  return Session::create(g, opts);
+}
+
 // Seed 2765: Cosh expanded as (e^x + e^-x) / 2 overflowed to inf while cosh(x) still
 // fits (float16 near |x| = 11.5, float32 near 89); likewise Sinh.
 TEST(FusionFuzzRegressions, CoshSinhExpandersDoNotOverflowEarly) {
@@ -83,10 +91,7 @@ TEST(FusionFuzzRegressions, NoOpReshapeBeforeAnOutputIsDropped) {
   const std::vector<HostTensor> in = {testing::randomTensor({16, 3, 2}, 7)};
   auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
   ASSERT_TRUE(want.ok()) << want.status().toString();
-  SessionOptions opts;
-  opts.backend = "cpu";
-  opts.fusion = testing::optLevel(2);
-  auto session = Session::create(g, opts);
+  auto session = fusedCpuSession(g);
   ASSERT_TRUE(session.ok()) << session.status().toString();
   EXPECT_EQ((*session)->fusionReport().ops_after, 4u);  // Minimum, Reshape, Neg, Exp
   for (const char* backend : {"reference", "cpu"}) {
@@ -109,10 +114,7 @@ TEST(FusionFuzzRegressions, TransposeOfUnitDimsBecomesAFusedReshape) {
     const std::vector<HostTensor> in = {testing::randomTensor(s, 5)};
     auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
     ASSERT_TRUE(want.ok()) << want.status().toString();
-    SessionOptions opts;
-    opts.backend = "cpu";
-    opts.fusion = testing::optLevel(2);
-    auto session = Session::create(g, opts);
+    auto session = fusedCpuSession(g);
     ASSERT_TRUE(session.ok()) << session.status().toString();
     EXPECT_EQ((*session)->kernelCount(), unit_only ? 1u : 2u);
     auto got = testing::runGraph(g, in, "cpu", testing::optLevel(2));
