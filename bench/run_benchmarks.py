@@ -219,7 +219,7 @@ def mindspore_bench(models, threads):
         ms = {}
         for fusion in ("on", "off"):
             r = subprocess.run([sys.executable, script, name, fusion, str(threads), str(ITER)], capture_output=True,
-                               text=True)
+                               text=True, cwd=OUT)  # AKG writes its kernel files into the working directory
             if r.returncode != 0:
                 print(f"{name:18s} MindSpore graph kernel {fusion}: failed ({r.stderr.strip().splitlines()[-1][:200]})")
                 break
