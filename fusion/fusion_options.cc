@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fusion/expander.h"
+#include "fusion/mindspore_pass_names.h"
 #include "fusion/pass_manager.h"
 #include "runtime/ir/closest_name.h"
 #include "runtime/ir/op_def.h"
@@ -53,6 +54,11 @@ Status checkPasses(const char* flag, const std::vector<std::string>& passes, Fus
       o.warnings.push_back("--" + std::string(flag) + ": '" + p +
                            "' is one of MindSpore's Ascend pattern passes (seeds Appendix 3), which gkrt does not "
                            "implement yet; it has no effect");
+      continue;
+    }
+    if (const std::string why = mindSporeOnlyPass(p); !why.empty()) {
+      o.warnings.push_back("--" + std::string(flag) + ": '" + p + "' is a MindSpore pass with no gkrt counterpart (" +
+                           why + "); it has no effect");
       continue;
     }
     if (!matchesAnyPass(p)) {

@@ -8,6 +8,7 @@
 
 #include "fusion/fusion_context.h"
 #include "fusion/graph_text.h"
+#include "fusion/mindspore_pass_names.h"
 #include "fusion/passes/passes.h"
 #include "runtime/log.h"
 
@@ -50,7 +51,8 @@ std::string fullName(const PassSpec& p) {
   return "stage" + std::to_string(p.stage) + "_" + p.stage_name + "_" + std::to_string(p.id) + "_" + p.name;
 }
 
-bool matches(const PassSpec& p, const std::string& pattern) {
+bool matches(const PassSpec& p, const std::string& given) {
+  const std::string pattern = mindSporePassAlias(given);  // MindSpore's spellings too
   return pattern == p.name || pattern == std::to_string(p.stage) + "." + std::to_string(p.id) ||
          pattern == std::string(p.stage_name) + "." + p.name || pattern == fullName(p);
 }

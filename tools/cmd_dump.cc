@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "fusion/graph_text.h"
+#include "runtime/ir/op_def.h"
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
@@ -85,6 +86,14 @@ Status dump(const DumpArgs& a) {
       j["passes"].push_back({{"name", p.name}, {"ran", p.ran}, {"changed", p.changed}, {"microseconds", p.microseconds}});
     }
     j["dump_files"] = r.dump_files;
+    // Every kernel to launch in order; a fused one lists its basic ops (the partition
+    // tests/fidelity compares with MindSpore's fused kernels).
+    j["kernel_list"] = nlohmann::json::array();
+    for (const ir::Node& n : session->compiledGraph().nodes) {
+      nlohmann::json k = {{"name", n.name}, {"op", n.op->name}, {"ops", nlohmann::json::array()}};
+      if (n.subgraph) for (const ir::Node& inner : n.subgraph->nodes) k["ops"].push_back(inner.op->name);
+      j["kernel_list"].push_back(k);
+    }
     std::cout << j.dump(2) << "\n";
     return Status::Ok();
   }

@@ -380,7 +380,7 @@ class Renderer {
         }
         div *= shape_[d];
       }
-      line("if (" + first + ") {");
+      line(first.empty() ? "{" : "if (" + first + ") {");  // no dim to test: size-1 dims only (fuzz seed 100427)
       ++indent_;
       scopes_.emplace_back();
       ASSIGN_OR_RETURN(Index at, project(Index{"i", Tag::kFull}, shape_, s));

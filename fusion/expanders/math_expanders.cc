@@ -30,7 +30,10 @@ ExpandResult expandSigmoid(Emitter& e) { return e.outputs({e.sigmoid(e.in(0))});
 ExpandResult expandSoftplus(Emitter& e) {
   const auto& a = e.attrs<SoftplusAttrs>();
   const int x = e.in(0), bx = e.mulScalar(x, a.beta);
-  const int soft = e.mulScalar(e.log(e.addScalar(e.exp(bx), 1.0f)), 1.0f / a.beta);
+  // max(bx, 0) + log(1 + e^-|bx|): e^bx itself overflows float16 from bx = 11.1, below
+  // the threshold (tests/fuzz_fusion, seed 20641).
+  const int tail = e.log(e.addScalar(e.exp(e.neg(e.abs(bx))), 1.0f));
+  const int soft = e.mulScalar(e.add(e.maximum(bx, e.scalar(0, bx)), tail), 1.0f / a.beta);
   return e.outputs({e.select(e.op("Greater", {bx, e.scalar(a.threshold, x)}), x, soft)});
 }
 ExpandResult expandSquare(Emitter& e) { return e.outputs({e.mul(e.in(0), e.in(0))}); }
@@ -88,13 +91,16 @@ ExpandResult expandTanh(Emitter& e) {
   const int x = e.in(0), t = e.exp(e.mulScalar(e.abs(x), -2.0f));
   return e.outputs({e.mul(e.op("Sign", {x}), e.div(e.sub(e.scalar(1, x), t), e.addScalar(t, 1.0f)))});
 }
+// e^|x| / 2 as e^(|x| - ln 2): e^|x| itself overflows while cosh/sinh still fit
+// (float16 from |x| = 11.1, float32 from 88.7; found by tests/fuzz_fusion).
+int halfExpAbs(Emitter& e, int ax) { return e.exp(e.addScalar(ax, -0.69314718f)); }
 ExpandResult expandCosh(Emitter& e) {
-  const int x = e.in(0);
-  return e.outputs({e.mulScalar(e.add(e.exp(x), e.exp(e.neg(x))), 0.5f)});
+  const int ax = e.abs(e.in(0));
+  return e.outputs({e.add(halfExpAbs(e, ax), e.mulScalar(e.exp(e.neg(ax)), 0.5f))});
 }
 ExpandResult expandSinh(Emitter& e) {
-  const int x = e.in(0);
-  return e.outputs({e.mulScalar(e.sub(e.exp(x), e.exp(e.neg(x))), 0.5f)});
+  const int x = e.in(0), ax = e.abs(x);
+  return e.outputs({e.mul(e.op("Sign", {x}), e.sub(halfExpAbs(e, ax), e.mulScalar(e.exp(e.neg(ax)), 0.5f)))});
 }
 ExpandResult expandAcosh(Emitter& e) {  // log(x + sqrt(x^2 - 1))
   const int x = e.in(0);

@@ -36,15 +36,23 @@ ExpandResult expandLayerNorm(Emitter& e) {
   if (!axis.ok() || !isFloat(e.t(x).dtype)) return std::nullopt;
   int64_t n;
   const Ints axes = tailAxes(*axis, s.size(), s, &n);
-  const int mean = e.mulScalar(e.reduceSum(x, axes, true), 1.0f / static_cast<float>(n));
-  const int d = e.sub(x, mean);
+  // 16-bit floats are normalised in float32, as MindSpore's expander does: in float16
+  // x - mean loses the digits that a small variance then magnifies (found by
+  // tests/fuzz_fusion, seed 4347).
+  const DType dt = e.t(x).dtype;
+  const bool narrow = is16BitFloat(dt);
+  auto wide = [&](int v) { return narrow ? e.cast(v, DType::kFloat32) : v; };
+  const int xf = wide(x);
+  const int mean = e.mulScalar(e.reduceSum(xf, axes, true), 1.0f / static_cast<float>(n));
+  const int d = e.sub(xf, mean);
   const int var = e.mulScalar(e.reduceSum(e.mul(d, d), axes, true), 1.0f / static_cast<float>(n));
   int y = e.mul(d, e.op("Rsqrt", {e.addScalar(var, a.epsilon)}));
   const Shape param(s.begin() + *axis, s.end());
-  if (e.numInputs() > 1 && e.in(1) >= 0) y = e.mul(y, e.reshape(e.in(1), param));
-  if (e.numInputs() > 2 && e.in(2) >= 0) y = e.add(y, e.reshape(e.in(2), param));
+  if (e.numInputs() > 1 && e.in(1) >= 0) y = e.mul(y, e.reshape(wide(e.in(1)), param));
+  if (e.numInputs() > 2 && e.in(2) >= 0) y = e.add(y, e.reshape(wide(e.in(2)), param));
   std::vector<int> outs = {y, mean, var};
   outs.resize(e.node().outputs.size());
+  if (narrow) for (int& o : outs) o = e.cast(o, dt);
   return e.outputs(outs);
 }
 

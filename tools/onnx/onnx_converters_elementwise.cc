@@ -31,10 +31,19 @@ NAME(kAtan, "Atan"); NAME(kSinh, "Sinh"); NAME(kCosh, "Cosh"); NAME(kAsinh, "Asi
 NAME(kTanh, "Tanh"); NAME(kSigmoid, "Sigmoid"); NAME(kRelu, "ReLU"); NAME(kSign, "Sign"); NAME(kErf, "Erf");
 NAME(kIsNaN, "IsNan"); NAME(kNot, "LogicalNot"); NAME(kSoftsign, "Softsign"); NAME(kHardSwish, "HSwish");
 NAME(kIdentity, "IdentityMath");
-NAME(kAdd, "Add"); NAME(kSub, "Sub"); NAME(kMul, "Mul"); NAME(kDiv, "Div"); NAME(kEqual, "Equal");
+NAME(kAdd, "Add"); NAME(kSub, "Sub"); NAME(kMul, "Mul"); NAME(kEqual, "Equal");
 NAME(kGreater, "Greater"); NAME(kGreaterEqual, "GreaterEqual"); NAME(kLess, "Less"); NAME(kLessEqual, "LessEqual");
 NAME(kAnd, "LogicalAnd"); NAME(kOr, "LogicalOr"); NAME(kXor, "LogicalXor");
 #undef NAME
+
+// Float division is MindSpore's RealDiv, the op its CPU fusion table clusters (Div is
+// not in that column); integers keep Div's truncating division.
+Status divide(Context& c, const Node& n, Outs& o) {
+  const Value a = c.in(n, 0);
+  const bool real = a.id >= 0 && isFloat(dtypeOf(c, a));
+  o = {c.op1(real ? "RealDiv" : "Div", {a, c.in(n, 1)})};
+  return Status::Ok();
+}
 
 Status pow(Context& c, const Node& n, Outs& o) {
   Value base = c.in(n, 0), e = c.in(n, 1);
@@ -205,7 +214,7 @@ void registerElementwiseConverters(std::map<std::string, Converter>& t) {
   t["Add"] = binaryOp<kAdd>;
   t["Sub"] = binaryOp<kSub>;
   t["Mul"] = binaryOp<kMul>;
-  t["Div"] = binaryOp<kDiv>;
+  t["Div"] = divide;
   t["Equal"] = binaryOp<kEqual>;
   t["Greater"] = binaryOp<kGreater>;
   t["GreaterOrEqual"] = binaryOp<kGreaterEqual>;
