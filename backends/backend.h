@@ -22,6 +22,8 @@
 
 namespace gkrt {
 
+class Communicator;
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -42,6 +44,9 @@ struct BackendOptions {
   // Where compiled device programs are kept between runs; unset = the per-user cache
   // ($GKRT_CACHE_DIR, $XDG_CACHE_HOME/gkrt or ~/.cache/gkrt); "" = no cache.
   std::optional<std::string> program_cache_dir;
+  // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
+  // AllReduce kernels sum through; null = one device, AllReduce is the identity.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class Backend {

@@ -46,15 +46,7 @@ Status checkOps(const char* flag, const std::vector<std::string>& ops, bool need
 }
 
 Status checkPasses(const char* flag, const std::vector<std::string>& passes, FusionOptions& o) {
-  const auto& ascend = ascendPatternPassNames();
   for (const std::string& p : passes) {
-    std::string bare = p.rfind("fusion_group.", 0) == 0 ? p.substr(13) : p;
-    if (std::find(ascend.begin(), ascend.end(), bare) != ascend.end()) {
-      o.warnings.push_back("--" + std::string(flag) + ": '" + p +
-                           "' is one of MindSpore's Ascend pattern passes (seeds Appendix 3), which gkrt does not "
-                           "implement yet; it has no effect");
-      continue;
-    }
     if (!matchesAnyPass(p)) {
       const std::vector<std::string> names = switchablePassNames();
       return makeError(StatusCode::kInvalidArgument, "--", flag, ": unknown pass '", p, "' (did you mean '",

@@ -7,6 +7,7 @@
 #include "backends/cpu/norm_kernels.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/onednn_recurrent.h"
+#include "backends/cpu/pattern_kernels.h"
 #include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
@@ -27,6 +28,7 @@ bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return
 // GRU and RNN on oneDNN's RNN primitives or their own kernel; every
 // other node runs its reference kernel.
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
+  if (cpu::canRunPattern(g, node)) return cpu::compilePattern(g, node, *pool_, options_);
   if (cpu::canRunElementwise(g, node)) return cpu::compileElementwise(g, node, *pool_);
   if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {

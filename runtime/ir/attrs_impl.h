@@ -154,6 +154,7 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kTopK: fn(TopKAttrs{}); return true;
     case AttrKind::kConvTranspose: fn(ConvTransposeAttrs{}); return true;
     case AttrKind::kQuant: fn(QuantAttrs{}); return true;
+    case AttrKind::kAttention: fn(AttentionAttrs{}); return true;
   }
   return false;
 }

@@ -23,6 +23,7 @@ void registerGatherScatterOps(std::vector<OpDef>& t);
 void registerSortingOps(std::vector<OpDef>& t);
 void registerConvTransposeOps(std::vector<OpDef>& t);
 void registerQuantizationOps(std::vector<OpDef>& t);
+void registerPatternOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -60,6 +61,7 @@ struct OpTable {
     ops::registerSortingOps(ops);
     ops::registerConvTransposeOps(ops);
     ops::registerQuantizationOps(ops);
+    ops::registerPatternOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

@@ -1,0 +1,34 @@
+#include "fusion/passes/pattern_passes.h"
+
+namespace gkrt::passes {
+
+// on_cpu / on_gpu: measured (README "Pattern passes"); the quantised passes match
+// nothing yet and stay off outside ascend.
+const std::vector<PatternPass>& patternPasses() {
+  static const std::vector<PatternPass> p = {
+      {"FlashAttentionFusionV1", fuseFlashAttentionV1, true, false},
+      {"FlashAttentionFusionV2", fuseFlashAttentionV2, true, false},
+      {"add_layer_norm_fusion", fuseAddLayerNorm, true, false},
+      {"add_layer_norm_v3_fusion", fuseAddLayerNormV3, true, false},
+      {"add_layer_norm_ext_fusion", fuseAddLayerNormExt, true, false},
+      {"inference_swiglu_fusion", fuseSwiGLU, true, false},
+      {"inference_matmul_split_fusion", fuseMatMulSplit, true, false},
+      {"shape_reshape", fuseShapeReshape, true, true},
+      {"shape_reshape_2", fuseShapeReshape2, true, true},
+      {"add_rms_norm_quant_fusion", fuseAddRmsNormQuant, false, false},
+      {"rms_norm_quant_fusion", fuseRmsNormQuant, false, false},
+      {"add_rms_norm_fusion", fuseAddRmsNorm, true, false},
+      {"add_cast_rms_norm_cast_fusion", fuseAddCastRmsNormCast, true, false},
+      {"MatMulAllReduce", fuseMatMulAllReduce, true, false},
+      {"split_concat_fusion", fuseSplitConcat, false, false},
+      {"matmul_elem_biasadd_fusion", fuseMatMulBiasAdd, true, false},
+      {"matmul_elem_add_fusion", fuseMatMulAdd, true, false},
+      {"matmul_elem_relu_fusion", fuseMatMulRelu, true, false},
+      {"matmul_elem_gelu_fusion", fuseMatMulGelu, true, false},
+      {"inference_qbmm_add_fusion", fuseQbmmAdd, false, false},
+      {"inference_qbmm_allreduce_add_fusion", fuseQbmmAllReduceAdd, true, false},
+  };
+  return p;
+}
+
+}  // namespace gkrt::passes
