@@ -18,6 +18,59 @@ namespace {
 
 bool is(const ir::Node& n, const char* op) { return std::strcmp(n.op->name, op) == 0; }
 
+// The hot loops below vectorise; AVX-512 and FMA clones are picked by CPU features at load.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GKRT_PATTERN_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
+#else
+#define GKRT_PATTERN_CLONES
+#endif
+
+// s[0:n] = sum_d q[d] * kt[d * ldk + 0:n]: one query row against a block of keys stored
+// transposed, as axpys over contiguous rows.
+GKRT_PATTERN_CLONES void scoreRow(float* s, const float* q, const float* kt, int64_t D, int64_t ldk, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
+  for (int64_t d = 0; d < D; ++d) {
+    const float qd = q[d];
+    const float* k = kt + d * ldk;
+    for (int64_t j = 0; j < n; ++j) s[j] += qd * k[j];
+  }
+}
+
+// o[0:dv] = o * correction + sum_j p[j] * v[j * dv + 0:dv].
+GKRT_PATTERN_CLONES void accumulateRow(float* o, const float* p, const float* v, int64_t n, int64_t dv, float correction) {
+  if (correction != 1.0f) for (int64_t d = 0; d < dv; ++d) o[d] *= correction;
+  for (int64_t j = 0; j < n; ++j) {
+    const float pj = p[j];
+    const float* vj = v + j * dv;
+    for (int64_t d = 0; d < dv; ++d) o[d] += pj * vj[d];
+  }
+}
+
+// The sum of a row and x1 + x2 -> s; returns sum(s).
+GKRT_PATTERN_CLONES float addRow(float* s, const float* a, const float* b, int64_t n) {
+  float total = 0.0f;
+  for (int64_t k = 0; k < n; ++k) {
+    s[k] = a[k] + b[k];
+    total += s[k];
+  }
+  return total;
+}
+GKRT_PATTERN_CLONES float squaredDeviation(const float* s, float mean, int64_t n) {
+  float sq = 0.0f;
+  for (int64_t k = 0; k < n; ++k) sq += (s[k] - mean) * (s[k] - mean);
+  return sq;
+}
+GKRT_PATTERN_CLONES void normaliseRow(float* o, const float* s, float mean, float rstd, const float* gamma,
+                                      const float* beta, int64_t n) {
+  if (gamma && beta) {
+    for (int64_t k = 0; k < n; ++k) o[k] = (s[k] - mean) * rstd * gamma[k] + beta[k];
+  } else if (gamma) {
+    for (int64_t k = 0; k < n; ++k) o[k] = (s[k] - mean) * rstd * gamma[k];
+  } else {
+    for (int64_t k = 0; k < n; ++k) o[k] = (s[k] - mean) * rstd + (beta ? beta[k] : 0.0f);
+  }
+}
+
 // ---- AddLayerNorm / AddRmsNorm: each row read once; the sum written as it is made, then
 // normalised from cache ---------------------------------------------------------------
 class AddNormKernel final : public Kernel {
@@ -37,25 +90,11 @@ class AddNormKernel final : public Kernel {
     const int64_t C = cols_;
     pool_.parallelFor(rows_, 1, std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1)), [&](int, int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        const float *a = x1 + r * C, *b = x2 + r * C;
-        float* s = sum + r * C;
-        float* o = y + r * C;
-        float total = 0.0f;
-        for (int64_t k = 0; k < C; ++k) {
-          s[k] = a[k] + b[k];
-          total += s[k];
-        }
+        float* srow = sum + r * C;
+        const float total = addRow(srow, x1 + r * C, x2 + r * C, C);
         const float mean = rms_ ? 0.0f : total / static_cast<float>(C);
-        float sq = 0.0f;
-        for (int64_t k = 0; k < C; ++k) sq += (s[k] - mean) * (s[k] - mean);
-        const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(C) + eps_);
-        if (gamma && beta) {
-          for (int64_t k = 0; k < C; ++k) o[k] = (s[k] - mean) * rstd * gamma[k] + beta[k];
-        } else if (gamma) {
-          for (int64_t k = 0; k < C; ++k) o[k] = (s[k] - mean) * rstd * gamma[k];
-        } else {
-          for (int64_t k = 0; k < C; ++k) o[k] = (s[k] - mean) * rstd + (beta ? beta[k] : 0.0f);
-        }
+        const float rstd = 1.0f / std::sqrt(squaredDeviation(srow, mean, C) / static_cast<float>(C) + eps_);
+        normaliseRow(y + r * C, srow, mean, rstd, gamma, beta, C);
       }
     });
     return Status::Ok();
@@ -161,12 +200,7 @@ class FlashAttentionKernel final : public Kernel {
       }
       for (int64_t i = 0; i < rows; ++i) {
         float* si = s + i * kBlockK;
-        std::fill(si, si + cols, 0.0f);
-        for (int64_t d = 0; d < D; ++d) {
-          const float qd = qb[i * D + d];
-          const float* kd = kt + d * kBlockK;
-          for (int64_t j = 0; j < cols; ++j) si[j] += qd * kd[j];
-        }
+        scoreRow(si, qb + i * D, kt, D, kBlockK, cols);
         float mx = m[i];
         if (mask) {
           const float* mrow = mask + b * mask_strides_[0] + h * mask_strides_[1] + (q0 + i) * mask_strides_[2];
@@ -184,13 +218,7 @@ class FlashAttentionKernel final : public Kernel {
         for (int64_t j = 0; j < cols; ++j) rowsum += si[j];
         l[i] = l[i] * correction + rowsum;
         m[i] = mx;
-        float* oi = o + i * Dv;
-        if (correction != 1.0f) for (int64_t d = 0; d < Dv; ++d) oi[d] *= correction;
-        for (int64_t j = 0; j < cols; ++j) {
-          const float p = si[j];
-          const float* vj = vb + j * Dv;
-          for (int64_t d = 0; d < Dv; ++d) oi[d] += p * vj[d];
-        }
+        accumulateRow(o + i * Dv, si, vb, cols, Dv, correction);
       }
     }
     for (int64_t i = 0; i < rows; ++i) {

@@ -22,10 +22,13 @@ struct Fused {
   std::vector<std::string> fired;  // pattern passes that changed the graph
 };
 
+// The ascend profile runs every pass (Appendix 3); the cpu profile's defaults are tested
+// in SwitchedByEveryNameFormAndProfile.
 StatusOr<Fused> fuse(const ir::Graph& g, const std::string& flags, const std::string& backend = "cpu") {
   SessionOptions opts;
   opts.backend = backend;
-  ASSIGN_OR_RETURN(opts.fusion, parseFusionFlags(flags));
+  const bool profile_given = flags.find("fusion_profile") != std::string::npos;
+  ASSIGN_OR_RETURN(opts.fusion, parseFusionFlags(profile_given ? flags : "--fusion_profile=ascend " + flags));
   ASSIGN_OR_RETURN(auto session, Session::create(g, opts));
   Fused f{session->compiledGraph(), session->kernelCount(), {}};
   for (const PassRecord& p : session->fusionReport().passes) {
@@ -70,7 +73,7 @@ void expectSameOutputs(const ir::Graph& g, double rtol, double atol) {
   auto want = runGraph(g, in, "reference", off);
   ASSERT_TRUE(want.ok()) << want.status().message();
   for (const std::string& backend : availableBackends()) {
-    auto got = runGraph(g, in, backend, FusionOptions{});
+    auto got = runGraph(g, in, backend, *parseFusionFlags("--fusion_profile=ascend"));
     ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
     for (size_t k = 0; k < want->size(); ++k) {
       EXPECT_EQ(compareTensors((*got)[k], (*want)[k], rtol, atol), "") << backend << " output " << k;
@@ -180,12 +183,14 @@ TEST(PatternPasses, SwitchedByEveryNameFormAndProfile) {
   const ir::Graph g = attentionGraph({});
   for (const char* flags : {"--disable_pass=FlashAttentionFusionV2", "--disable_pass=fusion_group.1",
                             "--disable_pass=fusion_group.FlashAttentionFusionV2",
-                            "--disable_pass=fusion_group_1_FlashAttentionFusionV2", "--fusion_profile=gpu"}) {
+                            "--disable_pass=fusion_group_1_FlashAttentionFusionV2", "--fusion_profile=gpu",
+                            "--fusion_profile=cpu"}) {
     auto f = fuse(g, flags);
     ASSERT_TRUE(f.ok()) << flags << ": " << f.status().message();
     EXPECT_EQ(countOp(f->graph, "FlashAttention"), 0) << flags;
   }
-  for (const char* flags : {"--fusion_profile=ascend", "--fusion_profile=gpu --enable_pass=FlashAttentionFusionV2"}) {
+  for (const char* flags : {"--fusion_profile=ascend", "--fusion_profile=gpu --enable_pass=FlashAttentionFusionV2",
+                            "--fusion_profile=cpu --enable_pass=fusion_group.1"}) {
     auto f = fuse(g, flags);
     ASSERT_TRUE(f.ok()) << flags << ": " << f.status().message();
     EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1) << flags;
@@ -305,7 +310,7 @@ TEST(PatternSplitConcat, BecomesReshapeTransposeReshape) {
   b.output(b.op1("Concat", {parts[0], parts[1]}, AxisAttrs{1, false}), "y");
   auto g = b.finish();
   ASSERT_TRUE(g.ok());
-  auto f = fuse(*g, "--enable_pass=split_concat_fusion");
+  auto f = fuse(*g, "--fusion_profile=cpu --enable_pass=split_concat_fusion");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_14_split_concat_fusion"});
   EXPECT_EQ(countOp(f->graph, "Split") + countOp(f->graph, "Concat"), 0);
