@@ -614,6 +614,8 @@ case("DynamicQuantizeLinear", "DynamicQuantizeLinear", [dyn_x],
      [np.clip(np.rint(dyn_x / dyn_scale) + dyn_zp, 0, 255).astype(np.uint8), np.array(dyn_scale, np.float32),
       np.array(dyn_zp, np.uint8)], rtol=0, atol=0)
 
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pattern_op_cases.py")).read())
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)
 print(f"wrote {len(cases)} golden cases to {OUT}")
