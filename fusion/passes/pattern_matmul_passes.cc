@@ -10,10 +10,13 @@
 //   split:    Split(P | Add(P, b)) along the last axis, w constant, no transposes -> MatMulSplit(x, w, b?)
 //   allreduce: AllReduce(P), no bias                    -> MatMulAllReduce(x, w)
 //   qbmm_allreduce_add: Add(AllReduce(P) | MatMulAllReduce, b), b 1-D [N] -> MatMulAllReduce(x, w, b)
-// Every P is read only by the op that absorbs it; all operands of one float dtype.
+// Every P is read only by the op that absorbs it; all operands of one float dtype. A
+// product whose op the flags cluster (--enable_cluster_ops=MatMul) is left to clustering.
 // (MindSpore restricts these to Ascend 910B and float16; gkrt runs them on any backend.)
 #include "fusion/passes/pattern_match.h"
 #include "fusion/passes/pattern_passes.h"
+#include <set>
+
 #include "runtime/ir/op_def.h"
 
 namespace gkrt::passes {
@@ -24,11 +27,17 @@ struct Product {
   MatMulAttrs flags;
 };
 
+// The cluster ops of the pass running now: a MatMul / BatchMatMul the flags put in the
+// cluster set (--enable_cluster_ops=MatMul) is left to StaticShapeCluster, which gives it
+// its whole elementwise epilogue as oneDNN post-ops.
+thread_local const std::set<const OpDef*>* clustered_gemms = nullptr;
+
 // P's matmul when P has one reader; `with_bias`: a MatMulBiasAdd counts too.
 bool product(const PatternGraph& pg, int p, bool with_bias, Product* out) {
   if (!pg.singleUse(p)) return false;
   const ir::Node* mm = pg.producer(p, {"MatMul", "BatchMatMul", "MatMulBiasAdd"});
   if (!mm || (!with_bias && isOp(*mm, "MatMulBiasAdd"))) return false;
+  if (clustered_gemms && clustered_gemms->count(mm->op)) return false;
   out->x = mm->inputs[0];
   out->w = mm->inputs[1];
   out->bias = mm->inputs.size() > 2 ? mm->inputs[2] : -1;
@@ -185,12 +194,19 @@ StatusOr<bool> allReduceBiasOnce(FusionContext& ctx) {
   return false;
 }
 
+PassResult rewriteEpilogues(FusionContext& ctx, StatusOr<bool> (*once)(FusionContext&)) {
+  clustered_gemms = &ctx.cluster_ops;
+  PassResult r = rewriteAll(ctx, once);
+  clustered_gemms = nullptr;
+  return r;
+}
+
 }  // namespace
 
-PassResult fuseMatMulBiasAdd(FusionContext& ctx) { return rewriteAll(ctx, biasAddOnce); }
-PassResult fuseMatMulAdd(FusionContext& ctx) { return rewriteAll(ctx, residualAddOnce); }
-PassResult fuseMatMulRelu(FusionContext& ctx) { return rewriteAll(ctx, activationOnce<false>); }
-PassResult fuseMatMulGelu(FusionContext& ctx) { return rewriteAll(ctx, activationOnce<true>); }
+PassResult fuseMatMulBiasAdd(FusionContext& ctx) { return rewriteEpilogues(ctx, biasAddOnce); }
+PassResult fuseMatMulAdd(FusionContext& ctx) { return rewriteEpilogues(ctx, residualAddOnce); }
+PassResult fuseMatMulRelu(FusionContext& ctx) { return rewriteEpilogues(ctx, activationOnce<false>); }
+PassResult fuseMatMulGelu(FusionContext& ctx) { return rewriteEpilogues(ctx, activationOnce<true>); }
 PassResult fuseMatMulSplit(FusionContext& ctx) { return rewriteAll(ctx, splitOnce); }
 PassResult fuseMatMulAllReduce(FusionContext& ctx) { return rewriteAll(ctx, allReduceOnce); }
 // MindSpore's form is QuantBatchMatmul -> AllReduce -> Add; gkrt has no int8 batch matmul
