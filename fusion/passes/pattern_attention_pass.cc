@@ -169,7 +169,7 @@ template <bool kMasked> StatusOr<bool> fuseOneAttention(FusionContext& ctx) {
 
 }  // namespace
 
-PassResult fuseFlashAttentionV1(FusionContext& ctx) { return rewriteAll(ctx, fuseOneAttention<true>); }
-PassResult fuseFlashAttentionV2(FusionContext& ctx) { return rewriteAll(ctx, fuseOneAttention<false>); }
+PassResult fuseFlashAttentionV1(FusionContext& ctx) { return !findOp("FlashAttention") ? PassResult(false) : rewriteAll(ctx, fuseOneAttention<true>); }
+PassResult fuseFlashAttentionV2(FusionContext& ctx) { return !findOp("FlashAttention") ? PassResult(false) : rewriteAll(ctx, fuseOneAttention<false>); }
 
 }  // namespace gkrt::passes

@@ -203,15 +203,15 @@ PassResult rewriteEpilogues(FusionContext& ctx, StatusOr<bool> (*once)(FusionCon
 
 }  // namespace
 
-PassResult fuseMatMulBiasAdd(FusionContext& ctx) { return rewriteEpilogues(ctx, biasAddOnce); }
-PassResult fuseMatMulAdd(FusionContext& ctx) { return rewriteEpilogues(ctx, residualAddOnce); }
-PassResult fuseMatMulRelu(FusionContext& ctx) { return rewriteEpilogues(ctx, activationOnce<false>); }
-PassResult fuseMatMulGelu(FusionContext& ctx) { return rewriteEpilogues(ctx, activationOnce<true>); }
-PassResult fuseMatMulSplit(FusionContext& ctx) { return rewriteAll(ctx, splitOnce); }
-PassResult fuseMatMulAllReduce(FusionContext& ctx) { return rewriteAll(ctx, allReduceOnce); }
+PassResult fuseMatMulBiasAdd(FusionContext& ctx) { return !findOp("MatMulBiasAdd") ? PassResult(false) : rewriteEpilogues(ctx, biasAddOnce); }
+PassResult fuseMatMulAdd(FusionContext& ctx) { return !findOp("MatMulAdd") ? PassResult(false) : rewriteEpilogues(ctx, residualAddOnce); }
+PassResult fuseMatMulRelu(FusionContext& ctx) { return !findOp("MatMulRelu") ? PassResult(false) : rewriteEpilogues(ctx, activationOnce<false>); }
+PassResult fuseMatMulGelu(FusionContext& ctx) { return !findOp("MatMulGelu") ? PassResult(false) : rewriteEpilogues(ctx, activationOnce<true>); }
+PassResult fuseMatMulSplit(FusionContext& ctx) { return !findOp("MatMulSplit") ? PassResult(false) : rewriteAll(ctx, splitOnce); }
+PassResult fuseMatMulAllReduce(FusionContext& ctx) { return !findOp("MatMulAllReduce") ? PassResult(false) : rewriteAll(ctx, allReduceOnce); }
 // MindSpore's form is QuantBatchMatmul -> AllReduce -> Add; gkrt has no int8 batch matmul
 // yet, so this matches the float product (MatMul / BatchMatMul) in that position.
-PassResult fuseQbmmAllReduceAdd(FusionContext& ctx) { return rewriteAll(ctx, allReduceBiasOnce); }
+PassResult fuseQbmmAllReduceAdd(FusionContext& ctx) { return !findOp("MatMulAllReduce") ? PassResult(false) : rewriteAll(ctx, allReduceBiasOnce); }
 // Add(QuantBatchMatmul, b) folds b into the int32 bias of an int8 batch matmul, which
 // comes with the int8 issue: listed and switchable, matches nothing until then.
 PassResult fuseQbmmAdd(FusionContext&) { return false; }

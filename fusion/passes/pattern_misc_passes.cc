@@ -99,9 +99,9 @@ template <bool kOfShapeOp> StatusOr<bool> shapeReshapeOnce(FusionContext& ctx) {
 
 }  // namespace
 
-PassResult fuseSwiGLU(FusionContext& ctx) { return rewriteAll(ctx, swigluOnce); }
-PassResult fuseSplitConcat(FusionContext& ctx) { return rewriteAll(ctx, splitConcatOnce); }
-PassResult fuseShapeReshape(FusionContext& ctx) { return rewriteAll(ctx, shapeReshapeOnce<false>); }
-PassResult fuseShapeReshape2(FusionContext& ctx) { return rewriteAll(ctx, shapeReshapeOnce<true>); }
+PassResult fuseSwiGLU(FusionContext& ctx) { return !findOp("SwiGLU") ? PassResult(false) : rewriteAll(ctx, swigluOnce); }
+PassResult fuseSplitConcat(FusionContext& ctx) { return !findOp("Transpose") ? PassResult(false) : rewriteAll(ctx, splitConcatOnce); }
+PassResult fuseShapeReshape(FusionContext& ctx) { return !findOp("Reshape") ? PassResult(false) : rewriteAll(ctx, shapeReshapeOnce<false>); }
+PassResult fuseShapeReshape2(FusionContext& ctx) { return !findOp("Reshape") ? PassResult(false) : rewriteAll(ctx, shapeReshapeOnce<true>); }
 
 }  // namespace gkrt::passes

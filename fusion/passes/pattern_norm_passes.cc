@@ -122,11 +122,11 @@ StatusOr<bool> addLayerNormWithoutAffine(FusionContext& c) { return fuseOneAddLa
 
 }  // namespace
 
-PassResult fuseAddLayerNorm(FusionContext& ctx) { return rewriteAll(ctx, addLayerNormLastAxis); }
-PassResult fuseAddLayerNormV3(FusionContext& ctx) { return rewriteAll(ctx, addLayerNormSeveralAxes); }
-PassResult fuseAddLayerNormExt(FusionContext& ctx) { return rewriteAll(ctx, addLayerNormWithoutAffine); }
-PassResult fuseAddRmsNorm(FusionContext& ctx) { return rewriteAll(ctx, fuseOneAddRmsNorm); }
-PassResult fuseAddCastRmsNormCast(FusionContext& ctx) { return rewriteAll(ctx, fuseOneAddCastRmsNormCast); }
+PassResult fuseAddLayerNorm(FusionContext& ctx) { return !findOp("AddLayerNorm") ? PassResult(false) : rewriteAll(ctx, addLayerNormLastAxis); }
+PassResult fuseAddLayerNormV3(FusionContext& ctx) { return !findOp("AddLayerNorm") ? PassResult(false) : rewriteAll(ctx, addLayerNormSeveralAxes); }
+PassResult fuseAddLayerNormExt(FusionContext& ctx) { return !findOp("AddLayerNorm") ? PassResult(false) : rewriteAll(ctx, addLayerNormWithoutAffine); }
+PassResult fuseAddRmsNorm(FusionContext& ctx) { return !findOp("AddRmsNorm") ? PassResult(false) : rewriteAll(ctx, fuseOneAddRmsNorm); }
+PassResult fuseAddCastRmsNormCast(FusionContext& ctx) { return !findOp("AddRmsNorm") ? PassResult(false) : rewriteAll(ctx, fuseOneAddCastRmsNormCast); }
 
 // QuantV2(RmsNorm(Add(x1, x2))) -> AddRmsNormQuant and QuantV2(RmsNorm(x) + beta) ->
 // RmsNormQuant need an int8 RmsNorm-quant kernel, which comes with the int8 issue; until

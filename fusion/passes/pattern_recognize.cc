@@ -173,6 +173,9 @@ StatusOr<bool> recognizeOnce(FusionContext& ctx) {
 
 }  // namespace
 
-PassResult recognizeExportedPatterns(FusionContext& ctx) { return rewriteAll(ctx, recognizeOnce); }
+// A minimal build without LayerNorm, GeLU or SiLU leaves the forms as they are.
+PassResult recognizeExportedPatterns(FusionContext& ctx) {
+  return !findOp("LayerNorm") || !findOp("GeLU") || !findOp("SiLU") ? PassResult(false) : rewriteAll(ctx, recognizeOnce);
+}
 
 }  // namespace gkrt::passes
