@@ -22,6 +22,8 @@
 
 namespace gkrt {
 
+class Communicator;
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -51,6 +53,9 @@ struct BackendOptions {
   // (backends/cpu/blocked_layout.h); off for a device backend's cpu fallback, whose
   // graph has nodes other backends run. GKRT_CPU_LAYOUT=plain also turns it off.
   bool cpu_blocked_layout = true;
+  // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
+  // AllReduce kernels sum through; null = one device, AllReduce is the identity.
+  std::shared_ptr<Communicator> communicator;
 };
 
 class Backend {

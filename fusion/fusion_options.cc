@@ -47,15 +47,8 @@ Status checkOps(const char* flag, const std::vector<std::string>& ops, bool need
 }
 
 Status checkPasses(const char* flag, const std::vector<std::string>& passes, FusionOptions& o) {
-  const auto& ascend = ascendPatternPassNames();
   for (const std::string& p : passes) {
-    std::string bare = p.rfind("fusion_group.", 0) == 0 ? p.substr(13) : p;
-    if (std::find(ascend.begin(), ascend.end(), bare) != ascend.end()) {
-      o.warnings.push_back("--" + std::string(flag) + ": '" + p +
-                           "' is one of MindSpore's Ascend pattern passes (seeds Appendix 3), which gkrt does not "
-                           "implement yet; it has no effect");
-      continue;
-    }
+    if (matchesAnyPass(p)) continue;
     if (const std::string why = mindSporeOnlyPass(p); !why.empty()) {
       o.warnings.push_back("--" + std::string(flag) + ": '" + p + "' is a MindSpore pass with no gkrt counterpart (" +
                            why + "); it has no effect");

@@ -10,6 +10,7 @@
 #include "fusion/graph_text.h"
 #include "fusion/mindspore_pass_names.h"
 #include "fusion/passes/passes.h"
+#include "fusion/passes/pattern_passes.h"
 #include "runtime/log.h"
 
 namespace gkrt {
@@ -24,7 +25,11 @@ struct PassSpec {
   const char* name;
   int (*min_opt_level)(const FusionOptions&);
   passes::PassResult (*run)(FusionContext&);
+  // Appendix 3 pattern passes (stage "fusion_group"): on by default per table column.
+  const passes::PatternPass* pattern = nullptr;
 };
+
+constexpr int kFusionGroupStage = -1;  // MindSpore's SIZE_MAX stage: names carry no stage number
 
 int level1(const FusionOptions&) { return 1; }
 int level2(const FusionOptions&) { return 2; }
@@ -36,6 +41,7 @@ const std::vector<PassSpec>& pipeline() {
       {0, "preprocess", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
       {0, "preprocess", 1, "ConstantFolding", level2, passes::foldConstants},
       {0, "preprocess", 2, "CommonSubexpressionElimination", level2, passes::eliminateCommonSubexpressions},
+      {0, "preprocess", 3, "RecognizeExportedPatterns", level1, passes::recognizeExportedPatterns},
       {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
       {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
@@ -44,16 +50,27 @@ const std::vector<PassSpec>& pipeline() {
       {5, "combine", 0, "ParallelOpFusion", parallelLevel, passes::fuseParallel},
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
-  return p;
+  static const std::vector<PassSpec> with_patterns = [] {
+    std::vector<PassSpec> all(p.begin(), p.begin() + 4);  // preprocess, then the fusion_group stage
+    int id = 0;
+    for (const passes::PatternPass& pp : passes::patternPasses()) {
+      all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
+    }
+    all.insert(all.end(), p.begin() + 4, p.end());
+    return all;
+  }();
+  return with_patterns;
 }
 
 std::string fullName(const PassSpec& p) {
+  if (p.stage == kFusionGroupStage) return std::string(p.stage_name) + "_" + std::to_string(p.id) + "_" + p.name;
   return "stage" + std::to_string(p.stage) + "_" + p.stage_name + "_" + std::to_string(p.id) + "_" + p.name;
 }
 
 bool matches(const PassSpec& p, const std::string& given) {
   const std::string pattern = mindSporePassAlias(given);  // MindSpore's spellings too
-  return pattern == p.name || pattern == std::to_string(p.stage) + "." + std::to_string(p.id) ||
+  const std::string stage = p.stage == kFusionGroupStage ? p.stage_name : std::to_string(p.stage);
+  return pattern == p.name || pattern == stage + "." + std::to_string(p.id) ||
          pattern == std::string(p.stage_name) + "." + p.name || pattern == fullName(p);
 }
 
@@ -103,13 +120,11 @@ std::vector<std::string> switchablePassNames() {
 }
 
 const std::vector<std::string>& ascendPatternPassNames() {
-  static const std::vector<std::string> names = {
-      "FlashAttentionFusionV1", "FlashAttentionFusionV2", "add_layer_norm_fusion", "add_layer_norm_v3_fusion",
-      "add_layer_norm_ext_fusion", "inference_swiglu_fusion", "inference_matmul_split_fusion", "shape_reshape",
-      "shape_reshape_2", "add_rms_norm_quant_fusion", "rms_norm_quant_fusion", "add_rms_norm_fusion",
-      "add_cast_rms_norm_cast_fusion", "MatMulAllReduce", "split_concat_fusion", "matmul_elem_biasadd_fusion",
-      "matmul_elem_add_fusion", "matmul_elem_relu_fusion", "matmul_elem_gelu_fusion", "inference_qbmm_add_fusion",
-      "inference_qbmm_allreduce_add_fusion"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const passes::PatternPass& p : passes::patternPasses()) n.push_back(p.name);
+    return n;
+  }();
   return names;
 }
 
@@ -138,6 +153,10 @@ StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, F
   for (const PassSpec& p : pipeline()) {
     PassRecord rec{fullName(p), false, false, 0};
     bool enabled = o.opt_level > 0 && o.opt_level >= p.min_opt_level(o);
+    if (p.pattern) {
+      enabled = enabled && (column == FusionColumn::kAscend || (column == FusionColumn::kCpu ? p.pattern->on_cpu
+                                                                                             : p.pattern->on_gpu));
+    }
     if (enabled && anyMatch(p, o.disable_pass)) enabled = false;
     else if (!enabled && o.opt_level > 0 && anyMatch(p, o.enable_pass)) enabled = true;
     if (!enabled) {

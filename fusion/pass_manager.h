@@ -45,8 +45,8 @@ struct FusionReport {
 std::vector<std::string> switchablePassNames();
 // Whether `pattern` names at least one pass (bare, stage.id or stage_name.pass_name).
 bool matchesAnyPass(const std::string& pattern);
-// The seeds' Appendix 3 (MindSpore's Ascend pattern passes, "fusion_group" stage):
-// known names that gkrt has no implementation of yet.
+// The seeds' Appendix 3 (MindSpore's Ascend pattern passes, "fusion_group" stage), in
+// order; switchable as "<name>", "fusion_group.<id>" or "fusion_group.<name>".
 const std::vector<std::string>& ascendPatternPassNames();
 
 StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& options, FusionColumn column,

@@ -85,6 +85,13 @@ Status dump(const DumpArgs& a) {
     for (const PassRecord& p : r.passes) {
       j["passes"].push_back({{"name", p.name}, {"ran", p.ran}, {"changed", p.changed}, {"microseconds", p.microseconds}});
     }
+    // The Appendix 3 pattern passes that rewrote the graph, by bare name.
+    j["pattern_passes_fired"] = nlohmann::json::array();
+    for (const PassRecord& p : r.passes) {
+      const std::string prefix = "fusion_group_";
+      if (!p.changed || p.name.rfind(prefix, 0) != 0) continue;
+      j["pattern_passes_fired"].push_back(p.name.substr(p.name.find('_', prefix.size()) + 1));
+    }
     j["dump_files"] = r.dump_files;
     // Every kernel to launch in order; a fused one lists its basic ops (the partition
     // tests/fidelity compares with MindSpore's fused kernels).

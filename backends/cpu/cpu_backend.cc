@@ -12,6 +12,7 @@
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/onednn_pool_concat.h"
 #include "backends/cpu/onednn_recurrent.h"
+#include "backends/cpu/pattern_kernels.h"
 #include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/resize_kernel.h"
 #include "backends/cpu/split_kernel.h"
@@ -119,6 +120,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);
     if (k.ok() || touches_blocked) return k;
   }
+  if (cpu::canRunPattern(g, node)) return cpu::compilePattern(g, node, *pool_, options_);
   if (touches_blocked && use == cpu::LayoutUse::kSame) {
     if (cpu::canRunResize(g, node)) return cpu::compileResize(g, node, *pool_, layout.block);
     return cpu::compileSplit(g, node, *pool_, layout.block);

@@ -27,6 +27,7 @@ enum class AttrKind : uint8_t {
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
   kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose, kQuant,
   kSliceAtRun,
+  kAttention,
 };
 constexpr int kNumAttrKinds = 39;
 const char* attrKindName(AttrKind k);
@@ -46,6 +47,7 @@ enum class RnnActivation : uint8_t {
   kSoftplus,
 };
 enum class ScatterReduction : uint8_t { kNone = 0, kAdd, kMul, kMax, kMin };
+enum class AttentionLayout : uint8_t { kBNSD = 0, kBSND, kBSH };
 
 // Names of each enum's values, in numbering order (used by printing and parsing).
 template <typename E> struct EnumNames;
@@ -66,6 +68,7 @@ GKRT_ENUM_NAMES(RnnDirection, "forward", "reverse", "bidirectional");
 GKRT_ENUM_NAMES(RnnActivation, "Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
                 "HardSigmoid", "Elu", "Softsign", "Softplus");
 GKRT_ENUM_NAMES(ScatterReduction, "none", "add", "mul", "max", "min");
+GKRT_ENUM_NAMES(AttentionLayout, "BNSD", "BSND", "BSH");
 GKRT_ENUM_NAMES(E8M0Rounding, "up", "down", "nearest");
 #undef GKRT_ENUM_NAMES
 
@@ -302,6 +305,15 @@ struct QuantAttrs { GKRT_ATTR("Quant", kQuant);
 struct SliceAtRunAttrs { GKRT_ATTR("SliceAtRun", kSliceAtRun);
   Ints axes; Ints steps; Ints sizes;
   template <class S, class V> static void fields(S& s, V& v) { v("axes", s.axes); v("steps", s.steps); v("sizes", s.sizes); }
+// FlashAttention: softmax(scale * Q K^T + mask) V. Layout of Q, K, V and the output:
+// BNSD [batch, heads, seq, head_dim]; BSND [batch, seq, heads, head_dim]; BSH
+// [batch, seq, heads * head_dim] with `heads` given (the projections as they leave
+// their matmuls). key_transposed: K is given as K^T (BNSD only: [batch, heads, dim, seq]).
+struct AttentionAttrs { GKRT_ATTR("Attention", kAttention);
+  float scale = 0.0f; AttentionLayout layout = AttentionLayout::kBNSD; int64_t heads = 0; bool key_transposed = false;
+  template <class S, class V> static void fields(S& s, V& v) {
+    v("scale", s.scale); v("layout", s.layout); v("heads", s.heads); v("key_transposed", s.key_transposed);
+  }
 };
 #undef GKRT_ATTR
 

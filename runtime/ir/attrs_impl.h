@@ -155,6 +155,7 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kConvTranspose: fn(ConvTransposeAttrs{}); return true;
     case AttrKind::kQuant: fn(QuantAttrs{}); return true;
     case AttrKind::kSliceAtRun: fn(SliceAtRunAttrs{}); return true;
+    case AttrKind::kAttention: fn(AttentionAttrs{}); return true;
   }
   return false;
 }

@@ -696,6 +696,7 @@ case("AvgPool3D", "AvgPool3D", [p3], [as32(pool3d_ref(p3.astype(np.float64), (3,
 case("AvgPool3D_count_include_pad", "AvgPool3D", [p3],
      [as32(pool3d_ref(p3.astype(np.float64), (2, 2, 2), (1, 2, 3), (2, 1, 1), (1, 0, 1, 1, 1, 0), False, "avg", True))],
      {"kernel": "2,2,2", "strides": "1,2,3", "dilations": "2,1,1", "pads": "1,0,1,1,1,0", "count_include_pad": 1})
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pattern_op_cases.py")).read())
 
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"cases": cases}, f, indent=1)

@@ -1,0 +1,77 @@
+#include "fusion/passes/pattern_match.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fusion/passes/passes.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::passes {
+
+PatternGraph::PatternGraph(const ir::Graph& g) : g_(g), producers_(g.producers()), uses_(g.tensors.size(), 0) {
+  for (const ir::Node& n : g.nodes) for (int t : n.inputs) if (t >= 0) ++uses_[t];
+  for (int t : g.outputs) ++uses_[t];
+}
+
+const ir::Node* PatternGraph::producer(int t, std::initializer_list<const char*> ops) const {
+  if (t < 0 || producers_[t] < 0) return nullptr;
+  const ir::Node& n = g_.nodes[producers_[t]];
+  if (ops.size() == 0) return &n;
+  for (const char* op : ops) if (isOp(n, op)) return &n;
+  return nullptr;
+}
+
+std::vector<int> PatternGraph::users(int t) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const auto& in = g_.nodes[i].inputs;
+    if (std::find(in.begin(), in.end(), t) != in.end()) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+bool isOp(const ir::Node& n, const char* op) { return n.op && std::strcmp(n.op->name, op) == 0; }
+
+bool isPatternDType(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16; }
+
+std::optional<float> scalarConstant(const ir::Graph& g, int t) {
+  if (t < 0) return std::nullopt;
+  const ir::Tensor& x = g.tensors[t];
+  if (!x.isConstant() || x.dtype != DType::kFloat32 || numElements(x.shape) != 1) return std::nullopt;
+  float v;
+  std::memcpy(&v, x.constant->data, sizeof v);
+  return v;
+}
+
+int addPatternTensor(ir::Graph& g, const std::string& base, DType dtype, const Shape& shape) {
+  ir::Tensor t;
+  t.name = base;
+  for (int k = 2; g.findTensor(t.name) >= 0; ++k) t.name = base + "_" + std::to_string(k);
+  t.dtype = dtype;
+  t.shape = shape;
+  return g.addTensor(std::move(t));
+}
+
+Status replaceWithPatternNode(ir::Graph& g, int root, ir::Node node, std::vector<int> erase) {
+  g.nodes[root] = std::move(node);
+  std::sort(erase.begin(), erase.end());
+  erase.erase(std::unique(erase.begin(), erase.end()), erase.end());
+  for (size_t k = erase.size(); k-- > 0;) {
+    if (erase[k] != root) g.nodes.erase(g.nodes.begin() + erase[k]);
+  }
+  FusionOptions none;
+  FusionContext dce{g, none, FusionColumn::kCpu, {}, {}, nullptr};
+  RETURN_IF_ERROR(eliminateDeadNodes(dce).status());
+  return ir::validateGraph(g);  // re-sorts: a reused output may now be made later than a reader
+}
+
+StatusOr<bool> rewriteAll(FusionContext& ctx, StatusOr<bool> (*match_one)(FusionContext&)) {
+  bool changed = false;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool hit, match_one(ctx));
+    if (!hit) return changed;
+    changed = true;
+  }
+}
+
+}  // namespace gkrt::passes

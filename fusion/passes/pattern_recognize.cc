@@ -1,0 +1,181 @@
+// RecognizeExportedPatterns: the forms ONNX exporters write for LayerNorm, GeLU and SiLU
+// become those ops, so the Appendix 3 passes (and the backends' kernels) find them.
+//   LayerNorm: d = Sub(x, ReduceMean(x, last axis, keepdims)); n = Div(d, Sqrt(Add(
+//              ReduceMean(Pow(d, 2)), eps))); optionally Add(Mul(n, gamma), beta)
+//   GeLU (erf):  Mul(Mul(x, Add(Erf(Div(x, sqrt 2) | Mul(x, 1/sqrt 2)), 1)), 0.5)
+//   GeLU (tanh): Mul(Mul(x, Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2/pi))), 1)), 0.5)
+//   SiLU: Mul(x, Sigmoid(x))
+// Every intermediate has one reader (d has its two: the Sub's result feeds the variance
+// and the division); constants are checked to 1e-3 relative; Mul and Add in either order.
+#include <cmath>
+
+#include "fusion/passes/pattern_match.h"
+#include "fusion/passes/pattern_passes.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::passes {
+namespace {
+
+bool near(std::optional<float> v, double want) { return v && std::fabs(*v - want) <= 1e-3 * std::fabs(want); }
+
+// For a commutative binary node: the operand that is not the constant `want`, or -1.
+int otherThanConstant(const ir::Graph& g, const ir::Node& n, double want) {
+  if (near(scalarConstant(g, n.inputs[1]), want)) return n.inputs[0];
+  if (near(scalarConstant(g, n.inputs[0]), want)) return n.inputs[1];
+  return -1;
+}
+
+// ReduceMean over the last axis only, keeping dims.
+bool meanOverLastAxis(const ir::Graph& g, const ir::Node& n) {
+  if (!isOp(n, "ReduceMean")) return false;
+  const auto& a = n.attrs.get<AxesAttrs>();
+  const int64_t rank = static_cast<int64_t>(g.tensors[n.inputs[0]].shape.size());
+  return a.keep_dims && a.axes.size() == 1 && (a.axes[0] == -1 || a.axes[0] == rank - 1);
+}
+
+// Div(d, Sqrt(Add(ReduceMean(Pow(d, 2)), eps))) with d = Sub(x, ReduceMean(x)): x and eps.
+bool layerNormCore(const PatternGraph& pg, const ir::Node& div, int* x, float* eps) {
+  const ir::Graph& g = pg.graph();
+  if (!isOp(div, "Div") && !isOp(div, "RealDiv")) return false;
+  const ir::Node* sub = pg.producer(div.inputs[0], {"Sub"});
+  const ir::Node* sqrt = pg.producer(div.inputs[1], {"Sqrt"});
+  if (!sub || !sqrt || pg.uses(div.inputs[0]) != 2 || !pg.singleUse(div.inputs[1])) return false;
+  const ir::Node* mean = pg.producer(sub->inputs[1]);
+  if (!mean || !meanOverLastAxis(g, *mean) || mean->inputs[0] != sub->inputs[0] || !pg.singleUse(sub->inputs[1])) return false;
+  const ir::Node* add = pg.producer(sqrt->inputs[0], {"Add"});
+  if (!add || !pg.singleUse(sqrt->inputs[0])) return false;
+  for (int k : {0, 1}) {
+    const auto e = scalarConstant(g, add->inputs[1 - k]);
+    const ir::Node* var = pg.producer(add->inputs[k]);
+    if (!e || !var || !meanOverLastAxis(g, *var) || !pg.singleUse(add->inputs[k])) continue;
+    const ir::Node* pow = pg.producer(var->inputs[0], {"Pow"});
+    if (!pow || !pg.singleUse(var->inputs[0]) || pow->inputs[0] != div.inputs[0] ||
+        !near(scalarConstant(g, pow->inputs[1]), 2.0)) {
+      continue;
+    }
+    *x = sub->inputs[0];
+    *eps = *e;
+    return true;
+  }
+  return false;
+}
+
+// The Mul tree x * a * 0.5 in any grouping: the (x, a) pairs it could be, a being the
+// (1 + f(x)) factor (geluFactor decides).
+std::vector<std::pair<int, int>> halfTimesXTimes(const PatternGraph& pg, const ir::Node& root) {
+  const ir::Graph& g = pg.graph();
+  std::vector<std::pair<int, int>> out;
+  if (!isOp(root, "Mul")) return out;
+  const int inner = otherThanConstant(g, root, 0.5);
+  if (inner >= 0) {  // Mul(Mul(x, a), 0.5)
+    const ir::Node* m = pg.producer(inner, {"Mul"});
+    if (m && pg.singleUse(inner)) out = {{m->inputs[0], m->inputs[1]}, {m->inputs[1], m->inputs[0]}};
+    return out;
+  }
+  for (int k : {0, 1}) {  // Mul(x, Mul(a, 0.5)) or Mul(Mul(x, 0.5), a)
+    const ir::Node* m = pg.producer(root.inputs[k], {"Mul"});
+    if (!m || !pg.singleUse(root.inputs[k])) continue;
+    const int v = otherThanConstant(g, *m, 0.5);
+    if (v < 0) continue;
+    out.push_back({root.inputs[1 - k], v});
+    out.push_back({v, root.inputs[1 - k]});
+  }
+  return out;
+}
+
+// factor = Add(f, 1) with f = Erf(x / sqrt 2) or Tanh(sqrt(2/pi) (x + 0.044715 x^3)).
+std::optional<GeluApprox> geluFactor(const PatternGraph& pg, int factor, int x) {
+  const ir::Graph& g = pg.graph();
+  const ir::Node* add = pg.producer(factor, {"Add"});
+  if (!add || !pg.singleUse(factor)) return std::nullopt;
+  const int f = otherThanConstant(g, *add, 1.0);
+  if (f < 0 || !pg.singleUse(f)) return std::nullopt;
+  if (const ir::Node* erf = pg.producer(f, {"Erf"})) {
+    const ir::Node* s = pg.producer(erf->inputs[0], {"Div", "RealDiv", "Mul"});
+    if (!s || !pg.singleUse(erf->inputs[0])) return std::nullopt;
+    const bool ok = !isOp(*s, "Mul") ? s->inputs[0] == x && near(scalarConstant(g, s->inputs[1]), std::sqrt(2.0))
+                                    : otherThanConstant(g, *s, 1.0 / std::sqrt(2.0)) == x;
+    return ok ? std::optional<GeluApprox>(GeluApprox::kNone) : std::nullopt;
+  }
+  const ir::Node* tanh = pg.producer(f, {"Tanh"});
+  if (!tanh || !pg.singleUse(tanh->inputs[0])) return std::nullopt;
+  const ir::Node* scaled = pg.producer(tanh->inputs[0], {"Mul"});
+  const int inner = scaled ? otherThanConstant(g, *scaled, std::sqrt(2.0 / M_PI)) : -1;
+  const ir::Node* sum = inner >= 0 && pg.singleUse(inner) ? pg.producer(inner, {"Add"}) : nullptr;
+  if (!sum) return std::nullopt;
+  for (int k : {0, 1}) {
+    const ir::Node* cubic = pg.producer(sum->inputs[1 - k], {"Mul"});
+    if (sum->inputs[k] != x || !cubic || !pg.singleUse(sum->inputs[1 - k])) continue;
+    const int p = otherThanConstant(g, *cubic, 0.044715);
+    const ir::Node* pow = p >= 0 && pg.singleUse(p) ? pg.producer(p, {"Pow"}) : nullptr;
+    if (pow && pow->inputs[0] == x && near(scalarConstant(g, pow->inputs[1]), 3.0)) return GeluApprox::kTanh;
+  }
+  return std::nullopt;
+}
+
+ir::Node opNode(const char* op, const std::string& name, Attrs attrs, std::vector<int> inputs, std::vector<int> outputs) {
+  return ir::Node{name, findOp(op), std::move(attrs), std::move(inputs), std::move(outputs)};
+}
+
+StatusOr<bool> recognizeOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (!isOp(n, "Div") && !isOp(n, "RealDiv") && !isOp(n, "Mul")) continue;
+    int x = -1;
+    float eps = 0;
+    if (layerNormCore(pg, n, &x, &eps)) {
+      if (!isPatternDType(g.tensors[x].dtype)) continue;
+      // The affine tail, when its Mul and Add take 1-D [last dim] constants.
+      int out = n.outputs[0], gamma = -1, beta = -1, root = static_cast<int>(i);
+      const Shape& xs = g.tensors[x].shape;
+      auto param = [&](int t) { return g.tensors[t].isConstant() && g.tensors[t].shape == Shape{xs.back()}; };
+      const std::vector<int> readers = pg.users(out);
+      if (pg.singleUse(out) && readers.size() == 1 && isOp(g.nodes[readers[0]], "Mul")) {
+        const ir::Node& mul = g.nodes[readers[0]];
+        const int gm = mul.inputs[0] == out ? mul.inputs[1] : mul.inputs[0];
+        const std::vector<int> next = pg.users(mul.outputs[0]);
+        if (param(gm)) {
+          gamma = gm, out = mul.outputs[0], root = readers[0];
+          if (pg.singleUse(out) && next.size() == 1 && isOp(g.nodes[next[0]], "Add")) {
+            const ir::Node& add = g.nodes[next[0]];
+            const int bt = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+            if (param(bt)) beta = bt, out = add.outputs[0], root = next[0];
+          }
+        }
+      }
+      std::vector<int> outs = {out};
+      std::vector<int> ins = {x, gamma, beta};
+      while (ins.back() < 0) ins.pop_back();
+      RETURN_IF_ERROR(replaceWithPatternNode(g, root, opNode("LayerNorm", n.name + "/layer_norm", Attrs(NormAttrs{-1, eps}), ins, outs)));
+      return true;
+    }
+    if (!isOp(n, "Mul")) continue;
+    for (const auto& [gx, factor] : halfTimesXTimes(pg, n)) {
+      if (auto approx = geluFactor(pg, factor, gx)) {
+        RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i),
+            opNode("GeLU", n.name + "/gelu", Attrs(GeluAttrs{*approx}), {gx}, n.outputs)));
+        return true;
+      }
+    }
+    for (int k : {0, 1}) {
+      const ir::Node* sig = pg.producer(n.inputs[k], {"Sigmoid"});
+      if (sig && sig->inputs[0] == n.inputs[1 - k] && pg.singleUse(n.inputs[k])) {
+        RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i),
+            opNode("SiLU", n.name + "/silu", Attrs(), {n.inputs[1 - k]}, n.outputs)));
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// A minimal build without LayerNorm, GeLU or SiLU leaves the forms as they are.
+PassResult recognizeExportedPatterns(FusionContext& ctx) {
+  return !findOp("LayerNorm") || !findOp("GeLU") || !findOp("SiLU") ? PassResult(false) : rewriteAll(ctx, recognizeOnce);
+}
+
+}  // namespace gkrt::passes

@@ -1,0 +1,43 @@
+# Golden cases of the Appendix 3 pattern ops (runtime/ir/ops/pattern_ops.cc), computed
+# with numpy in float64. Run by make_op_cases.py, whose helpers (case, f32, as32, erf,
+# sig) it uses.
+pa, pb = f32(2, 3, 8), f32(2, 3, 8)
+ps = pa.astype(np.float32) + pb
+ps64 = ps.astype(np.float64)
+pg, pbeta = f32(8), f32(8)
+pln = (ps64 - ps64.mean(-1, keepdims=True)) / np.sqrt(ps64.var(-1, keepdims=True) + 1e-5) * pg + pbeta
+case("AddLayerNorm", "AddLayerNorm", [pa, pb, pg, pbeta], [as32(pln), ps], {"axis": -1, "epsilon": 1e-5}, atol=1e-5)
+prstd = 1 / np.sqrt((ps64 ** 2).mean(-1, keepdims=True) + 1e-6)
+case("AddRmsNorm", "AddRmsNorm", [pa, pb, pg], [as32(ps64 * prstd * pg), ps], {"axis": -1, "epsilon": 1e-6}, atol=1e-5)
+sx = f32(3, 10).astype(np.float64)
+case("SwiGLU", "SwiGLU", [sx.astype(np.float32)], [as32(sx[:, :5] * sig(sx[:, :5]) * sx[:, 5:])], {"axis": -1, "keep_dims": "false"})
+
+# Attention in BSH (2 heads of 4), the key length 7 differing from the query length 5.
+aq, ak, av, am = f32(1, 5, 8), f32(1, 7, 8), f32(1, 7, 8), f32(1, 1, 1, 7)
+split = lambda t: t.astype(np.float64).reshape(t.shape[0], t.shape[1], 2, 4).transpose(0, 2, 1, 3)  # noqa: E731
+s_ = split(aq) @ split(ak).transpose(0, 1, 3, 2) * 0.5 + am
+p_ = np.exp(s_ - s_.max(-1, keepdims=True))
+p_ /= p_.sum(-1, keepdims=True)
+ao = (p_ @ split(av)).transpose(0, 2, 1, 3).reshape(1, 5, 8)
+case("FlashAttention_BSH_masked", "FlashAttention", [aq, ak, av, am], [as32(ao)],
+     {"scale": 0.5, "layout": "BSH", "heads": 2, "key_transposed": "false"}, atol=1e-5)
+bq, bk, bv = split(aq), split(ak), split(av)
+s2 = bq @ bk.transpose(0, 1, 3, 2) * 0.25
+p2 = np.exp(s2 - s2.max(-1, keepdims=True))
+p2 /= p2.sum(-1, keepdims=True)
+case("FlashAttention_BNSD_key_transposed", "FlashAttention",
+     [as32(bq), as32(bk.transpose(0, 1, 3, 2)), as32(bv)], [as32(p2 @ bv)],
+     {"scale": 0.25, "layout": "BNSD", "heads": 0, "key_transposed": "true"}, atol=1e-5)
+
+mx, mw, mbias, mres = f32(2, 3, 6), f32(6, 5), f32(5), f32(2, 3, 5)
+mp = mx.astype(np.float64) @ mw + mbias
+nt = {"transpose_a": "false", "transpose_b": "false"}
+case("MatMulBiasAdd", "MatMulBiasAdd", [mx, mw, mbias], [as32(mp)], nt)
+case("MatMulAdd", "MatMulAdd", [mx, mw, mres, mbias], [as32(mp + mres)], nt)
+case("MatMulRelu", "MatMulRelu", [mx, mw.T.copy(), mbias], [as32(np.maximum(mp, 0))],
+     {"transpose_a": "false", "transpose_b": "true"})
+case("MatMulGelu", "MatMulGelu", [mx, mw, mbias], [as32(gelu_erf(mp))], {"approximate": "none"}, atol=1e-5)
+case("MatMulSplit", "MatMulSplit", [mx, mw, mbias], [as32(mp[..., :2]), as32(mp[..., 2:])],
+     {"axis": -1, "sizes": "2,3"})
+case("MatMulAllReduce", "MatMulAllReduce", [mx, mw, mbias], [as32(mp)], nt)
+case("AllReduce", "AllReduce", [mx], [mx])

@@ -1,0 +1,412 @@
+// The Appendix 3 pattern passes: each rewrites its pattern (kernel and op counts
+// asserted), leaves near-misses alone, and the fused graph's outputs match the unfused
+// graph's on every backend of this build (tolerance per case, stated below).
+#include <gtest/gtest.h>
+
+#include "backends/backend.h"
+#include "fusion/graph_text.h"
+#include "fusion/pass_manager.h"
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+using testing::compareTensors;
+using testing::randomTensor;
+using testing::runGraph;
+
+struct Fused {
+  ir::Graph graph;
+  size_t kernels = 0;
+  std::vector<std::string> fired;  // pattern passes that changed the graph
+};
+
+// The ascend profile runs every pass (Appendix 3); the cpu profile's defaults are tested
+// in SwitchedByEveryNameFormAndProfile.
+StatusOr<Fused> fuse(const ir::Graph& g, const std::string& flags, const std::string& backend = "cpu") {
+  SessionOptions opts;
+  opts.backend = backend;
+  const bool profile_given = flags.find("fusion_profile") != std::string::npos;
+  ASSIGN_OR_RETURN(opts.fusion, parseFusionFlags(profile_given ? flags : "--fusion_profile=ascend " + flags));
+  ASSIGN_OR_RETURN(auto session, Session::create(g, opts));
+  Fused f{session->compiledGraph(), session->kernelCount(), {}};
+  for (const PassRecord& p : session->fusionReport().passes) {
+    if (p.changed && p.name.rfind("fusion_group_", 0) == 0) f.fired.push_back(p.name);
+  }
+  return f;
+}
+
+int countOp(const ir::Graph& g, const char* op) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes) n += std::string(node.op->name) == op;
+  return n;
+}
+
+// Uniform in [-2, 2), in each input's dtype (float32, float16 or float64).
+std::vector<HostTensor> randomInputs(const ir::Graph& g, uint32_t seed) {
+  std::vector<HostTensor> in;
+  for (int t : g.inputs) {
+    const ir::Tensor& x = g.tensors[t];
+    HostTensor f = randomTensor(x.shape, seed++);
+    if (x.dtype == DType::kFloat32) {
+      in.push_back(f);
+      continue;
+    }
+    HostTensor typed(x.dtype, x.shape);
+    const std::vector<float> v = f.toFloats();
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (x.dtype == DType::kFloat16) typed.as<uint16_t>()[i] = floatToHalf(v[i]);
+      else typed.as<double>()[i] = v[i];
+    }
+    in.push_back(typed);
+  }
+  return in;
+}
+
+// Outputs with the pattern passes on equal the unfused graph's (reference backend, fusion
+// off) within atol + rtol * |want|, on every backend.
+void expectSameOutputs(const ir::Graph& g, double rtol, double atol) {
+  const std::vector<HostTensor> in = randomInputs(g, 7);
+  FusionOptions off;
+  off.opt_level = 0;
+  auto want = runGraph(g, in, "reference", off);
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  for (const std::string& backend : availableBackends()) {
+    auto got = runGraph(g, in, backend, *parseFusionFlags("--fusion_profile=ascend"));
+    ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
+    for (size_t k = 0; k < want->size(); ++k) {
+      EXPECT_EQ(compareTensors((*got)[k], (*want)[k], rtol, atol), "") << backend << " output " << k;
+    }
+  }
+}
+
+Value weights(GraphBuilder& b, const Shape& s, uint32_t seed, float scale = 0.2f) {
+  HostTensor t = randomTensor(s, seed);
+  std::vector<float> v = t.toFloats();
+  for (float& x : v) x *= scale;
+  return b.constant(s, v);
+}
+
+// ---- attention ----------------------------------------------------------------------
+struct AttentionSpec {
+  bool mask = false;
+  Shape mask_shape{1, 1, 1, 16};
+  int64_t softmax_axis = -1;
+  bool scores_also_output = false;
+  bool bsh = true;  // projections reshaped to heads (else 4-D BNSD inputs)
+  DType dtype = DType::kFloat32;
+};
+
+ir::Graph attentionGraph(const AttentionSpec& s) {
+  GraphBuilder b;
+  const int64_t S = 16, H = 2, D = 8;
+  Value q, k, v;
+  if (s.bsh) {
+    auto heads = [&](const char* name) {
+      Value x = b.input(name, s.dtype, {1, S, H * D});
+      return b.op1("Reshape", {x}, ShapeAttrs{{1, S, H, D}});
+    };
+    q = b.op1("Transpose", {heads("q")}, PermAttrs{{0, 2, 1, 3}});
+    k = b.op1("Transpose", {heads("k")}, PermAttrs{{0, 2, 3, 1}});
+    v = b.op1("Transpose", {heads("v")}, PermAttrs{{0, 2, 1, 3}});
+  } else {
+    q = b.input("q", s.dtype, {1, H, S, D});
+    k = b.op1("Transpose", {b.input("k", s.dtype, {1, H, S, D})}, PermAttrs{{0, 1, 3, 2}});
+    v = b.input("v", s.dtype, {1, H, S, D});
+  }
+  Value scores = b.op1("BatchMatMul", {q, k}, MatMulAttrs{});
+  Value scaled = b.mul(scores, 0.35f);
+  if (s.mask) scaled = b.add(scaled, b.input("mask", s.dtype, s.mask_shape));
+  Value p = b.op1("Softmax", {scaled}, AxisAttrs{s.softmax_axis, false});
+  Value o = b.op1("BatchMatMul", {p, v}, MatMulAttrs{});
+  if (s.bsh) {
+    o = b.op1("Reshape", {b.op1("Transpose", {o}, PermAttrs{{0, 2, 1, 3}})}, ShapeAttrs{{1, S, H * D}});
+  }
+  b.output(o, "o");
+  if (s.scores_also_output) b.output(scores, "scores");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(PatternFlashAttention, V2TakesTheUnmaskedBlockWithItsHeadLayout) {
+  const ir::Graph g = attentionGraph({});
+  auto f = fuse(g, "");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1);
+  EXPECT_EQ(f->kernels, 1u);  // reshapes, transposes, both matmuls, scale and softmax: one kernel
+  EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_1_FlashAttentionFusionV2"});
+  EXPECT_EQ(f->graph.nodes[0].attrs.get<AttentionAttrs>().layout, AttentionLayout::kBSH);
+  auto off = fuse(g, "--disable_pass=FlashAttentionFusionV2");
+  ASSERT_TRUE(off.ok());
+  EXPECT_GE(off->kernels, 5u);
+  expectSameOutputs(g, 1e-4, 1e-5);
+}
+
+TEST(PatternFlashAttention, V1TakesTheMaskedBlockInBnsd) {
+  AttentionSpec s;
+  s.mask = true;
+  s.bsh = false;
+  const ir::Graph g = attentionGraph(s);
+  auto f = fuse(g, "");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1);
+  EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_0_FlashAttentionFusionV1"});
+  const auto& a = f->graph.nodes.back().attrs.get<AttentionAttrs>();
+  EXPECT_EQ(a.layout, AttentionLayout::kBNSD);
+  EXPECT_FALSE(a.key_transposed);  // K^T = Transpose(K) absorbed
+  expectSameOutputs(g, 1e-4, 1e-5);
+}
+
+TEST(PatternFlashAttention, NearMissesAreLeftAlone) {
+  AttentionSpec extra_user;
+  extra_user.scores_also_output = true;
+  AttentionSpec wrong_axis;
+  wrong_axis.softmax_axis = 2;
+  AttentionSpec wide_mask;  // broadcasts the scores to a second batch: not a mask of the scores
+  wide_mask.mask = true;
+  wide_mask.mask_shape = {2, 1, 1, 16};
+  wide_mask.bsh = false;
+  AttentionSpec f64;
+  f64.dtype = DType::kFloat64;
+  for (const AttentionSpec& s : {extra_user, wrong_axis, wide_mask, f64}) {
+    const ir::Graph g = attentionGraph(s);
+    auto f = fuse(g, "");
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(countOp(f->graph, "FlashAttention"), 0);
+    EXPECT_TRUE(f->fired.empty());
+  }
+}
+
+TEST(PatternPasses, SwitchedByEveryNameFormAndProfile) {
+  const ir::Graph g = attentionGraph({});
+  for (const char* flags : {"--disable_pass=FlashAttentionFusionV2", "--disable_pass=fusion_group.1",
+                            "--disable_pass=fusion_group.FlashAttentionFusionV2",
+                            "--disable_pass=fusion_group_1_FlashAttentionFusionV2", "--fusion_profile=gpu",
+                            "--fusion_profile=cpu"}) {
+    auto f = fuse(g, flags);
+    ASSERT_TRUE(f.ok()) << flags << ": " << f.status().message();
+    EXPECT_EQ(countOp(f->graph, "FlashAttention"), 0) << flags;
+  }
+  for (const char* flags : {"--fusion_profile=ascend", "--fusion_profile=gpu --enable_pass=FlashAttentionFusionV2",
+                            "--fusion_profile=cpu --enable_pass=fusion_group.1"}) {
+    auto f = fuse(g, flags);
+    ASSERT_TRUE(f.ok()) << flags << ": " << f.status().message();
+    EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1) << flags;
+  }
+  auto bad = parseFusionFlags("--disable_pass=FlashAttentionFusionV9");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("FlashAttentionFusionV"), std::string::npos);
+  EXPECT_EQ(ascendPatternPassNames().size(), 21u);
+}
+
+// ---- residual add + norm --------------------------------------------------------------
+struct NormSpec {
+  const char* norm = "LayerNorm";
+  int64_t axis = -1;
+  bool beta = true;
+  bool broadcast_add = false;
+  bool read_mean = false;
+  bool sum_also_output = false;
+};
+
+ir::Graph addNormGraph(const NormSpec& s) {
+  GraphBuilder b;
+  Value x1 = b.input("x1", DType::kFloat32, {4, 8, 32});
+  Value x2 = b.input("x2", DType::kFloat32, s.broadcast_add ? Shape{32} : Shape{4, 8, 32});
+  Value sum = b.add(x1, x2);
+  const int64_t cols = s.axis == -1 ? 32 : 256;
+  std::vector<Value> in = {sum, weights(b, {cols}, 3, 1.0f)};
+  if (s.beta) in.push_back(weights(b, {cols}, 4));
+  auto outs = b.op(s.norm, in, NormAttrs{s.axis, 1e-5f}, s.read_mean ? 2 : 1);
+  b.output(outs[0], "y");
+  if (s.read_mean) b.output(outs[1], "mean");
+  if (s.sum_also_output) b.output(sum, "sum");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(PatternAddNorm, EachLayerNormFormHasItsPass) {
+  NormSpec v1;
+  v1.sum_also_output = true;  // the sum keeps its reader: AddLayerNorm outputs it
+  NormSpec v3;
+  v3.axis = 1;
+  NormSpec ext;
+  ext.beta = false;
+  NormSpec rms;
+  rms.norm = "RmsNorm";
+  rms.beta = false;
+  const std::pair<NormSpec, const char*> cases[] = {{v1, "fusion_group_2_add_layer_norm_fusion"},
+                                                    {v3, "fusion_group_3_add_layer_norm_v3_fusion"},
+                                                    {ext, "fusion_group_4_add_layer_norm_ext_fusion"},
+                                                    {rms, "fusion_group_11_add_rms_norm_fusion"}};
+  for (const auto& [spec, pass] : cases) {
+    const ir::Graph g = addNormGraph(spec);
+    auto f = fuse(g, "");
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(f->fired, std::vector<std::string>{pass});
+    EXPECT_EQ(f->kernels, 1u) << pass;
+    expectSameOutputs(g, 1e-4, 1e-5);
+  }
+}
+
+TEST(PatternAddNorm, NearMissesAreLeftAlone) {
+  NormSpec broadcast;
+  broadcast.broadcast_add = true;
+  NormSpec stats_read;
+  stats_read.read_mean = true;
+  for (const NormSpec& s : {broadcast, stats_read}) {
+    auto f = fuse(addNormGraph(s), "");
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_TRUE(f->fired.empty());
+    EXPECT_EQ(countOp(f->graph, "AddLayerNorm"), 0);
+  }
+}
+
+TEST(PatternAddNorm, CastRmsNormCastInHalfPrecision) {
+  GraphBuilder b;
+  Value x1 = b.input("x1", DType::kFloat16, {4, 32});
+  Value x2 = b.input("x2", DType::kFloat16, {4, 32});
+  Value wide = b.op1("Cast", {b.add(x1, x2)}, CastAttrs{DType::kFloat32});
+  Value y = b.op("RmsNorm", {wide, weights(b, {32}, 5, 1.0f)}, NormAttrs{-1, 1e-6f}, 1)[0];
+  b.output(b.op1("Cast", {y}, CastAttrs{DType::kFloat16}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto f = fuse(*g, "");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_12_add_cast_rms_norm_cast_fusion"});
+  EXPECT_EQ(f->kernels, 1u);
+  expectSameOutputs(*g, 2e-3, 2e-3);  // float16 output: one half-precision rounding
+}
+
+// ---- SwiGLU, split/concat, shape reshapes ------------------------------------------------
+ir::Graph swigluGraph(int silu_part) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {4, 64});
+  auto halves = b.op("Split", {x}, SplitAttrs{-1, {32, 32}}, 2);
+  Value y = b.mul(b.op1("SiLU", {halves[silu_part]}), halves[1 - silu_part]);
+  b.output(y, "y");
+  return *b.finish();
+}
+
+TEST(PatternSwiGLU, SplitSiluMulBecomesOneKernel) {
+  auto f = fuse(swigluGraph(0), "");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_5_inference_swiglu_fusion"});
+  EXPECT_EQ(countOp(f->graph, "SwiGLU"), 1);
+  EXPECT_EQ(f->kernels, 1u);
+  expectSameOutputs(swigluGraph(0), 1e-5, 1e-6);
+  auto other = fuse(swigluGraph(1), "");  // SiLU on the second half: not Swiglu's order
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->fired.empty());
+}
+
+TEST(PatternSplitConcat, BecomesReshapeTransposeReshape) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {8, 6});
+  auto parts = b.op("Split", {x}, SplitAttrs{0, {4, 4}}, 2);
+  b.output(b.op1("Concat", {parts[0], parts[1]}, AxisAttrs{1, false}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok());
+  auto f = fuse(*g, "--fusion_profile=cpu --enable_pass=split_concat_fusion");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_14_split_concat_fusion"});
+  EXPECT_EQ(countOp(f->graph, "Split") + countOp(f->graph, "Concat"), 0);
+  SessionOptions opts;
+  opts.fusion = *parseFusionFlags("--enable_pass=split_concat_fusion");
+  const std::vector<HostTensor> in = randomInputs(*g, 1);
+  FusionOptions off;
+  off.opt_level = 0;
+  auto want = runGraph(*g, in, "reference", off);
+  auto got = runGraph(*g, in, "cpu", opts.fusion);
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 0, 0), "");
+}
+
+// ---- matmul epilogues ------------------------------------------------------------------
+enum class Epilogue { kBias, kRelu, kGelu, kResidual, kSplit };
+
+ir::Graph matmulGraph(Epilogue e, bool extra_user = false, DType dtype = DType::kFloat32) {
+  GraphBuilder b;
+  Value x = b.input("x", dtype, {2, 8, 16});
+  Value w = weights(b, {16, 24}, 11), bias = weights(b, {24}, 12);
+  if (dtype != DType::kFloat32) {
+    w = b.op1("Cast", {w}, CastAttrs{dtype});
+    bias = b.op1("Cast", {bias}, CastAttrs{dtype});
+  }
+  Value p = b.op1("BatchMatMul", {x, w}, MatMulAttrs{});
+  Value y = b.add(p, bias);
+  if (e == Epilogue::kRelu) y = b.relu(y);
+  if (e == Epilogue::kGelu) y = b.op1("GeLU", {y}, GeluAttrs{GeluApprox::kNone});
+  if (e == Epilogue::kResidual) y = b.add(y, b.input("r", dtype, {2, 8, 24}));
+  if (e == Epilogue::kSplit) {
+    auto parts = b.op("Split", {y}, SplitAttrs{-1, {8, 16}}, 2);
+    b.output(parts[0], "y0");
+    b.output(parts[1], "y1");
+  } else {
+    b.output(y, "y");
+  }
+  if (extra_user) b.output(p, "product");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(PatternMatMul, EachEpilogueBecomesOneKernel) {
+  const std::tuple<Epilogue, const char*, const char*> cases[] = {
+      {Epilogue::kBias, "MatMulBiasAdd", "fusion_group_15_matmul_elem_biasadd_fusion"},
+      {Epilogue::kResidual, "MatMulAdd", "fusion_group_16_matmul_elem_add_fusion"},
+      {Epilogue::kRelu, "MatMulRelu", "fusion_group_17_matmul_elem_relu_fusion"},
+      {Epilogue::kGelu, "MatMulGelu", "fusion_group_18_matmul_elem_gelu_fusion"},
+      {Epilogue::kSplit, "MatMulSplit", "fusion_group_6_inference_matmul_split_fusion"}};
+  for (const auto& [e, op, pass] : cases) {
+    const ir::Graph g = matmulGraph(e);
+    auto f = fuse(g, "");
+    ASSERT_TRUE(f.ok()) << op << ": " << f.status().message();
+    EXPECT_EQ(countOp(f->graph, op), 1) << op;
+    EXPECT_EQ(f->kernels, 1u) << op;
+    EXPECT_NE(std::find(f->fired.begin(), f->fired.end(), pass), f->fired.end()) << op;
+    expectSameOutputs(g, 1e-4, 1e-5);
+  }
+}
+
+TEST(PatternMatMul, NearMissesAreLeftAlone) {
+  auto shared = fuse(matmulGraph(Epilogue::kRelu, true), "");  // the product has a second reader
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  EXPECT_TRUE(shared->fired.empty());
+  auto f64 = fuse(matmulGraph(Epilogue::kRelu, false, DType::kFloat64), "");
+  ASSERT_TRUE(f64.ok()) << f64.status().message();
+  EXPECT_TRUE(f64->fired.empty());
+}
+
+// ---- exporter forms -----------------------------------------------------------------
+TEST(PatternRecognize, DecomposedLayerNormAndErfGeluReachThePatterns) {
+  GraphBuilder b;
+  Value x1 = b.input("x1", DType::kFloat32, {4, 32});
+  Value x2 = b.input("x2", DType::kFloat32, {4, 32});
+  Value x = b.add(x1, x2);
+  Value mean = b.op1("ReduceMean", {x}, AxesAttrs{{-1}, true});
+  Value d = b.sub(x, mean);
+  Value var = b.op1("ReduceMean", {b.pow(d, 2.0f)}, AxesAttrs{{-1}, true});
+  Value n = b.op1("Div", {d, b.op1("Sqrt", {b.add(var, 1e-5f)})});
+  Value ln = b.add(b.mul(n, weights(b, {32}, 21, 1.0f)), weights(b, {32}, 22));
+  Value h = b.add(b.op1("BatchMatMul", {ln, weights(b, {32, 16}, 23)}, MatMulAttrs{}), weights(b, {16}, 24));
+  Value erf = b.op1("Erf", {b.op1("Div", {h, b.scalar(1.4142135f, h)})});
+  b.output(b.mul(b.mul(h, b.add(erf, 1.0f)), 0.5f), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto f = fuse(*g, "");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(countOp(f->graph, "AddLayerNorm"), 1) << graphToText(f->graph);
+  EXPECT_EQ(countOp(f->graph, "MatMulGelu"), 1);
+  EXPECT_EQ(f->kernels, 2u);
+  expectSameOutputs(*g, 1e-4, 1e-5);
+  auto kept = fuse(*g, "--disable_pass=RecognizeExportedPatterns");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(countOp(kept->graph, "AddLayerNorm"), 0);
+}
+
+}  // namespace
+}  // namespace gkrt
