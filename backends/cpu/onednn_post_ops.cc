@@ -33,6 +33,7 @@ bool postOpFor(const ir::Graph& body, const ir::Node& n, int chain, const Source
       return p->alg = alg::eltwise_clip, p->alpha = c.min, p->beta = c.max, true;
     }
     if (op == "LeakyReLU") return p->alg = alg::eltwise_relu, p->alpha = n.attrs.get<AlphaAttrs>().alpha, true;
+    if (op == "SiLU") return p->alg = alg::eltwise_swish, p->alpha = 1.0f, true;
     return false;
   }
   if (n.inputs.size() != 2 || (op != "Add" && op != "Sub" && op != "Mul" && op != "Maximum" && op != "Minimum")) return false;

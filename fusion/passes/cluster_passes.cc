@@ -82,7 +82,7 @@ bool hasConv(const ir::Graph& g, const AreaGraph& areas, int a) {
 bool convEpilogueAllows(const ir::Graph& g, const AreaGraph& areas, int p, int c) {
   if (areas.size(c) != 1) return false;
   const ir::Node& n = g.nodes[areas.members(c)[0]];
-  static const std::set<std::string> kUnary = {"ReLU", "Clip", "HSwish", "HSigmoid", "Sigmoid", "Tanh", "GeLU",
+  static const std::set<std::string> kUnary = {"ReLU", "Clip", "HSwish", "HSigmoid", "Sigmoid", "SiLU", "Tanh", "GeLU",
                                               "LeakyReLU", "Exp", "Abs", "Sqrt", "Square"};
   static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Maximum", "Minimum"};
   const std::string op = n.op->name;

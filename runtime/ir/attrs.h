@@ -29,7 +29,7 @@ enum class AttrKind : uint8_t {
   kSliceAtRun,
   kAttention,
 };
-constexpr int kNumAttrKinds = 39;
+constexpr int kNumAttrKinds = 40;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -305,6 +305,7 @@ struct QuantAttrs { GKRT_ATTR("Quant", kQuant);
 struct SliceAtRunAttrs { GKRT_ATTR("SliceAtRun", kSliceAtRun);
   Ints axes; Ints steps; Ints sizes;
   template <class S, class V> static void fields(S& s, V& v) { v("axes", s.axes); v("steps", s.steps); v("sizes", s.sizes); }
+};
 // FlashAttention: softmax(scale * Q K^T + mask) V. Layout of Q, K, V and the output:
 // BNSD [batch, heads, seq, head_dim]; BSND [batch, seq, heads, head_dim]; BSH
 // [batch, seq, heads * head_dim] with `heads` given (the projections as they leave
