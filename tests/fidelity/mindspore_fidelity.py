@@ -119,20 +119,32 @@ class MindSporeRunner:
             self.proc = None
 
 
+def mindspore_cpu_flags(gkrt, gkm):
+    """gkrt's fusion as MindSpore's CPU pipeline runs it: without the Appendix 3 pattern
+    passes (MindSpore runs them on Ascend only) and gkrt's recogniser of exporter forms
+    that feeds them. gkrt's own cluster rows stay on (their differences are listed)."""
+    passes = json.loads(subprocess.run([gkrt, "dump", gkm, "--json"], check=True, capture_output=True,
+                                       text=True).stdout)["passes"]
+    names = [p["name"].split("_", 3)[3] for p in passes if p["name"].startswith("fusion_group_")]
+    names += [p["name"].split("_", 3)[3] for p in passes if p["name"].endswith("_RecognizeExportedPatterns")]
+    return ["--flags", "--disable_pass=" + ",".join(names)] if names else []
+
+
 def run_gkrt(gkrt, net, inputs, work):
     import onnx
     base = os.path.join(work, net.name)
     onnx.save(net.onnx_model(), base + ".onnx")
     subprocess.run([gkrt, "convert", base + ".onnx", "-o", base + ".gkm"], check=True, capture_output=True)
+    flags = mindspore_cpu_flags(gkrt, base + ".gkm")
     args = []
     for name, _ in net.inputs:
         np.save("%s_%s.npy" % (base, name), inputs[name])
         args += ["--input", "%s=%s_%s.npy" % (name, base, name)]
     out_dir = base + "_out"
-    subprocess.run([gkrt, "run", base + ".gkm", "--backend", "cpu", "--output-dir", out_dir] + args, check=True,
+    subprocess.run([gkrt, "run", base + ".gkm", "--backend", "cpu", "--output-dir", out_dir] + flags + args, check=True,
                    capture_output=True)
     outs = [np.load(os.path.join(out_dir, o + ".npy")) for o in net.outputs]
-    dump = json.loads(subprocess.run([gkrt, "dump", base + ".gkm", "--backend", "cpu", "--json"], check=True,
+    dump = json.loads(subprocess.run([gkrt, "dump", base + ".gkm", "--backend", "cpu", "--json"] + flags, check=True,
                                      capture_output=True, text=True).stdout)
     fused = normalized([k["ops"] for k in dump["kernel_list"] if k["op"] == "Fused"])
     return outs, fused, [p["name"] for p in dump["passes"]]
