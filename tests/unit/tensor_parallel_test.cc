@@ -56,7 +56,7 @@ constexpr bool kFusedKernel = false;
 #endif
 
 void runRanks(int ranks, const char* given_flags) {
-  const std::string flags = std::string(given_flags) + (kFusedKernel ? "" : " --disable_pass=MatMulAllReduce");
+  const std::string flags = std::string(given_flags) + (kFusedKernel ? "" : " --disable_pass=MatMulAllReduce,inference_qbmm_allreduce_add_fusion");
   const Weights w = makeWeights();
   const HostTensor x = randomTensor({kRows, kIn}, 9);
   FusionOptions off;
