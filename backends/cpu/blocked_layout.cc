@@ -1,6 +1,5 @@
 #include "backends/cpu/blocked_layout.h"
 
-#include <cstdlib>
 #include <numeric>
 #include <string>
 
@@ -84,8 +83,6 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<Layout
 int preferredBlock() {
 #ifdef GKRT_HAVE_DNNL
   static const int block = [] {
-    const char* env = std::getenv("GKRT_CPU_LAYOUT");
-    if (env && std::string(env) == "plain") return 0;
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return 16;

@@ -15,7 +15,8 @@
 //   - every other kernel (and graph inputs, outputs, constants) needs plain NCHW.
 // Only tensors whose channel count is a multiple of the block are blocked, so a
 // blocked tensor has exactly its plain size and the memory plan is unchanged.
-// GKRT_CPU_LAYOUT=plain turns blocked layouts off (for comparisons and debugging).
+// BackendOptions::cpu_blocked_layout (or GKRT_CPU_LAYOUT=plain, read by CpuBackend's
+// constructor with the rest of its options) turns blocked layouts off.
 #pragma once
 
 #include <functional>
@@ -42,7 +43,7 @@ enum class LayoutUse {
 LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<LayoutUse(const ir::Node&)>& use);
 
 // The block oneDNN's convolutions prefer on this CPU (16 with AVX-512, 8 with AVX2),
-// or 0 when blocked layouts are off (GKRT_CPU_LAYOUT=plain, no oneDNN, other CPUs).
+// or 0 without oneDNN or on other CPUs.
 int preferredBlock();
 
 // The 5-D view [N, C/block, H, W, block] of an NCHW shape, and the strides (in

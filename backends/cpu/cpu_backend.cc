@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "backends/cpu/conv_epilogue_kernel.h"
@@ -23,7 +24,12 @@
 namespace gkrt {
 
 CpuBackend::CpuBackend(const BackendOptions& options)
-    : options_(options), pool_(std::make_unique<cpu::ThreadPool>(options.num_threads)) {}
+    : options_(options), pool_(std::make_unique<cpu::ThreadPool>(options.num_threads)) {
+  // The one environment override of the cpu backend's options (comparisons, debugging).
+  if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
+    options_.cpu_blocked_layout = false;
+  }
+}
 
 CpuBackend::~CpuBackend() = default;
 

@@ -37,21 +37,7 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
   if (std::string(conv.op->name) != "Conv2D" || conv.inputs.size() < 2) return false;
   p->body = body;
   p->conv = &conv;
-  auto source = [&](int t, Source* s) {
-    if (t < 0) return false;
-    if (node.subgraph) {
-      for (size_t k = 0; k < body->inputs.size(); ++k) if (body->inputs[k] == t) return s->input = int(k), true;
-      if (body->tensors[t].isConstant()) return s->constant = body->tensors[t].constant->data, true;
-      return false;
-    }
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.inputs[k] != t) continue;
-      s->input = int(k);
-      if (g.tensors[t].isConstant()) s->constant = g.tensors[t].constant->data;
-      return true;
-    }
-    return false;
-  };
+  const SourceFn source = operandSource(g, node);
   for (int t : conv.inputs) if (t >= 0 && !isF32(body->tensors[t])) return false;
   const ir::Tensor& xt = body->tensors[conv.inputs[0]];
   const ir::Tensor& w = body->tensors[conv.inputs[1]];

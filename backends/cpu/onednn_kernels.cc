@@ -57,21 +57,7 @@ bool planFor(const ir::Graph& g, const ir::Node& node, MatMulPlan* p) {
   const std::string op = mm.op->name;
   if (op != "MatMul" && op != "BatchMatMul" && op != "Gemm") return false;
   if (node.subgraph && op == "Gemm") return false;
-  auto source = [&](int t, Source* s) {
-    if (t < 0) return false;
-    if (node.subgraph) {
-      for (size_t k = 0; k < body->inputs.size(); ++k) if (body->inputs[k] == t) return s->input = int(k), true;
-      if (body->tensors[t].isConstant()) return s->constant = body->tensors[t].constant->data, true;
-      return false;
-    }
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.inputs[k] != t) continue;
-      s->input = int(k);
-      if (g.tensors[t].isConstant()) s->constant = g.tensors[t].constant->data;  // weights: packed once
-      return true;
-    }
-    return false;
-  };
+  const SourceFn source = operandSource(g, node);
   if (op == "Gemm") {
     const auto& a = mm.attrs.get<GemmAttrs>();
     p->ta = a.transpose_a, p->tb = a.transpose_b, p->alpha = a.alpha;

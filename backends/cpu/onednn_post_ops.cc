@@ -64,6 +64,25 @@ bool postOpFor(const ir::Graph& body, const ir::Node& n, int chain, const Source
 
 }  // namespace
 
+SourceFn operandSource(const ir::Graph& g, const ir::Node& node) {
+  return [&g, &node](int t, Source* s) {
+    if (t < 0) return false;
+    if (node.subgraph) {
+      const ir::Graph& body = *node.subgraph;
+      for (size_t k = 0; k < body.inputs.size(); ++k) if (body.inputs[k] == t) return s->input = int(k), true;
+      if (body.tensors[t].isConstant()) return s->constant = body.tensors[t].constant->data, true;
+      return false;
+    }
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.inputs[k] != t) continue;
+      s->input = int(k);
+      if (g.tensors[t].isConstant()) s->constant = g.tensors[t].constant->data;
+      return true;
+    }
+    return false;
+  };
+}
+
 bool planPostOps(const ir::Graph& body, size_t first, int chain, const Shape& y, const SourceFn& source,
                  std::vector<PostOp>* posts) {
   for (size_t i = first; i < body.nodes.size(); ++i) {

@@ -36,6 +36,11 @@ struct PostOp {
 // Finds tensor t among the kernel's operands (false: neither an input nor a constant).
 using SourceFn = std::function<bool(int t, Source*)>;
 
+// Where `node`'s kernel finds tensor t: a Fused node's body inputs by position and its
+// constants, or a basic node's inputs (constants also by address, so weights can be
+// prepared at compile). `g` and `node` must outlive the result.
+SourceFn operandSource(const ir::Graph& g, const ir::Node& node);
+
 // The post-ops for body nodes [first, end): each takes the previous one's value (the
 // first takes `chain`) once and yields one float32 tensor of shape `y`; the last one's
 // value must be the body's only output. Also x * Sigmoid(x) as one swish. False when
