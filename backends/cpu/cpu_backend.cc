@@ -101,8 +101,8 @@ Status CpuBackend::finishCompile() {
 // in the graph's layout plan; elementwise clusters and ops as one tiled loop, clusters
 // with reductions as passes of such loops over rows, GEMMs on oneDNN or the packed
 // GEMM; convolution, pooling, softmax, layernorm and transpose on their own kernels;
-// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; Resize and Split on
-// their own kernels; every other node
+// LSTM, GRU and RNN on oneDNN's RNN primitives or their own kernel; Resize, Split and
+// Concat (inputs and output in one layout) on their own kernels; every other node
 // runs its reference kernel. A node whose tensors the layout plan made blocked only
 // ever gets a kernel that takes that layout (layoutUse).
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
@@ -121,6 +121,9 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
       if (seq.ok()) return seq;
     }
     if (touches_blocked || !node.subgraph) return cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/true);
+  }
+  if (cpu::concatCopiesIn(g, node, layout.blocked, layout.block)) {  // one layout: plain copies
+    return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
   }
   if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
     auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);

@@ -15,14 +15,25 @@ void gatherTile(const Operand& o, const float* base, int64_t s, int64_t n, float
   const size_t r = o.dims.size();
   // A per-channel operand of a channel-blocked tensor ([N, C/B, H, W, B] with H and W
   // broadcast): the same B values repeat along each (n, channel block) plane.
-  if (r == 5 && o.strides[2] == 0 && o.strides[3] == 0 && (o.dims[4] & (o.dims[4] - 1)) == 0) {
+  if (r == 5 && o.strides[2] == 0 && o.strides[3] == 0 && (o.dims[4] & (o.dims[4] - 1)) == 0 && o.dims[4] <= 64) {
     const int64_t B = o.dims[4], mask = B - 1, plane = o.dims[2] * o.dims[3] * B, sb = o.strides[4];
+    float pattern[2 * 64];  // the block's B values twice: any rotation is B contiguous values
     for (int64_t i = 0; i < n;) {
       const int64_t e = s + i, p = e / plane, within = e % plane;
       const float* blk = base + (p / o.dims[1]) * o.strides[0] + (p % o.dims[1]) * o.strides[1];
       const int64_t run = std::min(n - i, plane - within);
+      for (int64_t k = 0; k < B; ++k) pattern[k] = pattern[k + B] = blk[k * sb];
+      const float* rotated = pattern + (within & mask);
       float* out = buf + i;
-      for (int64_t j = 0; j < run; ++j) out[j] = blk[((within + j) & mask) * sb];
+      int64_t j = 0;
+      if (B == 8) {
+        for (; j + 8 <= run; j += 8) std::memcpy(out + j, rotated, 8 * sizeof(float));
+      } else if (B == 16) {
+        for (; j + 16 <= run; j += 16) std::memcpy(out + j, rotated, 16 * sizeof(float));
+      } else {
+        for (; j + B <= run; j += B) std::memcpy(out + j, rotated, B * sizeof(float));
+      }
+      std::memcpy(out + j, rotated, (run - j) * sizeof(float));
       i += run;
     }
     return;

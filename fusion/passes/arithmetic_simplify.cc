@@ -111,7 +111,7 @@ bool hardSwish(ir::Graph& g, size_t i) {
 }
 
 bool simplifyNode(ir::Graph& g, size_t i) {
-  if (hardSwish(g, i)) return true;
+  if (hardSwish(g, i) || foldAffineChain(g, i)) return true;
   ir::Node& n = g.nodes[i];
   if (n.outputs.size() != 1) return false;
   const auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : -1; };

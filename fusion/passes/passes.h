@@ -11,6 +11,9 @@ PassResult eliminateDeadNodes(FusionContext& ctx);      // nodes nothing reads
 PassResult foldConstants(FusionContext& ctx);           // nodes of constants -> constants
 PassResult eliminateCommonSubexpressions(FusionContext& ctx);
 PassResult simplifyArithmetic(FusionContext& ctx);      // x*1, x+0, --x, pow(x,2), casts
+// Node i ends a chain of Mul/Add/Sub by constants: rewritten as one Mul and one Add
+// (affine_chain.cc). A rule of simplifyArithmetic.
+bool foldAffineChain(ir::Graph& g, size_t i);
 PassResult optimizeTransforms(FusionContext& ctx);      // reshape/transpose pairs
 PassResult expandOps(FusionContext& ctx);               // Appendix 1 column -> basic ops
 PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> Fused nodes

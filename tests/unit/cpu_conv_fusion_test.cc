@@ -5,12 +5,14 @@
 // layouts on and off, 1 and 2 threads.
 #include "backends/cpu/blocked_layout.h"
 #include "fusion/fusion_tables.h"
+#include "fusion/pass_manager.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {
 namespace {
 
+using testing::optLevel;
 using testing::randomTensor;
 
 Value weight(GraphBuilder& b, const Shape& s, uint32_t seed, float scale = 0.2f) {
@@ -218,6 +220,68 @@ TEST(ConvFusion, ExportedHardSwishJoinsItsConvolution) {
     const std::vector<HostTensor> in{randomTensor({1, 8, 9, 9}, 53)};
     EXPECT_EQ(runOn(*g, in, "cpu", 2, true, 1).kernels, 1u);
     expectMatchesReference(*g, in);
+  }
+}
+
+// Ops named `op` in g and in its fused nodes' bodies.
+int countOps(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes) {
+    n += op == node.op->name;
+    if (node.subgraph) n += countOps(*node.subgraph, op);
+  }
+  return n;
+}
+
+// A DenseNet block as Caffe exports it: BatchNormalization then Scale (two per-channel
+// Mul+Add pairs) and ReLU before each convolution, each layer's features concatenated to
+// the block's. The affine pairs fold into one Mul and one Add (fusion/passes/
+// affine_chain.cc); the concats are block copies in the blocked layout.
+TEST(ConvFusion, DenseBlockFoldsAffineChainsAndCopiesConcats) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 8, 10, 10});
+  Value feats = conv(b, x, 8, 16, 3, 61);
+  uint32_t seed = 63;
+  for (int64_t c = 16; c <= 24; c += 8) {
+    Value y = b.mul(feats, weight(b, {1, c, 1, 1}, seed++, 1.0f));
+    y = b.add(y, weight(b, {c, 1, 1}, seed++));
+    y = b.mul(y, weight(b, {c, 1, 1}, seed++, 1.0f));
+    y = b.sub(y, weight(b, {1, c, 1, 1}, seed++));
+    feats = b.op1("Concat", {feats, conv(b, b.relu(y), c, 8, 3, seed++)}, AxisAttrs{1, false});
+  }
+  b.output(conv(b, feats, 32, 8, 1, seed), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  ir::Graph fused = *g;
+  auto report = runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; });
+  ASSERT_TRUE(report.ok()) << report.status().toString();
+  EXPECT_EQ(countOps(fused, "Mul"), 2);  // one per layer
+  EXPECT_EQ(countOps(fused, "Add"), 2);
+  EXPECT_EQ(countOps(fused, "Sub"), 0);
+  ir::Graph unfolded = *g;
+  ASSERT_TRUE(runFusionPipeline(unfolded, optLevel(1), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+  EXPECT_EQ(countOps(unfolded, "Mul"), 4);  // level 1 runs no ArithmeticSimplify
+  const std::vector<HostTensor> in{randomTensor({1, 8, 10, 10}, 71)};
+  const SessionRun blocked = runOn(*g, in, "cpu", 2, true, 2);
+  EXPECT_NE(blocked.details.find("block copies"), std::string::npos) << blocked.details;
+  expectMatchesReference(*g, in);
+}
+
+// Concat of plain tensors on every axis, any dtype: block copies equal to the reference.
+TEST(ConvFusion, ConcatCopiesOnEveryAxis) {
+  for (int64_t axis : {0, 1, 2, -1}) {
+    GraphBuilder b;
+    Shape s1{3, 4, 5}, s2{3, 4, 5};
+    const size_t d = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
+    s2[d] = 2;
+    Value x = b.input("x", DType::kFloat32, s1), y = b.input("y", DType::kFloat32, s2);
+    b.output(b.op1("Concat", {b.relu(x), y, x}, AxisAttrs{axis, false}), "z");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> in{randomTensor(s1, 81), randomTensor(s2, 82)};
+    const SessionRun want = runOn(*g, in, "reference", 0, false, 1), got = runOn(*g, in, "cpu", 0, true, 2);
+    EXPECT_NE(got.details.find("block copies"), std::string::npos) << got.details;
+    EXPECT_EQ(testing::compareTensors(got.outputs[0], want.outputs[0], 0, 0), "") << "axis " << axis;
   }
 }
 
