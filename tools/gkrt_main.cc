@@ -3,9 +3,11 @@
 #include <map>
 
 #include "runtime/log.h"
+#include "tools/openmp_wait.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  gkrt::tools::boundOpenMpSpinning(argv);
   CLI::App app{"gkrt: an embedded inference runtime built around graph kernel fusion"};
   app.require_subcommand(1);
   bool verbose = false;
