@@ -5,12 +5,15 @@ namespace gkrt::opencl {
 const char* libraryKernelSource() {
   return R"CLC(
 #define TS 16
-// C[b] = alpha * op(A[b]) op(B[b]) (+ beta * bias): element (m, k) of op(A) at
-// A[a_off + m * sam + k * sak]; per-batch offsets of A and B in `offs`.
+// C[b] = act(alpha * op(A[b]) op(B[b]) (+ beta * bias) (+ residual)): element (m, k) of
+// op(A) at A[a_off + m * sam + k * sak]; per-batch offsets of A and B in `offs`; the
+// residual has C's layout; act 0 none, 1 ReLU, 2 GeLU (erf), 3 GeLU (tanh). Each step
+// rounds to float as the unfused ops store it (the matmul pattern ops' epilogues).
 __kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
 void gk_matmul(__global float* C, __global const float* A, __global const float* B, __global const int* offs,
                int M, int N, int K, int sam, int sak, int sbk, int sbn,
-               float alpha, __global const float* bias, int has_bias, float beta, int sbm2, int sbn2) {
+               float alpha, __global const float* bias, int has_bias, float beta, int sbm2, int sbn2,
+               __global const float* residual, int has_residual, int act) {
   const int n = get_global_id(0), m = get_global_id(1), b = get_global_id(2);
   const int ln = get_local_id(0), lm = get_local_id(1);
   __local float As[TS][TS + 1];
@@ -27,9 +30,14 @@ void gk_matmul(__global float* C, __global const float* A, __global const float*
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (m < M && n < N) {
+    const long at = (long)b * M * N + (long)m * N + n;
     float v = alpha * acc;
     if (has_bias) v += beta * bias[m * sbm2 + n * sbn2];
-    C[(long)b * M * N + (long)m * N + n] = v;
+    if (has_residual) v += residual[at];
+    if (act == 1) v = v > 0.0f ? v : 0.0f;
+    if (act == 2) v = 0.5f * v * (1.0f + erf(v * 0.70710678f));
+    if (act == 3) v = 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    C[at] = v;
   }
 }
 
@@ -147,6 +155,91 @@ void gk_layernorm(__global float* Y, __global float* mean_out, __global float* v
     }
     if (lid == 0 && (flags & 4)) mean_out[r] = mean;
     if (lid == 0 && (flags & 8)) var_out[r] = var;
+  }
+}
+
+// AddLayerNorm / AddRmsNorm (flags & 16): S = X1 + X2 stored, Y = norm(S) over rows of
+// `cols` (gamma: flags & 1, beta: flags & 2); one work-group (64 work-items) per row. Each
+// work-item reads back only the sums it wrote.
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void gk_add_norm(__global float* Y, __global float* S, __global const float* X1, __global const float* X2,
+                 __global const float* gamma, __global const float* beta, int flags, int rows, int cols, float eps) {
+  __local float red[64];
+  const int lid = get_local_id(0);
+  for (int r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    const long base = (long)r * cols;
+    float acc = 0.0f;
+    for (int k = lid; k < cols; k += 64) {
+      const float v = X1[base + k] + X2[base + k];
+      S[base + k] = v;
+      acc += v;
+    }
+    red[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = 32; h > 0; h >>= 1) {
+      if (lid < h) red[lid] += red[lid + h];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float mean = (flags & 16) ? 0.0f : red[0] / (float)cols;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    acc = 0.0f;
+    for (int k = lid; k < cols; k += 64) acc += (S[base + k] - mean) * (S[base + k] - mean);
+    red[lid] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = 32; h > 0; h >>= 1) {
+      if (lid < h) red[lid] += red[lid + h];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float rstd = 1.0f / sqrt(red[0] / (float)cols + eps);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = lid; k < cols; k += 64) {
+      float v = (S[base + k] - mean) * rstd;
+      if (flags & 1) v *= gamma[k];
+      if (flags & 2) v += beta[k];
+      Y[base + k] = v;
+    }
+  }
+}
+
+// SwiGLU: X seen as [outer, 2, part] (part = the halved axis times what follows it):
+// Y[o, e] = silu(X[o, 0, e]) * X[o, 1, e].
+__kernel void gk_swiglu(__global float* Y, __global const float* X, long total, long part) {
+  for (long i = get_global_id(0); i < total; i += get_global_size(0)) {
+    const long o = i / part, e = i % part;
+    const float a = X[o * 2 * part + e], b = X[o * 2 * part + part + e];
+    Y[i] = a / (1.0f + exp(-a)) * b;
+  }
+}
+
+// FlashAttention: one work-item per (batch, head, query row); the scores of that row are
+// never stored: a running max, sum and output row (online softmax) over the keys. q, k,
+// v, o strides in elements (b, h, s, d) as 4 ints each; mask strides (b, h, i, j).
+#define GK_ATTN_MAX_D 256
+__kernel void gk_flash_attention(__global float* O, __global const float* Q, __global const float* Kt,
+                                 __global const float* V, __global const float* mask, int has_mask,
+                                 __global const int* st, int B, int H, int S, int SK, int D, int DV, float scale) {
+  const long rows = (long)B * H * S;
+  for (long r = get_global_id(0); r < rows; r += get_global_size(0)) {
+    const int i = r % S, h = (r / S) % H, b = r / ((long)S * H);
+    __global const float* q = Q + (long)b * st[0] + (long)h * st[1] + (long)i * st[2];
+    float acc[GK_ATTN_MAX_D];
+    for (int d = 0; d < DV; ++d) acc[d] = 0.0f;
+    float mx = -as_float(0x7f800000), sum = 0.0f;
+    for (int j = 0; j < SK; ++j) {
+      __global const float* k = Kt + (long)b * st[4] + (long)h * st[5] + (long)j * st[6];
+      float dot = 0.0f;
+      for (int d = 0; d < D; ++d) dot += q[(long)d * st[3]] * k[(long)d * st[7]];
+      float s = dot * scale;
+      if (has_mask) s += mask[(long)b * st[16] + (long)h * st[17] + (long)i * st[18] + (long)j * st[19]];
+      const float m2 = fmax(mx, s);
+      const float corr = exp(mx - m2), p = exp(s - m2);
+      sum = sum * corr + p;
+      __global const float* v = V + (long)b * st[8] + (long)h * st[9] + (long)j * st[10];
+      for (int d = 0; d < DV; ++d) acc[d] = acc[d] * corr + p * v[(long)d * st[11]];
+      mx = m2;
+    }
+    __global float* o = O + (long)b * st[12] + (long)h * st[13] + (long)i * st[14];
+    for (int d = 0; d < DV; ++d) o[(long)d * st[15]] = acc[d] / sum;
   }
 }
 )CLC";

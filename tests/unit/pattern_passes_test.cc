@@ -408,5 +408,49 @@ TEST(PatternRecognize, DecomposedLayerNormAndErfGeluReachThePatterns) {
   EXPECT_EQ(countOp(kept->graph, "AddLayerNorm"), 0);
 }
 
+// The opencl backend runs AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention (V1 masked and
+// V2) and the matmul epilogues with its own kernels (backends/opencl/library_kernels.cc),
+// not on the host fallback; MatMulSplit still falls back. Outputs are checked against
+// the unfused reference by expectSameOutputs in the tests above (every backend).
+TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
+  if (std::find(availableBackends().begin(), availableBackends().end(), "opencl") == availableBackends().end()) {
+    GTEST_SKIP() << "no OpenCL platform";
+  }
+  NormSpec rms;
+  rms.norm = "RmsNorm";
+  rms.beta = false;
+  AttentionSpec masked;
+  masked.mask = true;
+  masked.bsh = false;
+  const std::vector<std::pair<ir::Graph, std::vector<const char*>>> cases = {
+      {addNormGraph(NormSpec{}), {"AddLayerNorm"}},
+      {addNormGraph(rms), {"AddRmsNorm"}},
+      {swigluGraph(0), {"SwiGLU"}},
+      {attentionGraph(AttentionSpec{}), {"FlashAttention"}},
+      {attentionGraph(masked), {"FlashAttention"}},
+      {matmulGraph(Epilogue::kBias), {"MatMulBiasAdd"}},
+      {matmulGraph(Epilogue::kResidual), {"MatMulAdd"}},
+      {matmulGraph(Epilogue::kRelu), {"MatMulRelu"}},
+      {matmulGraph(Epilogue::kGelu), {"MatMulGelu"}},
+  };
+  for (const auto& [g, ops] : cases) {
+    SessionOptions opts;
+    opts.backend = "opencl";
+    opts.fusion = *parseFusionFlags("--fusion_profile=ascend");
+    auto session = Session::create(g, opts);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    const ir::Graph& compiled = (*session)->compiledGraph();
+    const auto infos = (*session)->kernelInfos();
+    for (const char* op : ops) {
+      EXPECT_EQ(countOp(compiled, op), 1) << op;
+      bool on_device = false;
+      for (size_t k = 0; k < compiled.nodes.size() && k < infos.size(); ++k) {
+        if (std::string(compiled.nodes[k].op->name) == op) on_device = infos[k].backend == "opencl";
+      }
+      EXPECT_TRUE(on_device) << op << " did not run on opencl";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gkrt
