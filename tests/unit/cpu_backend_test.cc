@@ -214,7 +214,12 @@ TEST(CpuBackend, ConvolutionsMatchReference) {
            {{2, 6, 10, 9}, {12, 1, 3, 3}, {2, 2}, {1, 0, 1, 2}, {1, 2}, 6, true, true},
            {{1, 5, 8, 12}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 5, false, true},
            {{1, 2, 3, 2}, {3, 2, 2, 2}, {1, 2}, {0, 1, 2, 1}, {1, 3}, 1, true, true},
-           {{1, 16, 33, 5}, {20, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true, false}}) {
+           {{1, 16, 33, 5}, {20, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true, false},
+           // the own depthwise rows (weights as an input keep oneDNN out): 3x3 and 5x5,
+           // stride 1 and 2, a channel multiplier, dilation
+           {{1, 6, 11, 13}, {6, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6, false, true},
+           {{1, 4, 12, 9}, {8, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 4, false, false},
+           {{2, 3, 15, 14}, {3, 1, 5, 5}, {2, 2}, {4, 4, 4, 3}, {2, 2}, 3, false, true}}) {
     GraphBuilder b;
     Value x = b.input("x", DType::kFloat32, c.x);
     const HostTensor wt = randomTensor(c.w, 21), bias = randomTensor({c.w[0]}, 22);
