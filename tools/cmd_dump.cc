@@ -12,6 +12,7 @@
 #include "runtime/ir/op_def.h"
 #include "runtime/model_io.h"
 #include "runtime/session.h"
+#include "fusion/fusion_tables.h"
 #include "tools/commands.h"
 #include "tools/graph_dot.h"
 #include "tools/parse_args.h"
@@ -93,6 +94,13 @@ Status dump(const DumpArgs& a) {
       j["pattern_passes_fired"].push_back(p.name.substr(p.name.find('_', prefix.size()) + 1));
     }
     j["dump_files"] = r.dump_files;
+    // gkrt's own cluster rows in this profile's column (README: gkrt's own fusion rows),
+    // which --disable_cluster_ops takes out one by one.
+    j["own_cluster_ops"] = nlohmann::json::array();
+    for (const FusionTableEntry& e : ownClusterRows()) {
+      const bool in_column = r.column == FusionColumn::kCpu ? e.cpu : r.column == FusionColumn::kGpu ? e.gpu : e.ascend;
+      if (in_column) j["own_cluster_ops"].push_back(e.op);
+    }
     // Every kernel to launch in order; a fused one lists its basic ops (the partition
     // tests/fidelity compares with MindSpore's fused kernels).
     j["kernel_list"] = nlohmann::json::array();

@@ -149,9 +149,14 @@ bool splitRuleAllows(const FusionContext& ctx, const AreaGraph& areas, int p, in
   const ir::Graph& g = ctx.graph;
   const AreaInfo pi = describe(g, areas, p), ci = describe(g, areas, c);
   if (areas.size(p) + areas.size(c) > ctx.options.composite_op_limit_size) return false;
-  if ((pi.has_reshape || ci.has_reshape) && (pi.has_broadcast || ci.has_broadcast || pi.reduces || ci.reduces ||
-                                             pi.has_gemm || ci.has_gemm)) {
-    return false;  // a reshape only keeps its meaning inside a flat elementwise kernel
+  // A reshape only keeps its meaning inside a flat elementwise kernel, or in the flat
+  // prologue of a reduction (MindSpore's reduce_fwd takes it there too): producers of
+  // the reduce's input, elementwise without broadcasts, read in the reduce input's order.
+  const bool reshape_prologue = pi.has_reshape && !ci.has_reshape && pi.reduces == 0 && ci.reduces > 0 &&
+                                !pi.has_broadcast && !pi.has_gemm && !ci.has_gemm;
+  if ((pi.has_reshape || ci.has_reshape) && !reshape_prologue &&
+      (pi.has_broadcast || ci.has_broadcast || pi.reduces || ci.reduces || pi.has_gemm || ci.has_gemm)) {
+    return false;
   }
   if (pi.pattern == OpClass::kOpaque && hasConv(g, areas, p)) return convEpilogueAllows(g, areas, p, c);
   if (pi.pattern == OpClass::kOpaque) {  // GEMM epilogue: elementwise consumers only

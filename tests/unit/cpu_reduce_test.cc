@@ -134,3 +134,34 @@ TEST(CpuReduce, RowAndFullOutputsNanAndSplitAxes) {
 
 }  // namespace
 }  // namespace gkrt
+
+namespace gkrt {
+namespace {
+
+// A flat Reshape before a reduction's elementwise prologue joins its kernel (MindSpore's
+// reduce_fwd takes it; tests/fidelity found the difference): one cluster, taken by the
+// reduce executor, equal to the reference. A Reshape after a reduction stays out.
+TEST(CpuReduce, ReshapePrologueJoinsTheReduction) {
+  GraphBuilder b;
+  Value y = b.input("y", DType::kFloat32, {6, 1});
+  Value r = b.op1("Reshape", {y}, ShapeAttrs{{1, 6}});
+  Value e = b.add(b.mul(b.op1("Neg", {r}), 0.5f), b.constant({1, 6}, randomTensor({1, 6}, 3).toFloats()));
+  Value m = b.op1("ReduceMax", {e}, AxesAttrs{{1}, false});
+  b.output(b.op1("Reshape", {m}, ShapeAttrs{{1, 1}}), "m");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  EXPECT_EQ(reduceNodes(*g, "--opt_level=2"), std::make_pair(1, 1));
+  ir::Graph fused = ir::cloneGraph(*g);
+  ASSERT_TRUE(ir::inferShapes(fused).ok());
+  ASSERT_TRUE(runFusionPipeline(fused, *parseFusionFlags("--opt_level=2"), FusionColumn::kCpu, nullptr).ok());
+  int reshapes_with_reduce = 0;
+  for (const ir::Node& n : fused.nodes) {
+    if (!n.subgraph || !holdsReduction(n)) continue;
+    for (const ir::Node& m2 : n.subgraph->nodes) reshapes_with_reduce += std::string(m2.op->name) == "Reshape";
+  }
+  EXPECT_EQ(reshapes_with_reduce, 1);
+  expectCpuMatchesReference(*g, {randomTensor({6, 1}, 5)}, 1e-6);
+}
+
+}  // namespace
+}  // namespace gkrt
