@@ -110,8 +110,25 @@ bool hardSwish(ir::Graph& g, size_t i) {
   return false;
 }
 
+// A reduction over axes of extent 1 only moves no value: a Reshape (MindSpore's rules
+// 76-78), which then joins an elementwise kernel as MindSpore's does.
+bool trivialReduce(ir::Graph& g, size_t i) {
+  ir::Node& n = g.nodes[i];
+  const std::string op = n.op->name;
+  if (op.rfind("Reduce", 0) != 0 || n.inputs.empty() || n.outputs.size() != 1 || n.op->attr_kind != AttrKind::kAxes) {
+    return false;
+  }
+  if (op != "ReduceSum" && op != "ReduceMean" && op != "ReduceMax" && op != "ReduceMin" && op != "ReduceProd") return false;
+  const ir::Tensor &x = g.tensors[n.inputs[0]], &y = g.tensors[n.outputs[0]];
+  if (!isStatic(x.shape) || !isStatic(y.shape) || x.dtype != y.dtype || numElements(x.shape) != numElements(y.shape) ||
+      numElements(x.shape) == 0) {
+    return false;  // an empty axis list over several elements, or a real reduction
+  }
+  return rewrite(n, "Reshape", {n.inputs[0]}, ShapeAttrs{y.shape});
+}
+
 bool simplifyNode(ir::Graph& g, size_t i) {
-  if (hardSwish(g, i) || foldAffineChain(g, i)) return true;
+  if (hardSwish(g, i) || foldAffineChain(g, i) || trivialReduce(g, i)) return true;
   ir::Node& n = g.nodes[i];
   if (n.outputs.size() != 1) return false;
   const auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : -1; };

@@ -244,6 +244,15 @@ PassResult splitClusters(FusionContext& ctx) {
   mergeAlongEdges(g, areas, [&](int p, int c) {
     return same_label(p, c) && hasConv(g, areas, p) && convEpilogueAllows(g, areas, p, c);
   });
+  // MindSpore's split model applies its patterns in order (FUSION_NOTES §5): elementwise
+  // and broadcast areas grow first (elemwise_broadcast_fwd), then a reduction absorbs
+  // its producers (reduce_fwd) and the rest follows. So an elementwise reader of a
+  // reduction's producer joins that producer before the reduction takes it, and the
+  // three end in one kernel (tests/fidelity found the order mattered).
+  mergeAlongEdges(g, areas, [&](int p, int c) {
+    return same_label(p, c) && describe(g, areas, p).pattern <= OpClass::kBroadcast &&
+           describe(g, areas, c).pattern <= OpClass::kBroadcast && splitRuleAllows(ctx, areas, p, c);
+  });
   mergeAlongEdges(g, areas, [&](int p, int c) { return same_label(p, c) && splitRuleAllows(ctx, areas, p, c); });
   RETURN_IF_ERROR(outlineGroups(g, areas.groups(2), "fused_"));
   return true;

@@ -98,8 +98,11 @@ def random_net(seed):
                 ys = tuple(1 if rng.random() < 0.4 else d for d in s)
                 y = n.const(weight(rng, ys, 1.0)) if r < 0.7 else pool[0] if n.shapes[pool[0]] == s else \
                     n.const(weight(rng, s, 1.0))
-            if op == "RealDiv":
-                y = n.op("Add", n.op("Abs", y), 0.5) if isinstance(y, str) else y
+            if op == "RealDiv" and isinstance(y, str):  # a divisor away from 0
+                if y in n.consts:  # a constant made so (MindSpore keeps |c| + 0.5 as ops on a Parameter)
+                    n.consts[y] = (np.abs(n.consts[y]) + np.float32(0.5)).astype(np.float32)
+                else:
+                    y = n.op("Add", n.op("Abs", y), 0.5)
             pool.append(n.op(op, x, y))
         elif kind < 0.8 and len(s) > 0:
             op = str(rng.choice(["ReduceSum", "ReduceMax", "ReduceMean"]))
