@@ -4,6 +4,7 @@
 // --svg/--dot draw the graph before and after fusion side by side (tools/graph_dot.h).
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -103,10 +104,36 @@ Status dump(const DumpArgs& a) {
     }
     // Every kernel to launch in order; a fused one lists its basic ops (the partition
     // tests/fidelity compares with MindSpore's fused kernels).
+    // `output_copies`: its same-shape Reshapes that copy a graph input or graph output
+    // into another graph output (each output has its own buffer; MindSpore returns the
+    // one tensor twice), which the comparison leaves out.
+    const ir::Graph& compiled = session->compiledGraph();
+    auto graph_boundary = [&](int t) {
+      return std::find(compiled.inputs.begin(), compiled.inputs.end(), t) != compiled.inputs.end() ||
+             std::find(compiled.outputs.begin(), compiled.outputs.end(), t) != compiled.outputs.end();
+    };
     j["kernel_list"] = nlohmann::json::array();
-    for (const ir::Node& n : session->compiledGraph().nodes) {
+    for (const ir::Node& n : compiled.nodes) {
       nlohmann::json k = {{"name", n.name}, {"op", n.op->name}, {"ops", nlohmann::json::array()}};
-      if (n.subgraph) for (const ir::Node& inner : n.subgraph->nodes) k["ops"].push_back(inner.op->name);
+      int copies = 0;
+      if (n.subgraph) {
+        const ir::Graph& body = *n.subgraph;
+        auto outer = [&](int t, const std::vector<int>& body_side, const std::vector<int>& node_side) {
+          for (size_t q = 0; q < body_side.size() && q < node_side.size(); ++q) if (body_side[q] == t) return node_side[q];
+          return -1;
+        };
+        for (const ir::Node& inner : body.nodes) {
+          k["ops"].push_back(inner.op->name);
+          if (std::string(inner.op->name) != "Reshape" || inner.inputs.empty() || inner.outputs.size() != 1) continue;
+          const int in = inner.inputs[0], out = inner.outputs[0];
+          if (body.tensors[in].shape != body.tensors[out].shape) continue;
+          int src = outer(in, body.inputs, n.inputs);
+          if (src < 0) src = outer(in, body.outputs, n.outputs);
+          const int dst = outer(out, body.outputs, n.outputs);
+          if (src >= 0 && dst >= 0 && graph_boundary(src) && graph_boundary(dst)) ++copies;
+        }
+      }
+      k["output_copies"] = copies;
       j["kernel_list"].push_back(k);
     }
     std::cout << j.dump(2) << "\n";
