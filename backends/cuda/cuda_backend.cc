@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/codegen/cluster_renderer.h"
@@ -37,10 +38,13 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt
   std::string dir = options.program_cache_dir ? *options.program_cache_dir : defaultProgramCacheDir("cuda");
   GKRT_LOG_INFO("cuda: ", dev->name, " (sm_", dev->cc_major, dev->cc_minor, ", ", dev->sm_count, " SMs), driver ",
                 dev->cu->version, ", NVRTC ", cuda::nvrtcVersion());
-  return std::unique_ptr<Backend>(new CudaBackend(std::move(stream), std::move(dir)));
+  const char* graphs = std::getenv("GKRT_CUDA_GRAPHS");
+  const bool use_graphs = !(graphs && std::string(graphs) == "0");
+  return std::unique_ptr<Backend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
 }
 
 CudaBackend::~CudaBackend() {
+  if (graph_) stream_->dev->cu->graphExecDestroy(graph_);
   for (auto& e : timed_) {
     if (e.first) stream_->dev->cu->eventDestroy(e.first);
     if (e.second) stream_->dev->cu->eventDestroy(e.second);
@@ -186,6 +190,31 @@ Status CudaBackend::copyToHost(void* dst, const void* src, size_t bytes) {
 
 Status CudaBackend::synchronize() {
   return cuda::check(*stream_->dev->cu, stream_->dev->cu->streamSynchronize(stream_->stream), "waiting for the device");
+}
+
+Status CudaBackend::runLaunches(const std::function<Status()>& launch_all, bool replayable) {
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  if (stream_->timed) return launch_all();  // kernel by kernel when timing
+  if (graph_) return cuda::check(cu, cu.graphLaunch(graph_, stream_->stream), "replaying the session's CUDA graph");
+  if (!replayable || !graphs_ || uncaptured_runs_++ == 0) return launch_all();  // the first run warms up
+  RETURN_IF_ERROR(cuda::check(cu, cu.streamBeginCapture(stream_->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                              "starting a CUDA graph capture"));
+  const Status launched = launch_all();
+  CUgraph graph = nullptr;
+  CUresult r = cu.streamEndCapture(stream_->stream, &graph);
+  if (r == CUDA_SUCCESS && launched.ok()) r = cu.graphInstantiate(&graph_, graph, 0);
+  if (graph) cu.graphDestroy(graph);
+  RETURN_IF_ERROR(launched);
+  if (r != CUDA_SUCCESS) {
+    GKRT_LOG_WARNING("cuda: capturing the session into a CUDA graph failed (", cuda::errorName(cu, r),
+                     "); it runs kernel by kernel");
+    graphs_ = false;
+    graph_ = nullptr;
+    return launch_all();
+  }
+  GKRT_LOG_INFO("cuda: the session's launches are captured in a CUDA graph; later runs replay it");
+  return cuda::check(cu, cu.graphLaunch(graph_, stream_->stream), "replaying the session's CUDA graph");
 }
 
 bool CudaBackend::startKernelTimer() {

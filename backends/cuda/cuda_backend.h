@@ -33,11 +33,18 @@ class CudaBackend : public Backend {
   Status finishCompile() override;
 
   bool isHost() const override { return false; }
+  bool addressableMemory() const override { return true; }  // one planned device arena per session
   StatusOr<void*> allocate(size_t bytes) override;
   void deallocate(void* ptr) override;
   Status copyToDevice(void* dst, const void* src, size_t bytes) override;
   Status copyToHost(void* dst, const void* src, size_t bytes) override;
   Status synchronize() override;
+  // The first run launches kernel by kernel; the second is captured into a CUDA graph,
+  // which that and every later run replays with one cuGraphLaunch. GKRT_CUDA_GRAPHS=0
+  // keeps every run uncaptured.
+  Status runLaunches(const std::function<Status()>& launch_all, bool replayable) override;
+  // Whether runs are replayed from a captured CUDA graph now.
+  bool replaying() const { return graph_ != nullptr; }
   bool startKernelTimer() override;
   StatusOr<double> stopKernelTimer() override;
 
@@ -46,8 +53,8 @@ class CudaBackend : public Backend {
   const cuda::CudaDevice& device() const { return *stream_->dev; }
 
  private:
-  CudaBackend(std::shared_ptr<cuda::CudaStream> stream, std::string cache_dir)
-      : stream_(std::move(stream)), cache_(std::move(cache_dir), "cuda", ".cubin") {}
+  CudaBackend(std::shared_ptr<cuda::CudaStream> stream, std::string cache_dir, bool graphs)
+      : stream_(std::move(stream)), cache_(std::move(cache_dir), "cuda", ".cubin"), graphs_(graphs) {}
   StatusOr<std::vector<unsigned char>> moduleImage(const std::string& source, const std::vector<cuda::SourcePart>& parts);
   Status stage(size_t bytes);
 
@@ -60,6 +67,9 @@ class CudaBackend : public Backend {
   void* staging_ = nullptr;  // pinned host memory for copies in and out
   size_t staging_bytes_ = 0;
   std::vector<std::pair<CUevent, CUevent>> timed_;
+  bool graphs_ = true;  // GKRT_CUDA_GRAPHS != 0, and no capture failed
+  int uncaptured_runs_ = 0;
+  CUgraphExec graph_ = nullptr;
 };
 
 }  // namespace gkrt

@@ -19,9 +19,7 @@ void CudaStream::beforeLaunch() {
 
 Status CudaStream::afterLaunch(CUresult r, const std::string& what) {
   if (timed && !timed->empty() && timed->back().second) dev->cu->eventRecord(timed->back().second, stream);
-  RETURN_IF_ERROR(check(*dev->cu, r, "launching " + what));
-  if (debug_sync) RETURN_IF_ERROR(check(*dev->cu, dev->cu->streamSynchronize(stream), "running " + what));
-  return Status::Ok();
+  return check(*dev->cu, r, "launching " + what);
 }
 
 CudaModule::~CudaModule() {

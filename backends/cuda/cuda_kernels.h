@@ -15,16 +15,16 @@
 namespace gkrt::cuda {
 
 // A session's stream, and what its launches do besides launching: record CUDA events
-// while `gkrt bench --profile` times them, synchronise after each in debug mode.
+// while `gkrt bench --profile` times them. (enable_debug_mode needs nothing here: the
+// session synchronises after each launch and names the failing kernel.)
 struct CudaStream {
   std::shared_ptr<CudaDevice> dev;
   CUstream stream = nullptr;
-  bool debug_sync = false;
   std::vector<std::pair<CUevent, CUevent>>* timed = nullptr;  // set while timing
   ~CudaStream();
   // Records a start event when timing; call before a launch.
   void beforeLaunch();
-  // Checks the launch `r`; records the end event; in debug mode waits and names `what`.
+  // Records the end event when timing; checks the launch `r`, naming `what`.
   Status afterLaunch(CUresult r, const std::string& what);
 };
 
