@@ -57,6 +57,10 @@ struct BackendOptions {
   // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;
+  // cuda GEMMs (cuBLASLt): "" or "fp32" (float32 throughout, TF32 off), "tf32", "fp16" or
+  // "bf16" (float32 tensors, products computed in the narrower type inside cuBLASLt,
+  // float32 accumulation). Other backends take only "" / "fp32".
+  std::string precision;
 };
 
 class Backend {

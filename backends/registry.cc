@@ -25,6 +25,10 @@ std::vector<std::string> availableBackends() {
 }
 
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
+  if (!options.precision.empty() && options.precision != "fp32" && name != "cuda") {
+    return makeError(StatusCode::kInvalidArgument, "--precision ", options.precision,
+                     " applies to the cuda backend's GEMMs only; backend '", name, "' computes in float32 (pass fp32)");
+  }
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
   if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));
 #ifdef GKRT_HAVE_OPENCL

@@ -157,15 +157,16 @@ namespace {
 // gkrt's B and its "B" is gkrt's A, with m = N and n = M.
 class CublasLtMatmul final : public Kernel {
  public:
-  CublasLtMatmul(std::shared_ptr<CublasLt> lt, std::shared_ptr<CudaStream> stream, GemmPlan p, std::string what)
-      : lt_(std::move(lt)), stream_(std::move(stream)), p_(p), what_(std::move(what)) {}
+  CublasLtMatmul(std::shared_ptr<CublasLt> lt, std::shared_ptr<CudaStream> stream, GemmPlan p, std::string what,
+                 cublasComputeType_t compute)
+      : lt_(std::move(lt)), stream_(std::move(stream)), p_(p), what_(std::move(what)), compute_(compute) {}
   ~CublasLtMatmul() override {
     for (cublasLtMatrixLayout_t l : {la_, lb_, lc_}) if (l) lt_->layoutDestroy(l);
     if (desc_) lt_->descDestroy(desc_);
   }
 
   Status prepare() {
-    RETURN_IF_ERROR(ltCheck(lt_->descCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "creating a matmul descriptor"));
+    RETURN_IF_ERROR(ltCheck(lt_->descCreate(&desc_, compute_, CUDA_R_32F), "creating a matmul descriptor"));
     const cublasOperation_t op_a = p_.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p_.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     RETURN_IF_ERROR(ltCheck(lt_->descSet(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "setting TRANSA"));
     RETURN_IF_ERROR(ltCheck(lt_->descSet(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "setting TRANSB"));
@@ -200,7 +201,12 @@ class CublasLtMatmul final : public Kernel {
   }
 
   size_t workspaceBytes() const override { return kCublasLtWorkspaceBytes; }
-  std::string detail() const override { return "cuBLASLt"; }
+  std::string detail() const override {
+    if (compute_ == CUBLAS_COMPUTE_32F_FAST_TF32) return "cuBLASLt tf32";
+    if (compute_ == CUBLAS_COMPUTE_32F_FAST_16F) return "cuBLASLt fp16";
+    if (compute_ == CUBLAS_COMPUTE_32F_FAST_16BF) return "cuBLASLt bf16";
+    return "cuBLASLt fp32";
+  }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* workspace) override {
     if (p_.bias_input >= 0) {
@@ -232,14 +238,25 @@ class CublasLtMatmul final : public Kernel {
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
+  cublasComputeType_t compute_;
 };
 
 }  // namespace
 
+Status checkPrecision(const std::string& precision) {
+  if (precision.empty() || precision == "fp32" || precision == "tf32" || precision == "fp16" || precision == "bf16") return Status::Ok();
+  return makeError(StatusCode::kInvalidArgument, "cuda: --precision '", precision, "' is not one of fp32, tf32, fp16, bf16");
+}
+
 StatusOr<std::unique_ptr<Kernel>> makeCublasLtMatmul(std::shared_ptr<CublasLt> lt, std::shared_ptr<CudaStream> stream, GemmPlan plan,
-                                                     const std::string& what) {
+                                                     const std::string& what, const std::string& precision) {
+  RETURN_IF_ERROR(checkPrecision(precision));
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // TF32 off: float32 results comparable with the cpu backend
+  if (precision == "tf32") compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (precision == "fp16") compute = CUBLAS_COMPUTE_32F_FAST_16F;
+  if (precision == "bf16") compute = CUBLAS_COMPUTE_32F_FAST_16BF;
   RETURN_IF_ERROR(lt->dev->makeCurrent());
-  auto k = std::make_unique<CublasLtMatmul>(std::move(lt), stream, plan, what);
+  auto k = std::make_unique<CublasLtMatmul>(std::move(lt), stream, plan, what, compute);
   RETURN_IF_ERROR(k->prepare());
   return std::unique_ptr<Kernel>(std::move(k));
 }

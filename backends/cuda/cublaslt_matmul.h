@@ -31,8 +31,11 @@ struct CublasLt;
 StatusOr<std::shared_ptr<CublasLt>> openCublasLt(const std::shared_ptr<CudaDevice>& dev);
 
 // Picks the algorithm at compile; launch() runs it on `stream`.
+// `precision`: "" / "fp32", "tf32", "fp16", "bf16" (checked by cublasLtComputeType).
 StatusOr<std::unique_ptr<Kernel>> makeCublasLtMatmul(std::shared_ptr<CublasLt> lt, std::shared_ptr<CudaStream> stream, GemmPlan plan,
-                                                     const std::string& what);
+                                                     const std::string& what, const std::string& precision);
+// Ok for the precisions above; otherwise an error listing them.
+Status checkPrecision(const std::string& precision);
 
 // Workspace bytes every cuBLASLt kernel asks the session for.
 constexpr size_t kCublasLtWorkspaceBytes = size_t(8) << 20;

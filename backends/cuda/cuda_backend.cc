@@ -30,6 +30,7 @@ std::string describe(const ir::Graph& g, const ir::Node& node) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& options) {
+  RETURN_IF_ERROR(cuda::checkPrecision(options.precision));
   ASSIGN_OR_RETURN(auto dev, cuda::openDevice(options.device));
   RETURN_IF_ERROR(dev->makeCurrent());
   auto stream = std::make_shared<cuda::CudaStream>();
@@ -40,7 +41,9 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt
                 dev->cu->version, ", NVRTC ", cuda::nvrtcVersion());
   const char* graphs = std::getenv("GKRT_CUDA_GRAPHS");
   const bool use_graphs = !(graphs && std::string(graphs) == "0");
-  return std::unique_ptr<Backend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
+  auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
+  backend->precision_ = options.precision;
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 
 CudaBackend::~CudaBackend() {
@@ -72,7 +75,7 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
         ASSIGN_OR_RETURN(cublaslt_, cuda::openCublasLt(stream_->dev));
       }
       ASSIGN_OR_RETURN(cuda::GemmPlan plan, cuda::gemmPlanFor(g, node));
-      return cuda::makeCublasLtMatmul(cublaslt_, stream_, plan, describe(g, node));
+      return cuda::makeCublasLtMatmul(cublaslt_, stream_, plan, describe(g, node), precision_);
     }
     case cuda::CudaKernelKind::kGenerated: {
       auto slot = std::make_shared<cuda::KernelSlot>();

@@ -70,7 +70,8 @@ struct Kernel {
 };
 
 struct Counts {
-  int models = 0, not_loaded = 0, rendered = 0;
+  int models = 0, not_loaded = 0, rendered = 0, cublaslt = 0;
+  std::map<std::string, int> declined;  // op -> nodes the cuda backend leaves to the cpu fallback
 };
 
 std::vector<std::string> modelFiles(const std::vector<std::string>& paths) {
@@ -121,7 +122,10 @@ Status collect(const std::string& path, const ir::Graph& model, bool by_structur
     auto supports = [&g](const ir::Node& n) { return cuda::cudaKernelKind(g, n) != cuda::CudaKernelKind::kNone; };
     RETURN_IF_ERROR(runFusionPipeline(g, options, FusionColumn::kGpu, supports).status());
     for (const ir::Node& node : g.nodes) {
-      if (cuda::cudaKernelKind(g, node) != cuda::CudaKernelKind::kGenerated) continue;
+      const cuda::CudaKernelKind kind = cuda::cudaKernelKind(g, node);
+      if (kind == cuda::CudaKernelKind::kNone && node.op) ++counts.declined[node.subgraph ? "a fused cluster" : node.op->name];
+      if (kind == cuda::CudaKernelKind::kCublasLt) ++counts.cublaslt;
+      if (kind != cuda::CudaKernelKind::kGenerated) continue;
       ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, node, kPlaceholder, codegen::cudaDialect()));
       ++counts.rendered;
       std::string ops;
@@ -215,6 +219,9 @@ int main(int argc, char** argv) {
   std::printf("%d models (%d not loadable or not specialisable, skipped), %d kernels rendered, %zu distinct %s (%.1f s)\n",
               counts.models, counts.not_loaded, counts.rendered, list.size(),
               by_structure ? "structures (sources up to number literals)" : "sources", render_s);
+  std::string declined;
+  for (const auto& [op, n] : counts.declined) declined += (declined.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  std::printf("%d GEMM nodes on cuBLASLt; declined (cpu fallback): %s\n", counts.cublaslt, declined.empty() ? "none" : declined.c_str());
   // Batches of every architecture, shared by two threads (NVRTC is thread-safe).
   std::vector<std::pair<int, size_t>> jobs;
   for (int cc : archs) for (size_t b = 0; b < list.size(); b += size_t(batch)) jobs.push_back({cc, b});
