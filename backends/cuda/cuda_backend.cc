@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -161,9 +162,11 @@ Status CudaBackend::stage(size_t bytes) {
   if (bytes <= staging_bytes_) return Status::Ok();
   const cuda::Driver& cu = *stream_->dev->cu;
   if (staging_) cu.memFreeHost(staging_);
-  staging_ = nullptr, staging_bytes_ = 0;
-  RETURN_IF_ERROR(cuda::check(cu, cu.memAllocHost(&staging_, bytes), "allocating " + std::to_string(bytes) + " bytes of pinned host memory"));
-  staging_bytes_ = bytes;
+  staging_ = nullptr;
+  const size_t grown = std::max(bytes, 2 * staging_bytes_);  // constants arrive one by one at compile
+  staging_bytes_ = 0;
+  RETURN_IF_ERROR(cuda::check(cu, cu.memAllocHost(&staging_, grown), "allocating " + std::to_string(grown) + " bytes of pinned host memory"));
+  staging_bytes_ = grown;
   return Status::Ok();
 }
 
