@@ -180,7 +180,7 @@ Status Session::Plan::allocateTensors(const std::vector<char>& referenced) {
   }
   const MemoryPlan plan = planMemory(requests);
   arena_bytes = plan.arena_bytes;
-  if (requests.empty()) return Status::Ok();
+  if (requests.empty()) return backend->isHost() ? Status::Ok() : copyConstantsToDevice(referenced);
   // Never empty: tensors with no elements still get a valid address.
   ASSIGN_OR_RETURN(void* arena, backend->allocate(std::max(arena_bytes, kArenaAlignment)));
   owned.push_back(arena);
