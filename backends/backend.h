@@ -11,6 +11,7 @@
 // (subgraph of basic ops) or a pattern kernel; fusion decided which, never a backend.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,10 @@ struct BackendOptions {
   // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;
+  // cuda GEMMs (cuBLASLt): "" or "fp32" (float32 throughout, TF32 off), "tf32", "fp16" or
+  // "bf16" (float32 tensors, products computed in the narrower type inside cuBLASLt,
+  // float32 accumulation). Other backends take only "" / "fp32".
+  std::string precision;
 };
 
 class Backend {
@@ -78,11 +83,20 @@ class Backend {
 
   // Optional: memory and ordering. Host defaults below.
   virtual bool isHost() const { return true; }
+  // Whether allocate()'s pointers may be offset to address inside an allocation (host
+  // memory, CUDA device memory; not OpenCL's cl_mem handles). Such backends get one
+  // planned arena per session; others one allocation per tensor.
+  virtual bool addressableMemory() const { return isHost(); }
   virtual StatusOr<void*> allocate(size_t bytes);
   virtual void deallocate(void* ptr);
   virtual Status copyToDevice(void* dst, const void* src, size_t bytes);
   virtual Status copyToHost(void* dst, const void* src, size_t bytes);
   virtual Status synchronize() { return Status::Ok(); }
+  // Optional: runs one inference's launches (`launch_all`, every step in order). A device
+  // backend may record them once and replay the recording on later runs (cuda: a CUDA
+  // graph after the first run); it may only when `replayable`: every step is its own
+  // kernel (no host fallback, no control flow decided on the host).
+  virtual Status runLaunches(const std::function<Status()>& launch_all, bool replayable) { return launch_all(); }
 
   // Optional: device timers for `gkrt bench --profile`. After startKernelTimer()
   // returns true the backend records its launches; stopKernelTimer() waits for them and

@@ -5,22 +5,37 @@
 #ifdef GKRT_HAVE_OPENCL
 #include "backends/opencl/opencl_backend.h"
 #endif
+#ifdef GKRT_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_driver.h"
+#endif
 
 namespace gkrt {
 
 std::vector<std::string> availableBackends() {
 #ifdef GKRT_HAVE_OPENCL
-  return {"reference", "cpu", "opencl"};
+  std::vector<std::string> names = {"reference", "cpu", "opencl"};
 #else
-  return {"reference", "cpu"};
+  std::vector<std::string> names = {"reference", "cpu"};
 #endif
+#ifdef GKRT_HAVE_CUDA
+  if (cuda::driver().ok()) names.push_back("cuda");  // built in, and a driver with a device found
+#endif
+  return names;
 }
 
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
+  if (!options.precision.empty() && options.precision != "fp32" && name != "cuda") {
+    return makeError(StatusCode::kInvalidArgument, "--precision ", options.precision,
+                     " applies to the cuda backend's GEMMs only; backend '", name, "' computes in float32 (pass fp32)");
+  }
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
   if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));
 #ifdef GKRT_HAVE_OPENCL
   if (name == "opencl") return OpenClBackend::create(options);
+#endif
+#ifdef GKRT_HAVE_CUDA
+  if (name == "cuda") return CudaBackend::create(options);  // "cuda: unavailable: ..." without a GPU
 #endif
   std::string valid;
   for (const std::string& b : availableBackends()) valid += (valid.empty() ? "" : ", ") + b;

@@ -166,7 +166,12 @@ Status Session::run() {
   if (!active_ || !staged_.empty()) RETURN_IF_ERROR(activate({}));
   Plan& p = *active_;
   if (!fusion_options_.enable_debug_mode) {
-    for (Plan::Step& step : p.steps) RETURN_IF_ERROR(step.kernel->launch(step.inputs, step.outputs, p.workspace));
+    RETURN_IF_ERROR(p.backend->runLaunches(
+        [&p] {
+          for (Plan::Step& step : p.steps) RETURN_IF_ERROR(step.kernel->launch(step.inputs, step.outputs, p.workspace));
+          return Status::Ok();
+        },
+        p.replayable));
     return p.backend->synchronize();
   }
   // enable_debug_mode: synchronise after every launch and name the kernel that failed.

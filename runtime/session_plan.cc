@@ -55,6 +55,7 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
       auto kernel = compileControlFlowKernel(s.graph, node, child, &buffer_bytes);
       if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(s.graph, int(i)));
       s.allocated_bytes += buffer_bytes;
+      s.replayable = false;
       Step step;
       step.backend = s.backend->name();
       step.kernel = std::move(kernel).value();
@@ -72,6 +73,7 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
         ASSIGN_OR_RETURN(s.fallback, createBackend(s.backend->isHost() ? "reference" : "cpu", fallback_options));
       }
       target = s.fallback.get();
+      s.replayable = false;
       const std::string why = s.backend->unsupportedReason(s.graph, node);
       GKRT_LOG_INFO("backend ", s.backend->name(), " does not support ", ir::describeNode(s.graph, int(i)),
                     why.empty() ? "" : " (" + why + ")", "; it runs on the ", s.fallback->name(), " backend");
@@ -113,13 +115,15 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
 }
 
 // Host backends: one arena, offsets from the memory plan (constants used in place).
-// Device backends: one allocation per tensor, constants copied over.
+// Device backends with addressable memory (cuda): the same arena on the device, and the
+// constants packed into one more allocation. Others (opencl): one allocation per
+// tensor, constants copied over.
 Status Session::Plan::allocateTensors(const std::vector<char>& referenced) {
   buffers.assign(graph.tensors.size(), nullptr);
   auto bytes_of = [&](size_t t) {
     return static_cast<size_t>(numElements(graph.tensors[t].shape)) * dtypeSize(graph.tensors[t].dtype);
   };
-  if (!backend->isHost()) {
+  if (!backend->addressableMemory()) {
     for (size_t t = 0; t < graph.tensors.size(); ++t) {
       const ir::Tensor& tensor = graph.tensors[t];
       if (!referenced[t]) continue;
@@ -176,13 +180,36 @@ Status Session::Plan::allocateTensors(const std::vector<char>& referenced) {
   }
   const MemoryPlan plan = planMemory(requests);
   arena_bytes = plan.arena_bytes;
-  if (requests.empty()) return Status::Ok();
+  if (requests.empty()) return backend->isHost() ? Status::Ok() : copyConstantsToDevice(referenced);
   // Never empty: tensors with no elements still get a valid address.
   ASSIGN_OR_RETURN(void* arena, backend->allocate(std::max(arena_bytes, kArenaAlignment)));
   owned.push_back(arena);
   allocated_bytes += arena_bytes;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
     if (request_of[t] >= 0) buffers[t] = static_cast<char*>(arena) + plan.offsets[size_t(request_of[t])];
+  }
+  return backend->isHost() ? Status::Ok() : copyConstantsToDevice(referenced);
+}
+
+// Device backends with addressable memory: every constant the graph uses, packed into
+// one more allocation and copied over once.
+Status Session::Plan::copyConstantsToDevice(const std::vector<char>& referenced) {
+  std::vector<size_t> offset(graph.tensors.size(), 0);
+  size_t total = 0;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (!referenced[t] || !graph.tensors[t].isConstant()) continue;
+    offset[t] = total;
+    total += (numElements(graph.tensors[t].shape) * dtypeSize(graph.tensors[t].dtype) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  }
+  if (total == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(void* constants, backend->allocate(total));
+  owned.push_back(constants);
+  allocated_bytes += total;
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    if (!referenced[t] || !graph.tensors[t].isConstant()) continue;
+    buffers[t] = static_cast<char*>(constants) + offset[t];
+    const size_t bytes = static_cast<size_t>(numElements(graph.tensors[t].shape)) * dtypeSize(graph.tensors[t].dtype);
+    RETURN_IF_ERROR(backend->copyToDevice(buffers[t], graph.tensors[t].constant->data, bytes));
   }
   return Status::Ok();
 }

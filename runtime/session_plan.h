@@ -31,6 +31,7 @@ struct Session::Plan {
   void* workspace = nullptr;
   size_t allocated_bytes = 0, arena_bytes = 0, tensor_bytes = 0;
   std::vector<Step> steps;
+  bool replayable = true;  // every step runs on `backend` (Backend::runLaunches)
 
   ~Plan();
   // Specialises `model` to `shapes`, fuses, plans memory and compiles every kernel.
@@ -42,6 +43,7 @@ struct Session::Plan {
 
  private:
   Status allocateTensors(const std::vector<char>& referenced);
+  Status copyConstantsToDevice(const std::vector<char>& referenced);
 };
 
 }  // namespace gkrt

@@ -86,6 +86,7 @@ void SessionArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--flags", flags, "fusion flags in MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
   cmd->add_option("--fusion-profile", profile, "fusion table column to use: ascend, cpu or gpu");
   cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--precision", precision, "cuda GEMMs: fp32 (default), tf32, fp16 or bf16 (gkrt compare shows the cost)");
 }
 
 StatusOr<SessionOptions> SessionArgs::toOptions() const {
@@ -93,6 +94,7 @@ StatusOr<SessionOptions> SessionArgs::toOptions() const {
   opts.backend = backend;
   opts.backend_options.device = device;
   opts.backend_options.program_cache_dir = cache_dir;
+  opts.backend_options.precision = precision;
   ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(flags, profile));
   for (const std::string& spec : input_shapes) {
     std::string name;

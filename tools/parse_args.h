@@ -36,6 +36,7 @@ struct SessionArgs {
   std::string flags;
   std::string profile;
   std::vector<std::string> input_shapes;  // name=1,3,224,224
+  std::string precision;                  // cuda GEMMs: fp32, tf32, fp16, bf16
   void addTo(CLI::App* cmd);
   StatusOr<SessionOptions> toOptions() const;
 };

@@ -29,7 +29,7 @@ int countLines(const std::string& s) { return static_cast<int>(std::count(s.begi
 
 StatusOr<std::unique_ptr<Backend>> OpenClBackend::create(const BackendOptions& options) {
   ASSIGN_OR_RETURN(auto dev, opencl::openClDevice(options.device));
-  std::string dir = options.program_cache_dir ? *options.program_cache_dir : opencl::defaultProgramCacheDir();
+  std::string dir = options.program_cache_dir ? *options.program_cache_dir : defaultProgramCacheDir("opencl");
   return std::unique_ptr<Backend>(new OpenClBackend(std::move(dev), std::move(dir)));
 }
 
@@ -96,7 +96,7 @@ StatusOr<cl_program> OpenClBackend::buildProgram(const std::string& source, cons
 
 // The program of `source` from the cache, else compiled and stored.
 StatusOr<cl_program> OpenClBackend::programFor(const std::string& source, const std::vector<SourcePart>& parts) {
-  const std::string key = opencl::ProgramCache::keyFor(source, kBuildOptions, dev_->identity());
+  const std::string key = ProgramCache::keyFor(source, kBuildOptions, dev_->identity());
   if (auto bin = cache_.load(key)) {
     cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
     const size_t size = bin->size();

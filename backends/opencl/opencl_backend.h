@@ -14,7 +14,7 @@
 #include "backends/backend.h"
 #include "backends/opencl/cl_device.h"
 #include "backends/opencl/opencl_kernels.h"
-#include "backends/opencl/program_cache.h"
+#include "backends/program_cache.h"
 
 namespace gkrt {
 
@@ -54,11 +54,11 @@ class OpenClBackend : public Backend {
 
  private:
   OpenClBackend(std::shared_ptr<opencl::ClDevice> dev, std::string cache_dir)
-      : dev_(std::move(dev)), cache_(std::move(cache_dir)) {}
+      : dev_(std::move(dev)), cache_(std::move(cache_dir), "opencl", ".clbin") {}
   StatusOr<cl_program> programFor(const std::string& source, const std::vector<SourcePart>& parts);
 
   std::shared_ptr<opencl::ClDevice> dev_;
-  opencl::ProgramCache cache_;
+  ProgramCache cache_;
   std::vector<std::shared_ptr<opencl::KernelSlot>> pending_;
   int next_kernel_ = 0;
   const char* last_program_ = "none";

@@ -1,4 +1,4 @@
-#include "backends/opencl/program_cache.h"
+#include "backends/program_cache.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "runtime/log.h"
 
-namespace gkrt::opencl {
+namespace gkrt {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'K', 'C', 'L', 'B', 'I', 'N', '1'};
@@ -43,7 +43,7 @@ std::string ProgramCache::keyFor(const std::string& source, const std::string& o
   return buf;
 }
 
-std::string ProgramCache::pathFor(const std::string& key) const { return dir_ + "/" + key + ".clbin"; }
+std::string ProgramCache::pathFor(const std::string& key) const { return dir_ + "/" + key + extension_; }
 
 std::optional<std::vector<unsigned char>> ProgramCache::load(const std::string& key) const {
   if (!enabled()) return std::nullopt;
@@ -60,7 +60,7 @@ std::optional<std::vector<unsigned char>> ProgramCache::load(const std::string& 
          in.peek() == std::char_traits<char>::eof() && fnv1a64(bin.data(), bin.size()) == h.checksum;
   }
   if (!ok) {
-    GKRT_LOG_WARNING("opencl: program cache entry ", pathFor(key), " is corrupt; rebuilding it");
+    GKRT_LOG_WARNING(backend_, ": program cache entry ", pathFor(key), " is corrupt; rebuilding it");
     remove(key);
     return std::nullopt;
   }
@@ -82,7 +82,7 @@ void ProgramCache::store(const std::string& key, const std::vector<unsigned char
     out.write(reinterpret_cast<const char*>(&h), sizeof h);
     out.write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(binary.size()));
     if (!out) {
-      GKRT_LOG_WARNING("opencl: cannot write the program cache in ", dir_, "; programs will be compiled at every start");
+      GKRT_LOG_WARNING(backend_, ": cannot write the program cache in ", dir_, "; programs will be compiled at every start");
       out.close();
       std::filesystem::remove(tmp, ec);
       return;
@@ -97,11 +97,11 @@ void ProgramCache::remove(const std::string& key) const {
   std::filesystem::remove(pathFor(key), ec);
 }
 
-std::string defaultProgramCacheDir() {
-  if (const char* d = std::getenv("GKRT_CACHE_DIR"); d && *d) return std::string(d) + "/opencl";
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/gkrt/opencl";
-  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/gkrt/opencl";
+std::string defaultProgramCacheDir(const std::string& backend) {
+  if (const char* d = std::getenv("GKRT_CACHE_DIR"); d && *d) return std::string(d) + "/" + backend;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/gkrt/" + backend;
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/gkrt/" + backend;
   return "";
 }
 
-}  // namespace gkrt::opencl
+}  // namespace gkrt

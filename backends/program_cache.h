@@ -1,9 +1,9 @@
-// Built OpenCL programs on disk, so that a second session start loads a binary instead
-// of compiling. An entry is keyed by a hash of the source, build options and the
+// Built device programs on disk (OpenCL binaries, CUDA cubins), so that a second
+// session start loads a binary instead of compiling. An entry is keyed by a hash of the source, build options and the
 // device/driver identity; it carries its own key and a checksum of the binary, and an
 // entry that does not check out is deleted and rebuilt, never trusted.
 //
-//   ProgramCache cache(defaultProgramCacheDir());
+//   ProgramCache cache(defaultProgramCacheDir("opencl"), "opencl", ".clbin");
 //   const std::string key = ProgramCache::keyFor(source, options, device.identity());
 //   if (auto bin = cache.load(key)) { ... clCreateProgramWithBinary ... }
 //   cache.store(key, binary);
@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
-namespace gkrt::opencl {
+namespace gkrt {
 
 class ProgramCache {
  public:
-  explicit ProgramCache(std::string dir) : dir_(std::move(dir)) {}  // "" = no cache
+  // `dir` "" = no cache; `backend` names the cache in log lines; `extension` ends its files.
+  ProgramCache(std::string dir, std::string backend, std::string extension)
+      : dir_(std::move(dir)), backend_(std::move(backend)), extension_(std::move(extension)) {}
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
@@ -31,13 +33,13 @@ class ProgramCache {
   void remove(const std::string& key) const;
 
  private:
-  std::string dir_;
+  std::string dir_, backend_, extension_;
 };
 
-// $GKRT_CACHE_DIR/opencl, else $XDG_CACHE_HOME/gkrt/opencl, else ~/.cache/gkrt/opencl;
-// "" when none of them is set.
-std::string defaultProgramCacheDir();
+// $GKRT_CACHE_DIR/<backend>, else $XDG_CACHE_HOME/gkrt/<backend>, else
+// ~/.cache/gkrt/<backend>; "" when none of them is set.
+std::string defaultProgramCacheDir(const std::string& backend);
 
 uint64_t fnv1a64(const void* data, size_t bytes, uint64_t seed = 1469598103934665603ULL);
 
-}  // namespace gkrt::opencl
+}  // namespace gkrt

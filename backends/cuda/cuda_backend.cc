@@ -1,0 +1,249 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/codegen/cluster_renderer.h"
+#include "backends/cuda/cuda_support.h"
+#include "backends/cuda/nvrtc_compiler.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/log.h"
+
+namespace gkrt {
+namespace {
+
+int countLines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+
+// The node, its fused ops and its first output's shape: what a failing launch names.
+std::string describe(const ir::Graph& g, const ir::Node& node) {
+  std::string ops;
+  if (node.subgraph) {
+    for (const ir::Node& n : node.subgraph->nodes) ops += (ops.empty() ? "" : "+") + std::string(n.op ? n.op->name : "?");
+  } else {
+    ops = node.op->name;
+  }
+  const std::string shape = node.outputs.empty() || node.outputs[0] < 0 ? "" : " -> " + shapeToString(g.tensors[node.outputs[0]].shape);
+  return node.name + ": " + ops + shape;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& options) {
+  RETURN_IF_ERROR(cuda::checkPrecision(options.precision));
+  ASSIGN_OR_RETURN(auto dev, cuda::openDevice(options.device));
+  RETURN_IF_ERROR(dev->makeCurrent());
+  auto stream = std::make_shared<cuda::CudaStream>();
+  stream->dev = dev;
+  RETURN_IF_ERROR(cuda::check(*dev->cu, dev->cu->streamCreate(&stream->stream, CU_STREAM_NON_BLOCKING), "creating a stream"));
+  std::string dir = options.program_cache_dir ? *options.program_cache_dir : defaultProgramCacheDir("cuda");
+  GKRT_LOG_INFO("cuda: ", dev->name, " (sm_", dev->cc_major, dev->cc_minor, ", ", dev->sm_count, " SMs), driver ",
+                dev->cu->version, ", NVRTC ", cuda::nvrtcVersion());
+  const char* graphs = std::getenv("GKRT_CUDA_GRAPHS");
+  const bool use_graphs = !(graphs && std::string(graphs) == "0");
+  auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
+  backend->precision_ = options.precision;
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+CudaBackend::~CudaBackend() {
+  if (graph_) stream_->dev->cu->graphExecDestroy(graph_);
+  for (auto& e : timed_) {
+    if (e.first) stream_->dev->cu->eventDestroy(e.first);
+    if (e.second) stream_->dev->cu->eventDestroy(e.second);
+  }
+  if (staging_) stream_->dev->cu->memFreeHost(staging_);
+}
+
+bool CudaBackend::supports(const ir::Graph& g, const ir::Node& node) const {
+  return cuda::cudaKernelKind(g, node) != cuda::CudaKernelKind::kNone;
+}
+
+std::string CudaBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
+  std::string why;
+  cuda::cudaKernelKind(g, node, &why);
+  return why;
+}
+
+StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const ir::Node& node) {
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  switch (cuda::cudaKernelKind(g, node)) {
+    case cuda::CudaKernelKind::kCopy:
+      return cuda::makeCopyKernel(stream_);
+    case cuda::CudaKernelKind::kCublasLt: {
+      if (!cublaslt_) {
+        ASSIGN_OR_RETURN(cublaslt_, cuda::openCublasLt(stream_->dev));
+      }
+      ASSIGN_OR_RETURN(cuda::GemmPlan plan, cuda::gemmPlanFor(g, node));
+      return cuda::makeCublasLtMatmul(cublaslt_, stream_, plan, describe(g, node), precision_);
+    }
+    case cuda::CudaKernelKind::kGenerated: {
+      auto slot = std::make_shared<cuda::KernelSlot>();
+      slot->entry = "gk" + std::to_string(next_kernel_++);
+      slot->what = describe(g, node);
+      ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, node, slot->entry, codegen::cudaDialect()));
+      slot->source = k.source;
+      pending_.push_back(slot);
+      return cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot));
+    }
+    case cuda::CudaKernelKind::kNone:
+      break;
+  }
+  return makeError(StatusCode::kUnsupported, "cuda: cannot run ", describe(g, node), ": ", unsupportedReason(g, node));
+}
+
+// The module image of `source`: from the cache, else compiled by NVRTC and stored.
+StatusOr<std::vector<unsigned char>> CudaBackend::moduleImage(const std::string& source, const std::vector<cuda::SourcePart>& parts) {
+  const cuda::CudaDevice& dev = *stream_->dev;
+  const int cc = dev.cc_major * 10 + dev.cc_minor;
+  const std::string key = ProgramCache::keyFor(source, "nvrtc " + cuda::nvrtcVersion() + " cc " + std::to_string(cc), dev.identity());
+  if (auto bin = cache_.load(key)) {
+    last_program_ = "cache";
+    return *bin;
+  }
+  ASSIGN_OR_RETURN(cuda::NvrtcImage img, cuda::compileCuda(source, cc, parts));
+  last_program_ = "compiled";
+  cache_.store(key, img.bytes);
+  return img.bytes;
+}
+
+// One module for every generated kernel of the session.
+Status CudaBackend::finishCompile() {
+  if (pending_.empty()) return Status::Ok();
+  last_program_ = "none";
+  std::string source = codegen::cudaDialect().preamble;
+  std::vector<cuda::SourcePart> parts;
+  for (const auto& slot : pending_) {
+    parts.push_back({countLines(source) + 1, slot->entry + " (" + slot->what + ")"});
+    source += slot->source;
+  }
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  ASSIGN_OR_RETURN(std::vector<unsigned char> image, moduleImage(source, parts));
+  auto module = std::make_shared<cuda::CudaModule>();
+  module->cu = &cu;
+  CUresult r = cu.moduleLoadData(&module->module, image.data());
+  if (r != CUDA_SUCCESS && std::string(last_program_) == "cache") {
+    GKRT_LOG_WARNING("cuda: the cached module was rejected by the driver (", cuda::errorName(cu, r), "); rebuilding it");
+    cache_.remove(ProgramCache::keyFor(source, "nvrtc " + cuda::nvrtcVersion() + " cc " +
+                                                   std::to_string(stream_->dev->cc_major * 10 + stream_->dev->cc_minor),
+                                       stream_->dev->identity()));
+    ASSIGN_OR_RETURN(cuda::NvrtcImage img, cuda::compileCuda(source, stream_->dev->cc_major * 10 + stream_->dev->cc_minor, parts));
+    last_program_ = "compiled";
+    image = std::move(img.bytes);
+    r = cu.moduleLoadData(&module->module, image.data());
+  }
+  RETURN_IF_ERROR(cuda::check(cu, r, "loading the session's module"));
+  for (const auto& slot : pending_) {
+    RETURN_IF_ERROR(cuda::check(cu, cu.moduleGetFunction(&slot->function, module->module, slot->entry.c_str()),
+                                "finding kernel " + slot->entry + " (" + slot->what + ")"));
+    slot->module = module;
+  }
+  pending_.clear();
+  return Status::Ok();
+}
+
+StatusOr<void*> CudaBackend::allocate(size_t bytes) {
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  CUdeviceptr p = 0;
+  RETURN_IF_ERROR(cuda::check(cu, cu.memAlloc(&p, std::max<size_t>(bytes, 4)),
+                              "allocating " + std::to_string(bytes) + " bytes on " + stream_->dev->name));
+  return reinterpret_cast<void*>(p);
+}
+
+void CudaBackend::deallocate(void* ptr) {
+  if (ptr) stream_->dev->cu->memFree(dptr(ptr));
+}
+
+// Pinned staging memory of at least `bytes`; grows only at the first run of a shape.
+Status CudaBackend::stage(size_t bytes) {
+  if (bytes <= staging_bytes_) return Status::Ok();
+  const cuda::Driver& cu = *stream_->dev->cu;
+  if (staging_) cu.memFreeHost(staging_);
+  staging_ = nullptr;
+  const size_t grown = std::max(bytes, 2 * staging_bytes_);  // constants arrive one by one at compile
+  staging_bytes_ = 0;
+  RETURN_IF_ERROR(cuda::check(cu, cu.memAllocHost(&staging_, grown), "allocating " + std::to_string(grown) + " bytes of pinned host memory"));
+  staging_bytes_ = grown;
+  return Status::Ok();
+}
+
+Status CudaBackend::copyToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  RETURN_IF_ERROR(stage(bytes));
+  std::memcpy(staging_, src, bytes);
+  RETURN_IF_ERROR(cuda::check(cu, cu.memcpyHtoDAsync(dptr(dst), staging_, bytes, stream_->stream),
+                              "copying " + std::to_string(bytes) + " bytes to the device"));
+  // The staging buffer is reused by the next copy.
+  return cuda::check(cu, cu.streamSynchronize(stream_->stream), "copying " + std::to_string(bytes) + " bytes to the device");
+}
+
+Status CudaBackend::copyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  RETURN_IF_ERROR(stage(bytes));
+  RETURN_IF_ERROR(cuda::check(cu, cu.memcpyDtoHAsync(staging_, dptr(src), bytes, stream_->stream),
+                              "copying " + std::to_string(bytes) + " bytes from the device"));
+  RETURN_IF_ERROR(cuda::check(cu, cu.streamSynchronize(stream_->stream), "copying " + std::to_string(bytes) + " bytes from the device"));
+  std::memcpy(dst, staging_, bytes);
+  return Status::Ok();
+}
+
+Status CudaBackend::synchronize() {
+  return cuda::check(*stream_->dev->cu, stream_->dev->cu->streamSynchronize(stream_->stream), "waiting for the device");
+}
+
+Status CudaBackend::runLaunches(const std::function<Status()>& launch_all, bool replayable) {
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  if (stream_->timed) return launch_all();  // kernel by kernel when timing
+  if (graph_) return cuda::check(cu, cu.graphLaunch(graph_, stream_->stream), "replaying the session's CUDA graph");
+  if (!replayable || !graphs_ || uncaptured_runs_++ == 0) return launch_all();  // the first run warms up
+  RETURN_IF_ERROR(cuda::check(cu, cu.streamBeginCapture(stream_->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                              "starting a CUDA graph capture"));
+  const Status launched = launch_all();
+  CUgraph graph = nullptr;
+  CUresult r = cu.streamEndCapture(stream_->stream, &graph);
+  if (r == CUDA_SUCCESS && launched.ok()) r = cu.graphInstantiate(&graph_, graph, 0);
+  if (graph) cu.graphDestroy(graph);
+  RETURN_IF_ERROR(launched);
+  if (r != CUDA_SUCCESS) {
+    GKRT_LOG_WARNING("cuda: capturing the session into a CUDA graph failed (", cuda::errorName(cu, r),
+                     "); it runs kernel by kernel");
+    graphs_ = false;
+    graph_ = nullptr;
+    return launch_all();
+  }
+  GKRT_LOG_INFO("cuda: the session's launches are captured in a CUDA graph; later runs replay it");
+  return cuda::check(cu, cu.graphLaunch(graph_, stream_->stream), "replaying the session's CUDA graph");
+}
+
+bool CudaBackend::startKernelTimer() {
+  timed_.clear();
+  stream_->timed = &timed_;
+  return true;
+}
+
+StatusOr<double> CudaBackend::stopKernelTimer() {
+  stream_->timed = nullptr;
+  const cuda::Driver& cu = *stream_->dev->cu;
+  Status done = synchronize();
+  double seconds = 0;
+  for (auto& [start, end] : timed_) {
+    float ms = 0;
+    if (done.ok() && start && end) done = cuda::check(cu, cu.eventElapsedTime(&ms, start, end), "reading a kernel's time");
+    seconds += ms * 1e-3;
+    if (start) cu.eventDestroy(start);
+    if (end) cu.eventDestroy(end);
+  }
+  timed_.clear();
+  RETURN_IF_ERROR(done);
+  return seconds;
+}
+
+}  // namespace gkrt
