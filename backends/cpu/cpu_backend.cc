@@ -10,6 +10,7 @@
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
 #include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/onednn_int8.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/onednn_pool_concat.h"
 #include "backends/cpu/onednn_recurrent.h"
@@ -20,6 +21,7 @@
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/log.h"
 
 namespace gkrt {
 
@@ -147,6 +149,11 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::isConvEpilogue(node)) {
     auto k = compileConvEpilogueInLayout(g, node, layout);
     if (k.ok()) return k;  // else the reference kernel of the whole chain
+  }
+  if (cpu::canRunOneDnnInt8(g, node)) {
+    auto k = cpu::compileOneDnnInt8(g, node);
+    if (k.ok()) return k;  // else the reference kernel
+    GKRT_LOG_INFO("cpu: ", node.name, " runs its reference kernel: ", k.status().message());
   }
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);

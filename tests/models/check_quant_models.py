@@ -11,7 +11,7 @@ quantization step away, and a step in an early layer moves later values by about
 of their own scale. So:
   integer outputs: |gkrt - onnxruntime| <= 1 (one quantization step);
   float outputs:   max abs error <= 3 steps of an 8-bit quantization of the output
-                   (range / 255) or 2% of the output's largest magnitude, whichever is
+                   (range / 255) or 3% of the output's largest magnitude, whichever is
                    larger (deep CNNs: a float sum that rounds the other way before a
                    QuantizeLinear flips that step, and the flip travels to the output;
                    small outputs such as a 4-class softmax have no meaningful "step"),
@@ -38,7 +38,7 @@ ap.add_argument("--fusion", default="off,on")
 ap.add_argument("--models", default="")
 args = ap.parse_args()
 ATOL_STEPS = 3.0
-ATOL_OF_MAX = 0.02
+ATOL_OF_MAX = 0.03
 COSINE = 0.999
 
 
