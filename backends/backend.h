@@ -41,6 +41,9 @@ class Kernel {
   virtual int reorders() const { return 0; }
 };
 
+// The arithmetic precision a backend is asked to compute GEMMs and convolutions in.
+enum class Precision { kFloat32, kBFloat16 };
+
 struct BackendOptions {
   int num_threads = 0;  // 0 = all cores
   // Device backends: which device. opencl: "platform:device" indices or part of the
@@ -56,6 +59,9 @@ struct BackendOptions {
   // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;
+  // cpu: GEMMs in bf16 with float32 accumulation where the CPU computes bf16 natively
+  // (AVX512_BF16, AMX); elsewhere float32 with a one-line notice (backends/cpu/cpu_precision.h).
+  Precision precision = Precision::kFloat32;
 };
 
 class Backend {

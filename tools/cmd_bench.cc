@@ -32,6 +32,7 @@ struct BenchArgs {
   std::string backends = "cpu";
   std::string fusion = "on";
   int threads = 0;
+  std::string precision = "f32";
   int warmup = 5;
   int iterations = 50;
   std::vector<std::string> inputs;
@@ -124,6 +125,7 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   sa.backend = backend;
   sa.flags = fused ? "" : "--opt_level=0";
   sa.input_shapes = a.input_shapes;
+  sa.precision = a.precision;
   ASSIGN_OR_RETURN(SessionOptions opts, sa.toOptions());
   opts.backend_options.num_threads = a.threads;
   opts.backend_options.device = a.device;
@@ -282,6 +284,7 @@ Command addBenchCommand(CLI::App& app) {
   cmd->add_option("--device", args->device, "opencl: platform:device indices or part of the device name");
   cmd->add_option("--fusion", args->fusion, "on, off or on,off");
   cmd->add_option("--threads", args->threads, "threads of the cpu backend (0 = every core)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--precision", args->precision, "cpu GEMM precision: f32, or bf16 where the CPU has it (else f32, with a notice)");
   cmd->add_option("--warmup", args->warmup, "untimed runs first");
   cmd->add_option("--iterations", args->iterations, "timed runs");
   cmd->add_option("--input", args->inputs, "an input from name=file.npy (others are random)");

@@ -86,6 +86,13 @@ void SessionArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--flags", flags, "fusion flags in MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
   cmd->add_option("--fusion-profile", profile, "fusion table column to use: ascend, cpu or gpu");
   cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--precision", precision, "cpu GEMM precision: f32, or bf16 where the CPU has it (else f32, with a notice)");
+}
+
+StatusOr<Precision> parsePrecision(const std::string& name) {
+  if (name == "f32" || name == "float32") return Precision::kFloat32;
+  if (name == "bf16" || name == "bfloat16") return Precision::kBFloat16;
+  return makeError(StatusCode::kInvalidArgument, "unknown --precision '", name, "'; use f32 or bf16");
 }
 
 StatusOr<SessionOptions> SessionArgs::toOptions() const {
@@ -93,6 +100,7 @@ StatusOr<SessionOptions> SessionArgs::toOptions() const {
   opts.backend = backend;
   opts.backend_options.device = device;
   opts.backend_options.program_cache_dir = cache_dir;
+  ASSIGN_OR_RETURN(opts.backend_options.precision, parsePrecision(precision));
   ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(flags, profile));
   for (const std::string& spec : input_shapes) {
     std::string name;

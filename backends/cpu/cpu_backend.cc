@@ -5,6 +5,7 @@
 
 #include "backends/cpu/conv_epilogue_kernel.h"
 #include "backends/cpu/conv_kernel.h"
+#include "backends/cpu/cpu_precision.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/fused_reduce.h"
 #include "backends/cpu/matmul_kernel.h"
@@ -31,6 +32,7 @@ CpuBackend::CpuBackend(const BackendOptions& options)
   if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
     options_.cpu_blocked_layout = false;
   }
+  bf16_ = cpu::cpuUsesBf16(options_);
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -143,7 +145,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {
-    auto k = cpu::compileOneDnn(g, node);
+    auto k = cpu::compileOneDnn(g, node, bf16_);
     if (k.ok()) return k;  // else our own GEMM / convolution
   }
   if (cpu::isConvEpilogue(node)) {
