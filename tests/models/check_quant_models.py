@@ -17,9 +17,10 @@ of their own scale. So:
                    small outputs such as a 4-class softmax have no meaningful "step"),
                    and cosine similarity >= 0.999 (the same prediction).
 Also printed: the error against onnxruntime's default, optimized run (<name>_ortopt_*),
-whose QDQ fusions and int8 kernels (MLAS) round differently; it must keep cosine >= 0.999
-too, and is several steps off on the transformer block for onnxruntime
-against itself too (optimized against not optimized).
+whose QDQ fusions and int8 kernels (MLAS) round differently and, on CPUs without VNNI,
+saturate int16 pair sums: informational only (on MiniLM's QDQ file that run has cosine
+0.87 against onnxruntime's own unoptimized run, while gkrt matches the latter to 6e-8;
+on the transformer block it is 5 steps from it).
 
     python tests/models/check_quant_models.py GKRT MODEL_DIR [--backends reference,cpu] [--fusion off,on] [--models a_qdq,b_dyn]"""
 import argparse
@@ -85,7 +86,6 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
                     tol = max(ATOL_STEPS * step, ATOL_OF_MAX * float(np.max(np.abs(want))))
                     good = got.shape == want.shape and err <= tol and cos >= COSINE
                     note = f"{err / step:.2f} steps, {100 * beyond:.2f}% beyond 1 step, cosine {cos:.6f}"
-                good = good and cos_opt >= COSINE
                 ok = ok and good
                 runs += 1
                 print(f"{name:24s} {backend:9s} fusion {fusion:3s} max abs err {err:.2e} ({note}); vs optimized "
