@@ -16,6 +16,7 @@
 #include "backends/cpu/onednn_pool_concat.h"
 #include "backends/cpu/onednn_recurrent.h"
 #include "backends/cpu/pattern_kernels.h"
+#include "backends/cpu/quant_kernels.h"
 #include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/resize_kernel.h"
 #include "backends/cpu/split_kernel.h"
@@ -152,6 +153,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     auto k = compileConvEpilogueInLayout(g, node, layout);
     if (k.ok()) return k;  // else the reference kernel of the whole chain
   }
+  if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node);
   if (cpu::canRunOneDnnInt8(g, node)) {
     auto k = cpu::compileOneDnnInt8(g, node);
     if (k.ok()) return k;  // else the reference kernel
