@@ -23,4 +23,14 @@ Status Backend::copyToHost(void* dst, const void* src, size_t bytes) {
   return Status::Ok();
 }
 
+const char* precisionName(Precision p) {
+  switch (p) {
+    case Precision::kFloat32: return "f32";
+    case Precision::kBFloat16: return "bf16";
+    case Precision::kTFloat32: return "tf32";
+    case Precision::kFloat16: return "fp16";
+  }
+  return "?";
+}
+
 }  // namespace gkrt

@@ -42,6 +42,10 @@ class Kernel {
   virtual int reorders() const { return 0; }
 };
 
+// The arithmetic precision a backend is asked to compute GEMMs and convolutions in.
+enum class Precision { kFloat32, kBFloat16, kTFloat32, kFloat16 };
+const char* precisionName(Precision p);  // "f32", "bf16", "tf32", "fp16"
+
 struct BackendOptions {
   int num_threads = 0;  // 0 = all cores
   // Device backends: which device. opencl: "platform:device" indices or part of the
@@ -57,10 +61,12 @@ struct BackendOptions {
   // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;
-  // cuda GEMMs (cuBLASLt): "" or "fp32" (float32 throughout, TF32 off), "tf32", "fp16" or
-  // "bf16" (float32 tensors, products computed in the narrower type inside cuBLASLt,
-  // float32 accumulation). Other backends take only "" / "fp32".
-  std::string precision;
+  // GEMMs (and convolutions where a backend says so) in a narrower type with float32
+  // accumulation: kBFloat16 on cpu where the CPU computes bf16 natively (AVX512_BF16, AMX),
+  // elsewhere float32 with a one-line notice (backends/cpu/cpu_precision.h); on cuda the
+  // cuBLASLt compute type (kTFloat32, kFloat16, kBFloat16; float32 tensors, TF32 off by
+  // default). Other backends take only kFloat32.
+  Precision precision = Precision::kFloat32;
 };
 
 class Backend {

@@ -25,9 +25,11 @@ std::vector<std::string> availableBackends() {
 }
 
 StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
-  if (!options.precision.empty() && options.precision != "fp32" && name != "cuda") {
-    return makeError(StatusCode::kInvalidArgument, "--precision ", options.precision,
-                     " applies to the cuda backend's GEMMs only; backend '", name, "' computes in float32 (pass fp32)");
+  const bool cpu_bf16 = name == "cpu" && options.precision == Precision::kBFloat16;
+  if (options.precision != Precision::kFloat32 && name != "cuda" && !cpu_bf16) {
+    return makeError(StatusCode::kInvalidArgument, "--precision ", precisionName(options.precision), " is taken by ",
+                     options.precision == Precision::kBFloat16 ? "the cpu and cuda backends" : "the cuda backend's GEMMs",
+                     "; backend '", name, "' computes in float32 (pass f32)");
   }
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
   if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));

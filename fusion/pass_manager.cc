@@ -39,6 +39,8 @@ int parallelLevel(const FusionOptions& o) { return o.parallelFusion() ? 1 : kNev
 const std::vector<PassSpec>& pipeline() {
   static const std::vector<PassSpec> p = {
       {0, "preprocess", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
+      // gkrt's own, before ConstantFolding would dequantize the int8 weights (id after the others).
+      {0, "preprocess", 4, "quant_dq_op_q_fusion", level1, passes::fuseQuantDqOpQ},
       {0, "preprocess", 1, "ConstantFolding", level2, passes::foldConstants},
       {0, "preprocess", 2, "CommonSubexpressionElimination", level2, passes::eliminateCommonSubexpressions},
       {0, "preprocess", 3, "RecognizeExportedPatterns", level1, passes::recognizeExportedPatterns},
@@ -51,12 +53,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 4);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 5);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 4, p.end());
+    all.insert(all.end(), p.begin() + 5, p.end());
     return all;
   }();
   return with_patterns;

@@ -32,6 +32,7 @@ struct BenchArgs {
   std::string backends = "cpu";
   std::string fusion = "on";
   int threads = 0;
+  std::string precision = "f32";
   int warmup = 5;
   int iterations = 50;
   std::vector<std::string> inputs;
@@ -40,7 +41,6 @@ struct BenchArgs {
   std::string svg;
   bool profile = false;
   std::string device;
-  std::string precision;
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -125,10 +125,10 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   sa.backend = backend;
   sa.flags = fused ? "" : "--opt_level=0";
   sa.input_shapes = a.input_shapes;
+  sa.precision = a.precision;
   ASSIGN_OR_RETURN(SessionOptions opts, sa.toOptions());
   opts.backend_options.num_threads = a.threads;
   opts.backend_options.device = a.device;
-  opts.backend_options.precision = a.precision;
   for (const auto& [name, t] : given) opts.input_shapes[name] = t.shape();
   // Session compile twice: cold (an empty program cache) and warm (the cache it filled).
   const std::string cache = makeTempDir();
@@ -282,9 +282,10 @@ Command addBenchCommand(CLI::App& app) {
   cmd->add_option("model", args->model, "the .gkm model")->required();
   cmd->add_option("--backend", args->backends, "backends, comma-separated (cpu,opencl,reference)");
   cmd->add_option("--device", args->device, "opencl: platform:device indices or part of the device name");
-  cmd->add_option("--precision", args->precision, "cuda GEMMs: fp32 (default), tf32, fp16 or bf16");
   cmd->add_option("--fusion", args->fusion, "on, off or on,off");
   cmd->add_option("--threads", args->threads, "threads of the cpu backend (0 = every core)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--precision", args->precision, "GEMM precision: f32 (default); bf16 on cpu (where the CPU has it) and cuda; "
+                  "tf32 or fp16 on cuda");
   cmd->add_option("--warmup", args->warmup, "untimed runs first");
   cmd->add_option("--iterations", args->iterations, "timed runs");
   cmd->add_option("--input", args->inputs, "an input from name=file.npy (others are random)");

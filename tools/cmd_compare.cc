@@ -1,4 +1,4 @@
-// gkrt compare MODEL.onnx [--input name=x.npy ...] [--input-shape ...] [--backend cpu] [--flags ...] [--python PY]
+// gkrt compare MODEL.onnx [--input name=x.npy ...] [--input-shape ...] [--backend cpu] [--flags ...] [--precision bf16] [--python PY]
 // Runs the model through gkrt and through onnxruntime (via a Python that can import
 // it) on the same inputs, and prints per output the max abs error, max rel error and
 // cosine similarity.
@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "backends/cpu/cpu_precision.h"
 #include "runtime/ir/ops/op_helpers.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
@@ -54,6 +55,41 @@ std::string findPython(const std::string& given) {
   return "python3";
 }
 
+// One row: max abs error, max rel error and cosine similarity of got against want.
+void printErrorRow(const std::string& name, const HostTensor& got, const HostTensor& want) {
+  const auto g = got.toFloats(), w = want.toFloats();
+  double max_abs = 0, max_rel = 0, dot = 0, ng = 0, nw = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(g[i]) - w[i]);
+    max_abs = std::max(max_abs, d);
+    max_rel = std::max(max_rel, d / (std::fabs(w[i]) + 1e-6));
+    dot += static_cast<double>(g[i]) * w[i];
+    ng += static_cast<double>(g[i]) * g[i];
+    nw += static_cast<double>(w[i]) * w[i];
+  }
+  const double cosine = ng > 0 && nw > 0 ? dot / std::sqrt(ng * nw) : (ng == nw ? 1.0 : 0.0);
+  std::cout << std::setw(24) << name << std::setw(16) << max_abs << std::setw(16) << max_rel << cosine << "\n";
+}
+
+// --precision bf16: the accuracy cost, the bf16 session's outputs against the same
+// model in float32 on the same backend and inputs.
+Status reportBf16Cost(const ir::Graph& g, SessionOptions opts, const std::vector<std::pair<std::string, HostTensor>>& fed,
+                      Session& bf16) {
+  opts.backend_options.precision = Precision::kFloat32;
+  ASSIGN_OR_RETURN(auto f32, Session::create(g, opts));
+  for (const auto& [name, t] : fed) RETURN_IF_ERROR(f32->setInput(name, t));
+  RETURN_IF_ERROR(f32->run());
+  const bool native = opts.backend == "cpu" && cpu::cpuHasNativeBf16();
+  std::cout << "bf16 accuracy cost (against gkrt float32" << (native ? "" : "; this backend or CPU has no native bf16, "
+            "so bf16 ran as float32 and the cost is 0") << "):\n";
+  for (const TensorInfo& out : bf16.outputs()) {
+    ASSIGN_OR_RETURN(HostTensor got, bf16.output(out.name));
+    ASSIGN_OR_RETURN(HostTensor want, f32->output(out.name));
+    printErrorRow(out.name, got, want);
+  }
+  return Status::Ok();
+}
+
 Status compare(const CompareArgs& a) {
   ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
   OnnxImportOptions import_options;
@@ -67,6 +103,7 @@ Status compare(const CompareArgs& a) {
   std::filesystem::create_directories(dir);
   std::mt19937 rng(1234);
   std::vector<std::string> specs;
+  std::vector<std::pair<std::string, HostTensor>> fed;
   for (const TensorInfo& in : session->inputs()) {
     HostTensor t = given.count(in.name) ? given[in.name] : HostTensor(in.dtype, in.shape);
     if (!given.count(in.name)) {  // random inputs: normal floats, small integers, random bools
@@ -78,6 +115,7 @@ Status compare(const CompareArgs& a) {
       std::cout << "input " << in.name << ": random " << dtypeName(in.dtype) << " " << shapeToString(in.shape) << "\n";
     }
     RETURN_IF_ERROR(session->setInput(in.name, t));
+    fed.emplace_back(in.name, t);
     const std::string path = (dir / ("in_" + std::to_string(specs.size()) + ".npy")).string();
     RETURN_IF_ERROR(writeNpy(path, t));
     specs.push_back(in.name + "=" + path);
@@ -105,19 +143,9 @@ Status compare(const CompareArgs& a) {
                 << shapeToString(want.shape()) << "\n";
       continue;
     }
-    const auto g = got.toFloats(), w = want.toFloats();
-    double max_abs = 0, max_rel = 0, dot = 0, ng = 0, nw = 0;
-    for (size_t i = 0; i < g.size(); ++i) {
-      const double d = std::fabs(static_cast<double>(g[i]) - w[i]);
-      max_abs = std::max(max_abs, d);
-      max_rel = std::max(max_rel, d / (std::fabs(w[i]) + 1e-6));
-      dot += static_cast<double>(g[i]) * w[i];
-      ng += static_cast<double>(g[i]) * g[i];
-      nw += static_cast<double>(w[i]) * w[i];
-    }
-    const double cosine = ng > 0 && nw > 0 ? dot / std::sqrt(ng * nw) : (ng == nw ? 1.0 : 0.0);
-    std::cout << std::setw(24) << name << std::setw(16) << max_abs << std::setw(16) << max_rel << cosine << "\n";
+    printErrorRow(name, got, want);
   }
+  if (opts.backend_options.precision == Precision::kBFloat16) RETURN_IF_ERROR(reportBf16Cost(*g, opts, fed, *session));
   std::filesystem::remove_all(dir);
   return Status::Ok();
 }

@@ -86,7 +86,16 @@ void SessionArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--flags", flags, "fusion flags in MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
   cmd->add_option("--fusion-profile", profile, "fusion table column to use: ascend, cpu or gpu");
   cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
-  cmd->add_option("--precision", precision, "cuda GEMMs: fp32 (default), tf32, fp16 or bf16 (gkrt compare shows the cost)");
+  cmd->add_option("--precision", precision, "GEMM precision: f32 (default); bf16 on cpu where the CPU has it (else f32, "
+                  "with a notice) and on cuda; tf32 or fp16 on cuda (gkrt compare shows the cost)");
+}
+
+StatusOr<Precision> parsePrecision(const std::string& name) {
+  if (name == "f32" || name == "fp32" || name == "float32") return Precision::kFloat32;
+  if (name == "bf16" || name == "bfloat16") return Precision::kBFloat16;
+  if (name == "tf32") return Precision::kTFloat32;
+  if (name == "fp16" || name == "f16" || name == "float16") return Precision::kFloat16;
+  return makeError(StatusCode::kInvalidArgument, "unknown --precision '", name, "'; use f32, bf16, tf32 or fp16");
 }
 
 StatusOr<SessionOptions> SessionArgs::toOptions() const {
@@ -94,7 +103,7 @@ StatusOr<SessionOptions> SessionArgs::toOptions() const {
   opts.backend = backend;
   opts.backend_options.device = device;
   opts.backend_options.program_cache_dir = cache_dir;
-  opts.backend_options.precision = precision;
+  ASSIGN_OR_RETURN(opts.backend_options.precision, parsePrecision(precision));
   ASSIGN_OR_RETURN(opts.fusion, fusionOptionsFromArgs(flags, profile));
   for (const std::string& spec : input_shapes) {
     std::string name;

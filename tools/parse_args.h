@@ -29,6 +29,9 @@ HostTensor randomInput(const TensorInfo& info, std::mt19937& rng);
 StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std::string>& specs);
 
 // The options gkrt run and gkrt dump share.
+// "f32" or "bf16" (--precision).
+StatusOr<Precision> parsePrecision(const std::string& name);
+
 struct SessionArgs {
   std::string backend = "cpu";
   std::string device;
@@ -36,7 +39,7 @@ struct SessionArgs {
   std::string flags;
   std::string profile;
   std::vector<std::string> input_shapes;  // name=1,3,224,224
-  std::string precision;                  // cuda GEMMs: fp32, tf32, fp16, bf16
+  std::string precision = "f32";          // f32, bf16 (cpu, cuda), tf32, fp16 (cuda): BackendOptions::precision
   void addTo(CLI::App* cmd);
   StatusOr<SessionOptions> toOptions() const;
 };

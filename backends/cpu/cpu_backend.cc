@@ -5,21 +5,25 @@
 
 #include "backends/cpu/conv_epilogue_kernel.h"
 #include "backends/cpu/conv_kernel.h"
+#include "backends/cpu/cpu_precision.h"
 #include "backends/cpu/fused_elementwise.h"
 #include "backends/cpu/fused_reduce.h"
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
 #include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/onednn_int8.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/onednn_pool_concat.h"
 #include "backends/cpu/onednn_recurrent.h"
 #include "backends/cpu/pattern_kernels.h"
+#include "backends/cpu/quant_kernels.h"
 #include "backends/cpu/recurrent_kernel.h"
 #include "backends/cpu/resize_kernel.h"
 #include "backends/cpu/split_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/log.h"
 
 namespace gkrt {
 
@@ -29,6 +33,7 @@ CpuBackend::CpuBackend(const BackendOptions& options)
   if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
     options_.cpu_blocked_layout = false;
   }
+  bf16_ = cpu::cpuUsesBf16(options_);
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -144,12 +149,18 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {
-    auto k = cpu::compileOneDnn(g, node);
+    auto k = cpu::compileOneDnn(g, node, bf16_);
     if (k.ok()) return k;  // else our own GEMM / convolution
   }
   if (cpu::isConvEpilogue(node)) {
     auto k = compileConvEpilogueInLayout(g, node, layout);
     if (k.ok()) return k;  // else the reference kernel of the whole chain
+  }
+  if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node);
+  if (cpu::canRunOneDnnInt8(g, node)) {
+    auto k = cpu::compileOneDnnInt8(g, node);
+    if (k.ok()) return k;  // else the reference kernel
+    GKRT_LOG_INFO("cpu: ", node.name, " runs its reference kernel: ", k.status().message());
   }
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);

@@ -31,6 +31,7 @@ class CpuBackend : public Backend {
                                                                 const cpu::LayoutPlan& layout);
 
   BackendOptions options_;
+  bool bf16_ = false;  // GEMMs in bf16 (cpu_precision.h)
   std::unique_ptr<cpu::ThreadPool> pool_;
   const ir::Graph* layout_graph_ = nullptr;  // the graph layout_ was planned for
   cpu::LayoutPlan layout_;

@@ -86,19 +86,31 @@ bool planFor(const ir::Graph& g, const ir::Node& node, MatMulPlan* p) {
   return planPostOps(*body, 1, mm.outputs[0], p->y, source, &p->posts);
 }
 
+// The same dims and strides in another data type.
+dnnl::memory::desc retyped(const dnnl::memory::desc& d, dt type) {
+  const dnnl::memory::dims strides(d.data.format_desc.blocking.strides, d.data.format_desc.blocking.strides + d.data.ndims);
+  return dnnl::memory::desc(d.dims(), type, strides);
+}
+
 class OneDnnMatMul final : public Kernel {
  public:
-  explicit OneDnnMatMul(MatMulPlan plan) : p_(std::move(plan)), stream_(cpuEngine()) {
+  OneDnnMatMul(MatMulPlan plan, bool bf16) : p_(std::move(plan)), stream_(cpuEngine()) {
     const size_t rank = p_.y.size();
     const auto a_md = matrixDesc(p_.a->shape, rank, p_.ta);
     const auto b_md = matrixDesc(p_.b->shape, rank, p_.tb);
     const auto y_md = matrixDesc(p_.y, rank, false);
     const bool const_b = p_.sb.constant != nullptr;
-    const auto w_md = const_b ? dnnl::memory::desc(b_md.dims(), dt::f32, dnnl::memory::format_tag::any) : b_md;
+    const dt wt = bf16 ? dt::bf16 : dt::f32;
+    const auto w_md = const_b ? dnnl::memory::desc(b_md.dims(), wt, dnnl::memory::format_tag::any) : retyped(b_md, wt);
+    const auto a_use = bf16 ? retyped(a_md, dt::bf16) : a_md;
     dnnl::primitive_attr attr;
     if (p_.alpha != 1.0f) attr.set_output_scales(0, {p_.alpha});
     appendPostOps(p_.posts, rank, &attr, &post_mems_);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, y_md), attr, cpuEngine());
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_use, w_md, y_md), attr, cpuEngine());
+    if (bf16) {  // float32 activations converted at each launch into buffers made here
+      a_bf16_ = dnnl::memory(a_use, cpuEngine());
+      if (!const_b) b_bf16_ = dnnl::memory(w_md, cpuEngine());
+    }
     prim_ = dnnl::matmul(pd);
     a_mem_ = dnnl::memory(a_md, cpuEngine(), DNNL_MEMORY_NONE);
     y_mem_ = dnnl::memory(y_md, cpuEngine(), DNNL_MEMORY_NONE);
@@ -110,6 +122,8 @@ class OneDnnMatMul final : public Kernel {
     } else {
       b_mem_ = dnnl::memory(b_md, cpuEngine(), DNNL_MEMORY_NONE);
     }
+    if (a_bf16_) a_to_bf16_ = dnnl::reorder(a_mem_, a_bf16_);
+    if (b_bf16_) b_to_bf16_ = dnnl::reorder(b_mem_, b_bf16_);
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
@@ -117,6 +131,14 @@ class OneDnnMatMul final : public Kernel {
     if (!p_.sb.constant) b_mem_.set_data_handle(const_cast<void*>(p_.sb.at(in)));
     y_mem_.set_data_handle(out[0].data);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, b_mem_}, {DNNL_ARG_DST, y_mem_}};
+    if (a_bf16_) {
+      a_to_bf16_.execute(stream_, a_mem_, a_bf16_);
+      args[DNNL_ARG_SRC] = a_bf16_;
+    }
+    if (b_bf16_) {
+      b_to_bf16_.execute(stream_, b_mem_, b_bf16_);
+      args[DNNL_ARG_WEIGHTS] = b_bf16_;
+    }
     setPostOpArgs(p_.posts, post_mems_, in, &args);
     prim_.execute(stream_, args);
     stream_.wait();
@@ -128,6 +150,8 @@ class OneDnnMatMul final : public Kernel {
   dnnl::stream stream_;
   dnnl::matmul prim_;
   dnnl::memory a_mem_, b_mem_, y_mem_;
+  dnnl::memory a_bf16_, b_bf16_;         // bf16 runs: the converted activations
+  dnnl::reorder a_to_bf16_, b_to_bf16_;
   std::vector<dnnl::memory> post_mems_;  // per post-op; binary ones get a handle at launch
 };
 
@@ -246,12 +270,12 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
   return planFor(g, node, &p);
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node, bool bf16) {
   try {
     if (std::string(node.op->name) == "ConvTranspose") return std::unique_ptr<Kernel>(new OneDnnDeconv(g, node));
     MatMulPlan p;
     if (!planFor(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
-    return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p)));
+    return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p), bf16));
   } catch (const std::exception& e) {  // dnnl::error and allocation failures
     return makeError(StatusCode::kUnsupported, "oneDNN for ", node.name, ": ", e.what());
   }
@@ -260,7 +284,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::No
 #else  // no oneDNN in this build
 
 bool canRunOneDnn(const ir::Graph&, const ir::Node&) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph&, const ir::Node& node) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph&, const ir::Node& node, bool) {
   return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
 }
 

@@ -26,6 +26,9 @@ dnnl::engine& oneDnnEngine();
 // Whether this build has oneDNN and it takes `node`.
 bool canRunOneDnn(const ir::Graph& g, const ir::Node& node);
 
-StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node);
+// `bf16`: a MatMul/BatchMatMul/Gemm takes bf16 operands (weights converted at compile,
+// activations at launch) with float32 accumulation and output; callers ask only where
+// the CPU has bf16 (cpu_precision.h).
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node, bool bf16 = false);
 
 }  // namespace gkrt::cpu

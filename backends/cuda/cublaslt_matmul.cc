@@ -243,18 +243,12 @@ class CublasLtMatmul final : public Kernel {
 
 }  // namespace
 
-Status checkPrecision(const std::string& precision) {
-  if (precision.empty() || precision == "fp32" || precision == "tf32" || precision == "fp16" || precision == "bf16") return Status::Ok();
-  return makeError(StatusCode::kInvalidArgument, "cuda: --precision '", precision, "' is not one of fp32, tf32, fp16, bf16");
-}
-
 StatusOr<std::unique_ptr<Kernel>> makeCublasLtMatmul(std::shared_ptr<CublasLt> lt, std::shared_ptr<CudaStream> stream, GemmPlan plan,
-                                                     const std::string& what, const std::string& precision) {
-  RETURN_IF_ERROR(checkPrecision(precision));
+                                                     const std::string& what, Precision precision) {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // TF32 off: float32 results comparable with the cpu backend
-  if (precision == "tf32") compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (precision == "fp16") compute = CUBLAS_COMPUTE_32F_FAST_16F;
-  if (precision == "bf16") compute = CUBLAS_COMPUTE_32F_FAST_16BF;
+  if (precision == Precision::kTFloat32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (precision == Precision::kFloat16) compute = CUBLAS_COMPUTE_32F_FAST_16F;
+  if (precision == Precision::kBFloat16) compute = CUBLAS_COMPUTE_32F_FAST_16BF;
   RETURN_IF_ERROR(lt->dev->makeCurrent());
   auto k = std::make_unique<CublasLtMatmul>(std::move(lt), stream, plan, what, compute);
   RETURN_IF_ERROR(k->prepare());

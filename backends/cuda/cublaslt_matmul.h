@@ -31,11 +31,9 @@ struct CublasLt;
 StatusOr<std::shared_ptr<CublasLt>> openCublasLt(const std::shared_ptr<CudaDevice>& dev);
 
 // Picks the algorithm at compile; launch() runs it on `stream`.
-// `precision`: "" / "fp32", "tf32", "fp16", "bf16" (checked by cublasLtComputeType).
+// `precision`: the cuBLASLt compute type (float32 tensors; kFloat32 keeps TF32 off).
 StatusOr<std::unique_ptr<Kernel>> makeCublasLtMatmul(std::shared_ptr<CublasLt> lt, std::shared_ptr<CudaStream> stream, GemmPlan plan,
-                                                     const std::string& what, const std::string& precision);
-// Ok for the precisions above; otherwise an error listing them.
-Status checkPrecision(const std::string& precision);
+                                                     const std::string& what, Precision precision);
 
 // Workspace bytes every cuBLASLt kernel asks the session for.
 constexpr size_t kCublasLtWorkspaceBytes = size_t(8) << 20;

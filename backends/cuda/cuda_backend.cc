@@ -31,7 +31,6 @@ std::string describe(const ir::Graph& g, const ir::Node& node) {
 }  // namespace
 
 StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& options) {
-  RETURN_IF_ERROR(cuda::checkPrecision(options.precision));
   ASSIGN_OR_RETURN(auto dev, cuda::openDevice(options.device));
   RETURN_IF_ERROR(dev->makeCurrent());
   auto stream = std::make_shared<cuda::CudaStream>();

@@ -70,7 +70,7 @@ class CudaBackend : public Backend {
   bool graphs_ = true;  // GKRT_CUDA_GRAPHS != 0, and no capture failed
   int uncaptured_runs_ = 0;
   CUgraphExec graph_ = nullptr;
-  std::string precision_;  // BackendOptions::precision, for the cuBLASLt kernels
+  Precision precision_ = Precision::kFloat32;  // BackendOptions::precision, for the cuBLASLt kernels
 };
 
 }  // namespace gkrt

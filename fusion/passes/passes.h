@@ -19,6 +19,7 @@ PassResult expandOps(FusionContext& ctx);               // Appendix 1 column -> 
 PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> Fused nodes
 PassResult splitClusters(FusionContext& ctx);           // pattern rules, limits, stitching
 PassResult fuseParallel(FusionContext& ctx);            // independent clusters sharing inputs
+PassResult fuseQuantDqOpQ(FusionContext& ctx);          // QDQ around Conv/MatMul/Add/Mul -> QLinear ops
 
 // Points every reader of tensor `from` (nodes and graph outputs) at `to`.
 void replaceUses(ir::Graph& g, int from, int to);

@@ -26,6 +26,7 @@ void registerQuantizationOps(std::vector<OpDef>& t);
 void registerSliceAtRunOps(std::vector<OpDef>& t);
 void registerPool3DOps(std::vector<OpDef>& t);
 void registerPatternOps(std::vector<OpDef>& t);
+void registerQuantLinearOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -66,6 +67,7 @@ struct OpTable {
     ops::registerSliceAtRunOps(ops);
     ops::registerPool3DOps(ops);
     ops::registerPatternOps(ops);
+    ops::registerQuantLinearOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& [name, of] : opTwins()) {

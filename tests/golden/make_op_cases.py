@@ -654,6 +654,10 @@ case("DynamicQuantizeLinear", "DynamicQuantizeLinear", [dyn_x],
      [np.clip(np.rint(dyn_x / dyn_scale) + dyn_zp, 0, 255).astype(np.uint8), np.array(dyn_scale, np.float32),
       np.array(dyn_zp, np.uint8)], rtol=0, atol=0)
 
+import op_cases_quant_linear  # noqa: E402
+
+op_cases_quant_linear.add_cases(case, rng)
+
 # ---- SliceAtRun: starts/ends are run-time inputs (not constants); the kept counts are attributes
 sr = f32(4, 6, 5)
 case("SliceAtRun", "SliceAtRun", [sr, i64(1, -2), i64(3, 100)], [sr[1:3, :, -2:]], {"axes": "0,2", "sizes": "2,2"})

@@ -270,7 +270,9 @@ Status convertGraphNodes(Context& c, const onnx::GraphProto& g, bool count_uses)
   std::map<std::string, std::string> unsupported;
   for (const auto& n : g.node()) {
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    if (!default_domain || !findConverter(n.op_type())) {
+    // onnxruntime's quantizer writes these two in its own domain (QOperator models).
+    const bool ort_quant = n.domain() == "com.microsoft" && (n.op_type() == "QLinearAdd" || n.op_type() == "QLinearMul");
+    if (!(default_domain || ort_quant) || !findConverter(n.op_type())) {
       unsupported[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()] += (n.name().empty() ? "(unnamed)" : n.name()) + " ";
     }
   }

@@ -159,6 +159,9 @@ Status checkPairs(const char* op, const Ints& v, size_t n, const char* what, int
   return Status::Ok();
 }
 
+}  // namespace
+
+// Shared with the integer convolutions (quant_linear.cc): x in[0], w in[1], bias in[2].
 Status shapeConv2D(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   const auto& a = n.attrs.get<Conv2DAttrs>();
   const Shape &x = in[0]->shape, &w = in[1]->shape;
@@ -188,6 +191,9 @@ Status shapeConv2D(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   out = {y};
   return Status::Ok();
 }
+
+namespace {
+
 Status conv2DKernel(const KernelContext& c) {
   const auto& a = c.node.attrs.get<Conv2DAttrs>();
   const TensorView &x = c.in(0), &w = c.in(1);

@@ -42,6 +42,8 @@ Status rejectStorageOnly(const ir::Node& n, const In& in);
 Status shapeSame(const ir::Node& n, const In& in, std::vector<Shape>& out);        // every output = in0
 Status shapeBroadcast(const ir::Node& n, const In& in, std::vector<Shape>& out);   // broadcast of all inputs
 Status shapeScalar(const ir::Node& n, const In& in, std::vector<Shape>& out);      // every output rank 0
+// NCHW x OIHW convolution output (linear.cc; Conv2DAttrs on the node): x in[0], w in[1], bias in[2].
+Status shapeConv2D(const ir::Node& n, const In& in, std::vector<Shape>& out);
 
 // ---- element access ------------------------------------------------------------
 // Float-to-integer conversion truncating toward zero and saturating at the type's

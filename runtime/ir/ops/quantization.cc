@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/ir/ops/op_helpers.h"
+#include "runtime/ir/ops/quant_helpers.h"
 
 namespace gkrt::ops {
 namespace {
@@ -75,29 +76,6 @@ bool isQuantizedType(DType t) {
          (isNarrowFloat(t) && t != DType::kFloat8E8M0);
 }
 
-// Integer range of an integer quantized type.
-void intRange(DType t, int64_t& lo, int64_t& hi) {
-  if (isNarrowInteger(t)) {
-    lo = narrowIntMin(t);
-    hi = narrowIntMax(t);
-    return;
-  }
-  withIntegerType(t, [&](auto tag) {
-    using T = decltype(tag);
-    lo = std::numeric_limits<T>::lowest();
-    hi = std::numeric_limits<T>::max();
-  });
-}
-
-// `v` rounded to a float dtype's precision (the ONNX `precision` attribute).
-double roundTo(DType t, double v) {
-  if (t == DType::kFloat64) return v;
-  float f = static_cast<float>(v);
-  if (t == DType::kFloat16) f = halfToFloat(floatToHalf(f));
-  if (t == DType::kBFloat16) f = bfloat16ToFloat(floatToBFloat16(f));
-  return f;
-}
-
 double loadD(const TensorView& t, int64_t i) {
   if (t.dtype == DType::kFloat64) return t.as<double>()[i];
   if (isInteger(t.dtype)) return static_cast<double>(loadIndex(t, i));
@@ -160,7 +138,7 @@ Status quantizeKernel(const KernelContext& c) {
   ASSIGN_OR_RETURN(ScaleIndexer idx, scaleIndexer(c.node, x.shape, scale.shape, zp ? &zp->shape : nullptr));
   const bool to_float = isNarrowFloat(y.dtype);
   int64_t lo = 0, hi = 0;
-  if (!to_float) intRange(y.dtype, lo, hi);
+  if (!to_float) quantIntRange(y.dtype, lo, hi);
   const AxisSplit& s = idx.split;
   const int64_t outer = x.size() / std::max<int64_t>(s.extent * s.inner, 1);
   int64_t i = 0;
@@ -170,7 +148,7 @@ Status quantizeKernel(const KernelContext& c) {
     for (int64_t e = 0; e < extent; ++e) {
       for (int64_t k = 0; k < inner; ++k, ++i) {
         const int64_t si = idx(o, e, k);
-        const double q = roundTo(a.precision, roundTo(a.precision, loadD(x, i)) / roundTo(a.precision, loadD(scale, si)));
+        const double q = roundToFloatType(a.precision, roundToFloatType(a.precision, loadD(x, i)) / roundToFloatType(a.precision, loadD(scale, si)));
         if (to_float) {
           const double z = zp ? loadF(zp->data, zp->dtype, si) : 0.0;
           y.as<uint8_t>()[i] = floatToNarrow(static_cast<float>(q + z), y.dtype, a.saturate);

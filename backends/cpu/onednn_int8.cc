@@ -1,0 +1,369 @@
+#include "backends/cpu/onednn_int8.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+
+#ifdef GKRT_HAVE_DNNL
+#include <dnnl.hpp>
+
+#include "backends/cpu/onednn_kernels.h"
+#endif
+
+namespace gkrt::cpu {
+
+#ifdef GKRT_HAVE_DNNL
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+
+// Where the operands of each op are (ONNX input order).
+struct Int8Op {
+  bool conv = false, requant = false;
+  int x = 0, w = 1, xzp = 2, wzp = 3, xs = -1, ws = -1, ys = -1, yzp = -1, bias = -1;
+};
+bool int8Op(const ir::Node& n, Int8Op* o) {
+  const std::string op = n.op->name;
+  if (op == "QLinearConv" || op == "QLinearMatMul") {
+    *o = {op == "QLinearConv", true, 0, 3, 2, 5, 1, 4, 6, 7, op == "QLinearConv" ? 8 : -1};
+    return true;
+  }
+  if (op == "ConvInteger" || op == "MatMulInteger") {
+    *o = {op == "ConvInteger", false};
+    return true;
+  }
+  return false;
+}
+
+int input(const ir::Node& n, int k) { return k >= 0 && k < static_cast<int>(n.inputs.size()) ? n.inputs[k] : -1; }
+const ir::Tensor* tensorAt(const ir::Graph& g, const ir::Node& n, int k) {
+  const int t = input(n, k);
+  return t >= 0 ? &g.tensors[t] : nullptr;
+}
+dt dnnlType(DType t) { return t == DType::kInt8 ? dt::s8 : t == DType::kUInt8 ? dt::u8 : dt::s32; }
+
+// Element i (or 0 for a one-element tensor) of a constant, as a double.
+double constAt(const ir::Tensor& t, int64_t i) {
+  const int64_t n = numElements(t.shape);
+  return ops::loadF(t.constant->data, t.dtype, n == 1 ? 0 : i);
+}
+bool allZero(const ir::Tensor* t) {
+  if (!t) return true;
+  if (!t->isConstant()) return false;
+  for (int64_t i = 0; i < numElements(t->shape); ++i) if (constAt(*t, i) != 0.0) return false;
+  return true;
+}
+
+// oneDNN's u8 x s8 kernels on CPUs without VNNI (AVX2, AVX-512 before Cascade Lake) add
+// pairs of products in int16 with saturation (vpmaddubsw): 255 * 127 * 2 > 32767, so a
+// layer of large activations and weights comes out wrong (onnxruntime's MLAS does the
+// same there). gkrt uses them only where the CPU has VNNI (products summed straight into
+// int32), or when GKRT_CPU_INT8=saturating asks for onnxruntime's behaviour; elsewhere
+// the integer operands run as float32 in oneDNN (exact while |sum| < 2^24; past that,
+// float32's rounding, 6e-8 relative) and gkrt requantizes.
+bool int8WithoutSaturation() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_vnni: case dnnl::cpu_isa::avx512_core_bf16: case dnnl::cpu_isa::avx512_core_amx:
+    case dnnl::cpu_isa::avx2_vnni: return true;
+    default: return false;
+  }
+}
+bool useNativeInt8() {
+  static const bool native = [] {
+    const char* e = std::getenv("GKRT_CPU_INT8");
+    return int8WithoutSaturation() || (e && std::string(e) == "saturating");
+  }();
+  return native;
+}
+
+// A matrix of shape s read as `rank` dims (leading ones), row-major.
+dnnl::memory::desc matDesc(const Shape& s, size_t rank, dt type) {
+  dims d(rank, 1);
+  for (size_t k = 0; k < s.size(); ++k) d[rank - s.size() + k] = s[k];
+  dims strides(rank, 1);
+  for (size_t k = rank - 1; k-- > 0;) strides[k] = strides[k + 1] * d[k + 1];
+  return dnnl::memory::desc(d, type, strides);
+}
+
+class OneDnnInt8Kernel final : public Kernel {
+ public:
+  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op)
+      : op_(op), native_(useNativeInt8()), stream_(oneDnnEngine()) {
+    const ir::Tensor& x = *tensorAt(g, n, op.x);
+    const ir::Tensor& w = *tensorAt(g, n, op.w);
+    const ir::Tensor& y = g.tensors[n.outputs[0]];
+    const ir::Tensor* xzp = tensorAt(g, n, op.xzp);
+    const ir::Tensor* wzp = tensorAt(g, n, op.wzp);
+    if (native_ && w.dtype != DType::kInt8) throw std::runtime_error("oneDNN int8 takes s8 weights only");
+    channels_ = op.conv ? w.shape[0] : w.shape.back();
+    inner_ = op.conv ? y.shape[2] * y.shape[3] : 1;
+    y_dtype_ = y.dtype;
+    if (op.requant) {  // y = sat(rint(acc * xs*ws[o]/ys) + yzp)
+      const ir::Tensor &xs = *tensorAt(g, n, op.xs), &ws = *tensorAt(g, n, op.ws), &ys = *tensorAt(g, n, op.ys);
+      const int64_t nw = numElements(ws.shape);
+      scales_.resize(nw);
+      for (int64_t o = 0; o < nw; ++o) scales_[o] = static_cast<float>(constAt(xs, 0) * constAt(ws, o) / constAt(ys, 0));
+      yzp_ = static_cast<int32_t>(constAt(*tensorAt(g, n, op.yzp), 0));
+    }
+    if (xzp) {
+      runtime_xzp_ = !xzp->isConstant();
+      if (!runtime_xzp_) xzp_value_ = static_cast<int32_t>(constAt(*xzp, 0));
+    }
+    dnnl::primitive_attr attr;
+    if (native_) nativeAttr(op, y, wzp, &attr);
+    const dt xt = native_ ? dnnlType(x.dtype) : dt::f32, yt = native_ ? dnnlType(y.dtype) : dt::f32;
+    if (!native_) {
+      x_float_.resize(numElements(x.shape));
+      y_float_.resize(numElements(y.shape));
+    }
+    if (op.conv) buildConv(g, n, x, w, y, wzp, xt, yt, attr);
+    else buildMatMul(x, w, y, wzp, xt, yt, attr);
+    if (native_ && runtime_xzp_) zp_mem_ = dnnl::memory({{1}, dt::s32, tag::x}, oneDnnEngine(), &xzp_value_);
+  }
+
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    if (runtime_xzp_) xzp_value_ = static_cast<int32_t>(ops::loadIndex(in[op_.xzp], 0));
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, w_mem_}};
+    if (native_) {
+      x_mem_.set_data_handle(const_cast<void*>(in[op_.x].data));
+      y_mem_.set_data_handle(out[0].data);
+      if (runtime_xzp_) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem_;
+    } else {  // x - x_zp as float32, one pass
+      const TensorView& x = in[op_.x];
+      const float z = static_cast<float>(xzp_value_);
+      if (x.dtype == DType::kUInt8) for (size_t i = 0; i < x_float_.size(); ++i) x_float_[i] = x.as<uint8_t>()[i] - z;
+      else for (size_t i = 0; i < x_float_.size(); ++i) x_float_[i] = x.as<int8_t>()[i] - z;
+    }
+    if (!w_const_ && native_) w_mem_.set_data_handle(const_cast<void*>(in[op_.w].data));
+    if (!w_const_ && !native_) {
+      const TensorView& w = in[op_.w];
+      for (size_t i = 0; i < w_float_.size(); ++i) {
+        const float v = w_signed_ ? w.as<int8_t>()[i] : w.as<uint8_t>()[i];
+        w_float_[i] = v - w_zp_[i % channels_];
+      }
+    }
+    if (b_mem_) args[DNNL_ARG_BIAS] = b_mem_;
+    if (x_reorder_) {
+      x_reorder_.execute(stream_, x_mem_, x_prim_);
+      args[DNNL_ARG_SRC] = x_prim_;
+    } else {
+      args[DNNL_ARG_SRC] = x_mem_;
+    }
+    args[DNNL_ARG_DST] = y_reorder_ ? y_prim_ : y_mem_;
+    prim_.execute(stream_, args);
+    if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
+    stream_.wait();
+    if (!native_) requantize(out[0]);
+    return Status::Ok();
+  }
+  std::string detail() const override {
+    return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ +
+           (x_reorder_ || y_reorder_ ? ", layout reorders" : "");
+  }
+  int reorders() const override { return (x_reorder_ ? 1 : 0) + (y_reorder_ ? 1 : 0); }
+
+ private:
+  void nativeAttr(const Int8Op& op, const ir::Tensor& y, const ir::Tensor* wzp, dnnl::primitive_attr* attr) {
+    if (op.requant) {
+      const int mask = scales_.size() == 1 ? 0 : op.conv ? 1 << 1 : 1 << (y.shape.size() - 1);
+      attr->set_output_scales(mask, scales_);
+      if (yzp_ != 0) attr->set_zero_points(DNNL_ARG_DST, 0, {yzp_});
+    }
+    if (runtime_xzp_) attr->set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    else if (xzp_value_ != 0) attr->set_zero_points(DNNL_ARG_SRC, 0, {xzp_value_});
+    if (!allZero(wzp)) {
+      if (op.conv || !wzp->isConstant() || numElements(wzp->shape) != 1) {
+        throw std::runtime_error("oneDNN int8: weight zero points other than one constant on a matmul");
+      }
+      attr->set_zero_points(DNNL_ARG_WEIGHTS, 0, {static_cast<int32_t>(constAt(*wzp, 0))});
+    }
+  }
+
+  // Float path: y = sat(rint(acc * scale[o]) + yzp), or the int32 sum.
+  void requantize(const MutableTensorView& y) const {
+    const int64_t n = static_cast<int64_t>(y_float_.size());
+    if (!op_.requant) {
+      for (int64_t i = 0; i < n; ++i) y.as<int32_t>()[i] = static_cast<int32_t>(std::nearbyint(y_float_[i]));
+      return;
+    }
+    const int lo = y_dtype_ == DType::kInt8 ? -128 : 0, hi = y_dtype_ == DType::kInt8 ? 127 : 255;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t o = scales_.size() == 1 ? 0 : (op_.conv ? (i / inner_) % channels_ : i % channels_);
+      const float v = std::nearbyint(y_float_[i] * scales_[o]) + static_cast<float>(yzp_);
+      const int q = static_cast<int>(std::min<float>(std::max<float>(v, lo), hi));
+      if (y_dtype_ == DType::kInt8) y.as<int8_t>()[i] = static_cast<int8_t>(q);
+      else y.as<uint8_t>()[i] = static_cast<uint8_t>(q);
+    }
+  }
+
+  // Weights as float32 (w - w_zp) for the float path; `per_row`: zero points by the
+  // outer index (conv output channel), else by the last (matmul column).
+  std::vector<float> floatWeights(const ir::Tensor& w, const ir::Tensor* wzp, bool per_row) const {
+    const int64_t n = numElements(w.shape), inner = n / channels_;
+    std::vector<float> f(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = per_row ? i / inner : i % channels_;
+      f[i] = static_cast<float>(reinterpret_cast<const int8_t*>(w.constant->data)[i]) -
+             static_cast<float>(wzp ? constAt(*wzp, numElements(wzp->shape) == 1 ? 0 : c) : 0.0);
+    }
+    return f;
+  }
+
+  void buildConv(const ir::Graph& g, const ir::Node& n, const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor& y,
+                 const ir::Tensor* wzp, dt xt, dt yt, const dnnl::primitive_attr& attr) {
+    const auto& a = n.attrs.get<Conv2DAttrs>();
+    if (!w.isConstant()) throw std::runtime_error("oneDNN int8 convolution needs constant weights");
+    const Shape &xs = x.shape, &ys = y.shape, &ws = w.shape;
+    const int64_t G = a.groups;
+    const dt wt = native_ ? dt::s8 : dt::f32, bt = native_ ? dt::s32 : dt::f32;
+    const dims w_dims = G == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{G, ws[0] / G, ws[1], ws[2], ws[3]};
+    const dnnl::memory::desc x_md({xs[0], xs[1], xs[2], xs[3]}, xt, tag::nchw);
+    const dnnl::memory::desc y_md({ys[0], ys[1], ys[2], ys[3]}, yt, tag::nchw);
+    const dnnl::memory::desc x_any({xs[0], xs[1], xs[2], xs[3]}, xt, tag::any);
+    const dnnl::memory::desc y_any({ys[0], ys[1], ys[2], ys[3]}, yt, tag::any);
+    const dnnl::memory::desc w_plain(w_dims, wt, G == 1 ? tag::oihw : tag::goihw);
+    const dnnl::memory::desc w_any(w_dims, wt, tag::any);
+    const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
+    const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
+    const ir::Tensor* bias = tensorAt(g, n, op_.bias);
+    const dnnl::memory::desc b_md({channels_}, bt, tag::x);
+    auto desc = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                       dnnl::algorithm::convolution_direct, x_any, w_any, b_md, y_any,
+                                                       strides, dil, pad_l, pad_r)
+                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                       dnnl::algorithm::convolution_direct, x_any, w_any, y_any,
+                                                       strides, dil, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, oneDnnEngine());
+    impl_ = pd.impl_info_str();
+    if (impl_.rfind("ref", 0) == 0) throw std::runtime_error("oneDNN has only its reference convolution for this case");
+    prim_ = dnnl::convolution_forward(pd);
+    x_mem_ = native_ ? dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(x_md, oneDnnEngine(), x_float_.data());
+    y_mem_ = native_ ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
+    if (pd.src_desc() != x_md) {  // buffers made here, at compile
+      x_prim_ = dnnl::memory(pd.src_desc(), oneDnnEngine());
+      x_reorder_ = dnnl::reorder(x_mem_, x_prim_);
+    }
+    if (pd.dst_desc() != y_md) {
+      y_prim_ = dnnl::memory(pd.dst_desc(), oneDnnEngine());
+      y_reorder_ = dnnl::reorder(y_prim_, y_mem_);
+    }
+    if (native_) {
+      reorderWeights(w_plain, pd.weights_desc(), w.constant->data);
+    } else {
+      std::vector<float> wf = floatWeights(w, wzp, true);
+      reorderWeights(w_plain, pd.weights_desc(), wf.data());
+    }
+    if (bias) {
+      if (!bias->isConstant()) throw std::runtime_error("oneDNN int8 convolution needs a constant bias");
+      b_mem_ = dnnl::memory(b_md, oneDnnEngine());
+      const int32_t* b = reinterpret_cast<const int32_t*>(bias->constant->data);
+      if (native_) std::memcpy(b_mem_.get_data_handle(), b, channels_ * sizeof(int32_t));
+      else for (int64_t o = 0; o < channels_; ++o) static_cast<float*>(b_mem_.get_data_handle())[o] = static_cast<float>(b[o]);
+    }
+  }
+
+  void buildMatMul(const ir::Tensor& x, const ir::Tensor& w, const ir::Tensor& y, const ir::Tensor* wzp, dt xt, dt yt,
+                   const dnnl::primitive_attr& attr) {
+    const size_t rank = y.shape.size();
+    if (rank < 2 || rank > 6) throw std::runtime_error("oneDNN matmul takes ranks 2 to 6");
+    const dt wt = native_ ? dt::s8 : dt::f32;
+    const auto x_md = matDesc(x.shape, rank, xt), y_md = matDesc(y.shape, rank, yt);
+    const auto w_md = matDesc(w.shape, rank, wt);
+    w_const_ = w.isConstant();
+    if (!native_ && !w_const_) {  // converted at each launch, like x
+      if (wzp && !wzp->isConstant()) throw std::runtime_error("the float path takes constant weight zero points");
+      w_zp_.assign(channels_, 0.0f);
+      for (int64_t j = 0; j < channels_ && wzp; ++j) w_zp_[j] = static_cast<float>(constAt(*wzp, numElements(wzp->shape) == 1 ? 0 : j));
+      w_float_.resize(numElements(w.shape));
+      w_signed_ = w.dtype == DType::kInt8;
+    }
+    const auto w_use = w_const_ ? dnnl::memory::desc(w_md.dims(), wt, tag::any) : w_md;
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x_md, w_use, y_md), attr, oneDnnEngine());
+    impl_ = pd.impl_info_str();
+    if (impl_.rfind("ref", 0) == 0) throw std::runtime_error("oneDNN has only its reference matmul for this case");
+    prim_ = dnnl::matmul(pd);
+    x_mem_ = native_ ? dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(x_md, oneDnnEngine(), x_float_.data());
+    y_mem_ = native_ ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
+    if (!w_const_) {
+      w_mem_ = native_ ? dnnl::memory(w_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(w_md, oneDnnEngine(), w_float_.data());
+    } else if (native_) {
+      reorderWeights(w_md, pd.weights_desc(), w.constant->data);
+    } else {
+      std::vector<float> wf = floatWeights(w, wzp, false);
+      reorderWeights(w_md, pd.weights_desc(), wf.data());
+    }
+  }
+
+  void reorderWeights(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, const void* data) {
+    dnnl::memory src(plain, oneDnnEngine(), const_cast<void*>(data));
+    w_mem_ = dnnl::memory(chosen, oneDnnEngine());
+    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
+    stream_.wait();
+    w_const_ = true;
+  }
+
+  Int8Op op_;
+  bool native_;
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  dnnl::memory x_mem_, w_mem_, y_mem_, b_mem_, x_prim_, y_prim_, zp_mem_;
+  dnnl::reorder x_reorder_, y_reorder_;
+  bool w_const_ = false, runtime_xzp_ = false;
+  int32_t xzp_value_ = 0, yzp_ = 0;
+  int64_t channels_ = 1, inner_ = 1;
+  DType y_dtype_ = DType::kUInt8;
+  std::vector<float> scales_;
+  std::vector<float> x_float_, y_float_, w_float_, w_zp_;  // the float path's operands, made at compile
+  bool w_signed_ = true;
+  std::string impl_;
+};
+
+}  // namespace
+
+bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
+  Int8Op op;
+  if (node.subgraph || !int8Op(node, &op)) return false;
+  const ir::Tensor* x = tensorAt(g, node, op.x);
+  const ir::Tensor* w = tensorAt(g, node, op.w);
+  if (!x || !w || (op.conv && x->shape.size() != 4)) return false;
+  if (useNativeInt8() && w->dtype != DType::kInt8) return false;
+  for (int k : {op.xs, op.ws, op.ys, op.yzp}) {
+    if (k >= 0 && (!tensorAt(g, node, k) || !tensorAt(g, node, k)->isConstant())) return false;
+  }
+  if (op.requant) {  // per-tensor activation and output scales
+    for (int k : {op.xs, op.ys, op.yzp}) if (numElements(tensorAt(g, node, k)->shape) != 1) return false;
+  }
+  const ir::Tensor* xzp = tensorAt(g, node, op.xzp);
+  return !xzp || numElements(xzp->shape) == 1;
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
+  Int8Op op;
+  if (!int8Op(node, &op)) return makeError(StatusCode::kUnsupported, "oneDNN int8 does not take ", node.name);
+  try {
+    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op));
+  } catch (const std::exception& e) {  // dnnl::error and the cases refused above
+    return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
+  }
+}
+
+#else  // no oneDNN in this build: the reference kernels (the own int8 GEMM: not written yet)
+
+bool canRunOneDnnInt8(const ir::Graph&, const ir::Node&) { return false; }
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node) {
+  return makeError(StatusCode::kUnsupported, "this build has no oneDNN for ", node.name);
+}
+
+#endif
+
+}  // namespace gkrt::cpu

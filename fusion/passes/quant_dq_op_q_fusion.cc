@@ -1,0 +1,169 @@
+// quant_dq_op_q_fusion: the QDQ form of a quantized model (onnxruntime's quantize_static
+// QDQ output) becomes the integer ops, so an int8 kernel runs instead of the fake-quant
+// float path. Patterns (every scale a constant, every intermediate read only by the
+// next op):
+//   Q(Conv2D(DQ(x), DQ(w), [DQ(b) | b]))          -> QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, b_int32)
+//   Q(MatMul | BatchMatMul(DQ(a), DQ(b)))         -> QLinearMatMul(a, as, azp, b, bs, bzp, ys, yzp)
+//   Q(Add | Mul(DQ(a), DQ(b)))                    -> QLinearAdd | QLinearMul(a, as, azp, b, bs, bzp, ys, yzp)
+// x, a and the output per tensor, int8 or uint8; w per tensor or per output channel
+// (axis 0), a matmul's b per tensor or per column (its last axis), int8 or uint8. The
+// conv bias becomes int32 at scale xs*ws (the int32 of a DQ with exactly that scale and
+// no zero point as it is, a float constant rounded half to even). Runs before
+// ConstantFolding, which would otherwise dequantize the weights; `disable_pass` keeps
+// the float path (for accuracy debugging).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "fusion/passes/passes.h"
+#include "fusion/passes/pattern_match.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::passes {
+namespace {
+
+bool isInt8(DType t) { return t == DType::kInt8 || t == DType::kUInt8; }
+int64_t elements(const ir::Graph& g, int t) { return t < 0 ? 0 : numElements(g.tensors[t].shape); }
+bool isConst(const ir::Graph& g, int t) { return t >= 0 && g.tensors[t].isConstant(); }
+
+// A DequantizeLinear's operands: x, scale (constant float32), zero point (constant, or
+// -1) and its axis normalised to x's rank.
+struct Dq {
+  int x = -1, scale = -1, zp = -1;
+  int64_t axis = 0;
+};
+bool dequantized(const PatternGraph& pg, int t, Dq* d) {
+  const ir::Node* n = pg.producer(t, {"DequantizeLinear"});
+  if (!n) return false;
+  const ir::Graph& g = pg.graph();
+  const auto& a = n->attrs.get<QuantAttrs>();
+  d->x = n->inputs[0];
+  d->scale = n->inputs[1];
+  d->zp = n->inputs.size() > 2 ? n->inputs[2] : -1;
+  const int64_t rank = static_cast<int64_t>(g.tensors[d->x].shape.size());
+  d->axis = a.axis < 0 ? a.axis + rank : a.axis;
+  return a.block_size == 0 && a.to == DType::kFloat32 && g.tensors[d->scale].dtype == DType::kFloat32 &&
+         isConst(g, d->scale) && (d->zp < 0 || isConst(g, d->zp));
+}
+// Per tensor, or (count > 0) per axis `axis` with `count` elements.
+bool paramsFit(const ir::Graph& g, const Dq& d, int64_t axis, int64_t count) {
+  const int64_t e = elements(g, d.scale);
+  if (e == 1) return d.zp < 0 || elements(g, d.zp) == 1;
+  return count > 0 && d.axis == axis && e == count && (d.zp < 0 || elements(g, d.zp) == count);
+}
+// The zero point as an input: a zero of x's type when the DQ has none.
+int zeroPoint(ir::Graph& g, const Dq& d) {
+  if (d.zp >= 0) return d.zp;
+  const int t = addPatternTensor(g, g.tensors[d.x].name + "_zero_point", g.tensors[d.x].dtype, {});
+  const uint8_t zero = 0;
+  g.tensors[t].constant = ir::ConstData::copyOf(&zero, 1);
+  return t;
+}
+
+struct Q {
+  int index = -1, y = -1, scale = -1, zp = -1;
+};
+// Node `i` is a per-tensor QuantizeLinear to int8/uint8 with a zero point, as ONNX
+// QLinear ops need.
+bool quantizes(const ir::Graph& g, size_t i, Q* q) {
+  const ir::Node& n = g.nodes[i];
+  if (!isOp(n, "QuantizeLinear") || n.inputs.size() < 3 || n.inputs[2] < 0) return false;
+  const auto& a = n.attrs.get<QuantAttrs>();
+  q->index = static_cast<int>(i);
+  q->y = n.inputs[0];
+  q->scale = n.inputs[1];
+  q->zp = n.inputs[2];
+  return isInt8(a.to) && a.precision == DType::kFloat32 && g.tensors[q->y].dtype == DType::kFloat32 &&
+         g.tensors[q->scale].dtype == DType::kFloat32 && isConst(g, q->scale) && isConst(g, q->zp) &&
+         elements(g, q->scale) == 1 && elements(g, q->zp) == 1;
+}
+
+float constFloat(const ir::Graph& g, int t, int64_t i) {
+  float v;
+  std::memcpy(&v, g.tensors[t].constant->data + 4 * (elements(g, t) == 1 ? 0 : i), 4);
+  return v;
+}
+
+// The conv bias as int32 at scale xs * ws[o]; -1 when it has none, -2 when it cannot be.
+int int32Bias(ir::Graph& g, const PatternGraph& pg, int b, int xs, int ws, int64_t channels) {
+  if (b < 0) return -1;
+  if (elements(g, b) != channels) return -2;
+  std::vector<int32_t> q(channels);
+  Dq d;
+  if (dequantized(pg, b, &d) && g.tensors[d.x].dtype == DType::kInt32 && isConst(g, d.x) && d.zp < 0) {
+    for (int64_t o = 0; o < channels; ++o) {
+      if (constFloat(g, d.scale, o) != constFloat(g, xs, 0) * constFloat(g, ws, o)) return -2;
+    }
+    return d.x;
+  }
+  if (!isConst(g, b) || g.tensors[b].dtype != DType::kFloat32) return -2;
+  for (int64_t o = 0; o < channels; ++o) {
+    const double v = std::nearbyint(constFloat(g, b, o) / (static_cast<double>(constFloat(g, xs, 0)) * constFloat(g, ws, o)));
+    if (!(std::fabs(v) < 2147483647.0)) return -2;
+    q[o] = static_cast<int32_t>(v);
+  }
+  const int t = addPatternTensor(g, g.tensors[b].name + "_int32", DType::kInt32, {channels});
+  g.tensors[t].constant = ir::ConstData::copyOf(q.data(), q.size() * sizeof(int32_t));
+  return t;
+}
+
+ir::Node quantNode(const char* op, const std::string& name, Attrs attrs, std::vector<int> inputs, int output) {
+  ir::Node n;
+  n.name = std::string(op) + "_" + name;
+  n.op = findOp(op);
+  n.attrs = std::move(attrs);
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  return n;
+}
+
+StatusOr<bool> fuseOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Q q;
+    if (!quantizes(g, i, &q) || !pg.singleUse(q.y)) continue;
+    const ir::Node* op = pg.producer(q.y, {"Conv2D", "MatMul", "BatchMatMul", "Add", "Mul"});
+    if (!op || op->inputs.size() < 2) continue;
+    Dq a, b;
+    if (!dequantized(pg, op->inputs[0], &a) || !dequantized(pg, op->inputs[1], &b)) continue;
+    if (!isInt8(g.tensors[a.x].dtype) || !isInt8(g.tensors[b.x].dtype)) continue;
+    const int out = g.nodes[i].outputs[0];
+    const Shape bs = g.tensors[b.x].shape;
+    std::vector<int> ins;
+    const char* fused = nullptr;
+    Attrs attrs;
+    if (isOp(*op, "Conv2D")) {
+      if (!paramsFit(g, a, 0, 0) || !paramsFit(g, b, 0, bs[0])) continue;
+      const int bias = int32Bias(g, pg, op->inputs.size() > 2 ? op->inputs[2] : -1, a.scale, b.scale, bs[0]);
+      if (bias == -2) continue;
+      fused = "QLinearConv";
+      attrs = op->attrs;
+      ins = {a.x, a.scale, zeroPoint(g, a), b.x, b.scale, zeroPoint(g, b), q.scale, q.zp};
+      if (bias >= 0) ins.push_back(bias);
+    } else if (isOp(*op, "MatMul") || isOp(*op, "BatchMatMul")) {
+      const auto& m = op->attrs.get<MatMulAttrs>();
+      const int64_t last = static_cast<int64_t>(bs.size()) - 1;
+      if (m.transpose_a || m.transpose_b || !paramsFit(g, a, 0, 0) || !paramsFit(g, b, last, bs.back())) continue;
+      fused = "QLinearMatMul";
+      ins = {a.x, a.scale, zeroPoint(g, a), b.x, b.scale, zeroPoint(g, b), q.scale, q.zp};
+    } else {
+      if (!paramsFit(g, a, 0, 0) || !paramsFit(g, b, 0, 0) || g.tensors[a.x].dtype != g.tensors[b.x].dtype ||
+          g.tensors[a.x].dtype != g.tensors[q.zp].dtype) {
+        continue;
+      }
+      fused = isOp(*op, "Add") ? "QLinearAdd" : "QLinearMul";
+      ins = {a.x, a.scale, zeroPoint(g, a), b.x, b.scale, zeroPoint(g, b), q.scale, q.zp};
+    }
+    if (!findOp(fused)) continue;  // a minimal build without the integer op keeps the float path
+    RETURN_IF_ERROR(replaceWithPatternNode(g, q.index, quantNode(fused, op->name, std::move(attrs), ins, out)));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+PassResult fuseQuantDqOpQ(FusionContext& ctx) { return rewriteAll(ctx, fuseOnce); }
+
+}  // namespace gkrt::passes

@@ -1,0 +1,210 @@
+// The integer / QLinear ops (runtime/ir/ops/quant_linear.cc), the QDQ fusion pass
+// (fusion/passes/quant_dq_op_q_fusion.cc), the cpu int8 kernels (backends/cpu/onednn_int8.cc)
+// and the bf16 precision choice (backends/cpu/cpu_precision.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backends/cpu/cpu_precision.h"
+#include "fusion/pass_manager.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/builder.h"
+#include "runtime/session.h"
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+std::vector<int> valuesOf(const HostTensor& t) {
+  std::vector<int> out;
+  for (float f : t.toFloats()) out.push_back(static_cast<int>(f));
+  return out;
+}
+
+HostTensor bytes(DType t, const Shape& shape, const std::vector<int>& v) {
+  HostTensor h(t, shape);
+  for (size_t i = 0; i < v.size(); ++i) static_cast<uint8_t*>(h.data())[i] = static_cast<uint8_t>(v[i]);
+  return h;
+}
+
+// Every element of got within `steps` of want.
+void expectWithinSteps(const HostTensor& got, const HostTensor& want, int steps, const char* what) {
+  const auto g = valuesOf(got), w = valuesOf(want);
+  ASSERT_EQ(g.size(), w.size()) << what;
+  int worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
+  EXPECT_LE(worst, steps) << what;
+}
+
+TEST(QLinearOps, MatMulPerColumnScaleRoundsHalfToEvenAndSaturates) {
+  GraphBuilder b;
+  Value a = b.input("a", DType::kUInt8, {2, 2});
+  const float as = 0.5f, ys = 1.0f, bs[] = {1.0f, 0.25f, 2.0f};
+  const uint8_t azp = 128, yzp = 200;
+  const int8_t w[] = {1, 2, -3, 4, 5, 6}, bzp[] = {0, 0, 0};
+  Value y = b.op1("QLinearMatMul", {a, b.constant("as", DType::kFloat32, {}, &as), b.constant("azp", DType::kUInt8, {}, &azp),
+                                    b.constant("b", DType::kInt8, {2, 3}, w), b.constant("bs", DType::kFloat32, {3}, bs),
+                                    b.constant("bzp", DType::kInt8, {3}, bzp), b.constant("ys", DType::kFloat32, {}, &ys),
+                                    b.constant("yzp", DType::kUInt8, {}, &yzp)});
+  b.output(y, "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  // (a - 128) = [[2, -28], [127, -128]]; sums [[-110, -136, -174], [-385, -386, -1149]];
+  // times {0.5, 0.125, 1}: -192.5 rounds to -192 (even); -949 + 200 saturates to 0.
+  const std::vector<int> want = {145, 183, 26, 8, 152, 0};
+  for (const char* backend : {"reference", "cpu"}) {
+    auto out = testing::runGraph(*g, {bytes(DType::kUInt8, {2, 2}, {130, 100, 255, 0})}, backend);
+    ASSERT_TRUE(out.ok()) << backend << ": " << out.status().message();
+    EXPECT_EQ((*out)[0].dtype(), DType::kUInt8);
+    EXPECT_EQ(valuesOf((*out)[0]), want) << backend;
+  }
+}
+
+TEST(QLinearOps, ConvIntegerZeroPointsAndPadding) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kUInt8, {1, 1, 2, 2});
+  const uint8_t xzp = 10;
+  const int8_t w[] = {1, 1, 1, 1, 2, 0, 0, 2}, wzp[] = {0, 1};
+  Conv2DAttrs a;
+  a.pads = {1, 1, 0, 0};
+  Value y = b.op1("ConvInteger", {x, b.constant("w", DType::kInt8, {2, 1, 2, 2}, w),
+                                  b.constant("xzp", DType::kUInt8, {}, &xzp), b.constant("wzp", DType::kInt8, {2}, wzp)}, a);
+  b.output(y, "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  // x - 10 = [[1, 2], [3, 4]]; a padded row or column adds (10 - 10) * w = 0.
+  // channel 0 (w - 0 = ones): windows at (-1,-1) (-1,0) (0,-1) (0,0): 1, 3, 4, 10.
+  // channel 1 (w - 1 = [[1, -1], [-1, 1]]): 1, -1 + 2 = 1, -1 + 3 = 2, 1 - 2 - 3 + 4 = 0.
+  const std::vector<int> want = {1, 3, 4, 10, 1, 1, 2, 0};
+  for (const char* backend : {"reference", "cpu"}) {
+    auto out = testing::runGraph(*g, {bytes(DType::kUInt8, {1, 1, 2, 2}, {11, 12, 13, 14})}, backend);
+    ASSERT_TRUE(out.ok()) << backend << ": " << out.status().message();
+    EXPECT_EQ((*out)[0].dtype(), DType::kInt32);
+    EXPECT_EQ(valuesOf((*out)[0]), want) << backend;
+  }
+}
+
+TEST(QLinearOps, MismatchedZeroPointTypeIsAClearError) {
+  GraphBuilder b;
+  Value a = b.input("a", DType::kUInt8, {2, 2});
+  const int8_t zp = 0;
+  b.output(b.op1("MatMulInteger", {a, a, b.constant("zp", DType::kInt8, {}, &zp)}), "y");
+  auto g = b.finish();
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("zero point"), std::string::npos) << g.status().message();
+}
+
+// DQ(x) and DQ(w) (per channel) into a Conv2D with a float bias, then Q: the form
+// onnxruntime's quantize_static writes.
+StatusOr<ir::Graph> qdqConvGraph(std::mt19937& rng) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kUInt8, {1, 4, 6, 6});
+  std::uniform_int_distribution<int> w8(-127, 127);
+  std::vector<int8_t> w(8 * 4 * 3 * 3);
+  for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+  const float xs = 0.02f, ys = 0.05f, ws[] = {0.01f, 0.02f, 0.005f, 0.01f, 0.03f, 0.01f, 0.02f, 0.01f};
+  const float bias[] = {0.1f, -0.2f, 0.3f, 0.0f, 0.05f, -0.05f, 0.2f, -0.1f};
+  const uint8_t xzp = 120, yzp = 128;
+  const int8_t wzp[8] = {};
+  QuantAttrs per_tensor{1, 0, true, DType::kFloat32, DType::kFloat32};
+  QuantAttrs per_channel{0, 0, true, DType::kFloat32, DType::kFloat32};
+  Value xf = b.op1("DequantizeLinear", {x, b.constant("xs", DType::kFloat32, {}, &xs), b.constant("xzp", DType::kUInt8, {}, &xzp)},
+                   per_tensor);
+  Value wf = b.op1("DequantizeLinear", {b.constant("w", DType::kInt8, {8, 4, 3, 3}, w.data()),
+                                        b.constant("ws", DType::kFloat32, {8}, ws), b.constant("wzp", DType::kInt8, {8}, wzp)},
+                   per_channel);
+  Conv2DAttrs c;
+  c.pads = {1, 1, 1, 1};
+  Value yf = b.op1("Conv2D", {xf, wf, b.constant("bias", DType::kFloat32, {8}, bias)}, c);
+  QuantAttrs q{1, 0, true, DType::kUInt8, DType::kFloat32};
+  b.output(b.op1("QuantizeLinear", {yf, b.constant("ys", DType::kFloat32, {}, &ys), b.constant("yzp", DType::kUInt8, {}, &yzp)}, q),
+           "y");
+  return b.finish();
+}
+
+bool hasOp(const ir::Graph& g, const char* op) {
+  for (const auto& n : g.nodes) if (n.op && std::string(n.op->name) == op) return true;
+  return false;
+}
+
+TEST(QuantDqOpQFusion, ConvBecomesQLinearConvAndDisablePassKeepsTheFloatPath) {
+  std::mt19937 rng(7);
+  auto g = qdqConvGraph(rng);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ir::Graph fused = *g, kept = *g;
+  ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
+  ASSERT_TRUE(runFusionPipeline(kept, *parseFusionFlags("--disable_pass=quant_dq_op_q_fusion"), FusionColumn::kCpu).ok());
+  EXPECT_TRUE(hasOp(fused, "QLinearConv"));
+  EXPECT_FALSE(hasOp(fused, "Conv2D"));
+  EXPECT_EQ(fused.nodes.size(), 1u);  // the DQs and the Q are gone
+  EXPECT_FALSE(hasOp(kept, "QLinearConv"));
+  EXPECT_TRUE(hasOp(kept, "Conv2D"));
+  HostTensor x(DType::kUInt8, {1, 4, 6, 6});
+  std::uniform_int_distribution<int> u8(0, 255);
+  for (int64_t i = 0; i < x.size(); ++i) static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>(u8(rng));
+  auto float_path = testing::runGraph(*g, {x}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(float_path.ok()) << float_path.status().message();
+  for (const char* backend : {"reference", "cpu"}) {
+    auto int_path = testing::runGraph(*g, {x}, backend, testing::optLevel(2));
+    ASSERT_TRUE(int_path.ok()) << backend << ": " << int_path.status().message();
+    // int32 sums against float sums (and the bias rounded to int32 at xs*ws): one step.
+    expectWithinSteps((*int_path)[0], (*float_path)[0], 1, backend);
+  }
+}
+
+TEST(CpuPrecision, Bf16WithoutNativeSupportRunsFloat32) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {4, 64});
+  std::vector<float> w(64 * 32);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i));
+  b.output(b.op1("MatMul", {x, b.constant("w", DType::kFloat32, {64, 32}, w.data())}, MatMulAttrs{}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  HostTensor in = testing::randomTensor({4, 64}, 3);
+  auto run = [&](Precision p) -> std::vector<float> {
+    SessionOptions o;
+    o.backend = "cpu";
+    o.backend_options.precision = p;
+    auto s = Session::create(*g, o);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    if (!s.ok()) return {};
+    EXPECT_TRUE((*s)->setInput("x", in).ok());
+    EXPECT_TRUE((*s)->run().ok());
+    return (*s)->output("y")->toFloats();
+  };
+  const std::vector<float> f32 = run(Precision::kFloat32), bf16 = run(Precision::kBFloat16);
+  if (!cpu::cpuHasNativeBf16()) {
+    EXPECT_EQ(bf16, f32) << "bf16 must fall back to float32 on " << cpu::cpuIsaName();
+  }
+  // The bf16 path itself (oneDNN may refuse it on this CPU; the GEMM then runs float32):
+  // bf16 operands (8 bits of mantissa) over 64 terms stay within 2% of the float32 result.
+  cpu::forceCpuBf16ForTesting(true);
+  const std::vector<float> forced = run(Precision::kBFloat16);
+  cpu::forceCpuBf16ForTesting(false);
+  ASSERT_EQ(forced.size(), f32.size());
+  // What bf16 operands with float32 accumulation give, computed here in double.
+  const std::vector<float> xs = in.toFloats();
+  auto bf = [](float v) { return bfloat16ToFloat(floatToBFloat16(v)); };
+  double to_bf16 = 0, to_f32 = 0, scale = 0;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 32; ++j) {
+      double want = 0;
+      for (int k = 0; k < 64; ++k) want += static_cast<double>(bf(xs[i * 64 + k])) * bf(w[k * 32 + j]);
+      const size_t o = static_cast<size_t>(i * 32 + j);
+      to_bf16 = std::max(to_bf16, std::fabs(forced[o] - want));
+      to_f32 = std::max(to_f32, std::fabs(static_cast<double>(forced[o]) - f32[o]));
+      scale = std::max(scale, std::fabs(want));
+    }
+  }
+  // Either oneDNN ran bf16 (then it matches the bf16 product) or it refused and the GEMM
+  // ran float32 (then it matches float32): nothing in between.
+  const bool ran_bf16 = to_bf16 <= 1e-5 * scale;
+  EXPECT_TRUE(ran_bf16 || to_f32 <= 1e-5 * scale) << "to bf16 " << to_bf16 << ", to f32 " << to_f32;
+  std::cout << "forced bf16 on oneDNN ISA " << cpu::cpuIsaName() << ": " << (ran_bf16 ? "bf16 ran" : "oneDNN refused bf16, float32 ran")
+            << " (max abs to the bf16 product " << to_bf16 << ", to float32 " << to_f32 << ")\n";
+}
+
+}  // namespace
+}  // namespace gkrt
