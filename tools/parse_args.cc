@@ -86,6 +86,8 @@ void SessionArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--flags", flags, "fusion flags in MS_DEV_GRAPH_KERNEL_FLAGS syntax (\"--opt_level=0\" turns fusion off)");
   cmd->add_option("--fusion-profile", profile, "fusion table column to use: ascend, cpu or gpu");
   cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--max-memory", max_memory,
+                  "refuse plans needing more memory than this (bytes, or 512K/256M/2G; default 3/4 of physical memory)");
 }
 
 StatusOr<SessionOptions> SessionArgs::toOptions() const {
@@ -99,6 +101,11 @@ StatusOr<SessionOptions> SessionArgs::toOptions() const {
     Shape shape;
     RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
     opts.input_shapes[name] = shape;
+  }
+  if (!max_memory.empty()) {
+    auto cap = parseByteSize(max_memory);
+    if (!cap.ok()) return cap.status().withContext("--max-memory");
+    opts.max_memory_bytes = *cap;
   }
   return opts;
 }

@@ -36,6 +36,7 @@ struct SessionArgs {
   std::string flags;
   std::string profile;
   std::vector<std::string> input_shapes;  // name=1,3,224,224
+  std::string max_memory;                 // "512M"; empty: SessionOptions' default
   void addTo(CLI::App* cmd);
   StatusOr<SessionOptions> toOptions() const;
 };
