@@ -32,7 +32,7 @@ seed() {
   mkdir -p "$dir"
   ls -1 "$@" 2>/dev/null | awk -v n="$MAX_SEEDS" '{ f[NR] = $0 } END { step = NR > n ? NR / n : 1; for (i = 1; i <= NR; i += step) print f[int(i)] }' |
     while read -r f; do
-      [ "$(wc -c < "$f")" -le 262144 ] && cp "$f" "$dir/$(echo "$f" | tr '/' '_')"
+      if [ "$(wc -c < "$f")" -le 262144 ]; then cp "$f" "$dir/$(echo "$f" | tr '/' '_')"; fi
     done
   true
 }
