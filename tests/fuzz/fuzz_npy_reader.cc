@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto t = gkrt::readNpyBytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz.npy");
-  if (!t.ok() || t->size() > (1 << 20)) return 0;
+  if (!t.ok() || t->size() > 4096) return 0;  // conversions of big tensors only slow the fuzzer
   for (int d = 0; d < gkrt::kNumDTypes; ++d) (void)gkrt::npyToModelType(*t, static_cast<gkrt::DType>(d), "x");
   return 0;
 }

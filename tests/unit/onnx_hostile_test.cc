@@ -52,6 +52,20 @@ TEST(OnnxHostile, InitializerClaimingTooMuchFailsTheConversion) {
   expectMessage(importOnnxModel(m, ".").status(), {"tensor 'w' holds 16 bytes"});
 }
 
+// Fuzzer find (tests/fuzz/regressions/onnx_convert/matmul_1d_mismatch.onnx): a 1-D
+// MatMul operand whose size does not match erased a dim of the failed MatMul's empty shape.
+TEST(OnnxHostile, OneDimensionalMatMulWithMismatchedSizesIsAnError) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "a", {5});
+  addInput(g, "b", {2, 4, 1});
+  addNode(g, "MatMul", {"a", "b"}, {"c"});
+  addOutput(g, "c");
+  auto r = importOnnxModel(m, ".");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("MatMul"), std::string::npos) << r.status().message();
+}
+
 struct ExternalDataTest : ::testing::Test {
   void SetUp() override {
     root = fs::path(::testing::TempDir()) / "gkrt_onnx_external";

@@ -20,6 +20,11 @@ Status matmul(Context& c, const Node& n, Outs& o) {
   Value y = c.op1(batched ? "BatchMatMul" : "MatMul", {a, b}, MatMulAttrs{});
   if (va || vb) {
     Shape s = shapeOf(c, y);
+    // A MatMul the builder refused has no shape: its error is reported after this node.
+    if (s.size() < (va ? 2u : 1u)) {
+      o = {y};
+      return Status::Ok();
+    }
     if (vb) s.erase(s.end() - 1);
     if (va) s.erase(s.end() - (vb ? 1 : 2));
     y = c.op1("Reshape", {y}, ShapeAttrs{s});
