@@ -18,6 +18,7 @@ APT_PACKAGES=(
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   python3-venv
   graphviz
+  clang libomp-14-dev
 )
 PY_PACKAGES=(numpy onnx onnxruntime tokenizers)
 # MindSpore 2.10 (CPU, graph kernel fusion with AKG) for tests/fidelity: gkrt's fusion
@@ -99,6 +100,10 @@ case "${1:-run}" in
     cmake --preset aarch64 >/dev/null
     cmake --build --preset aarch64
     ctest --preset aarch64
+    # The sanitizer job (README: Errors and hostile input): a clang ASan+UBSan build of the
+    # core runtime, its loader/fusion/session tests, the fuzz regressions and each fuzz
+    # target for 30 s, leak checking on.
+    tests/fuzz/ci_sanitize.sh
     ;;
   bench)
     # gkrt against its peers (README: Benchmarks): OpenVINO and MNN from PyPI, only here.

@@ -22,7 +22,8 @@ set(GKRT_PUBLIC_HEADERS
   backends/backend.h
   fusion/fusion_column.h fusion/fusion_options.h fusion/pass_manager.h
   runtime/ir/attrs.h runtime/ir/attrs_impl.h runtime/ir/dtype.h runtime/ir/graph.h runtime/ir/shape.h
-  runtime/ir/status.h runtime/ir/tensor_view.h)
+  runtime/ir/status.h runtime/ir/tensor_view.h
+  runtime/resource_limits.h)
 
 set(GKRT_PUBLIC_INCLUDE_DIR ${CMAKE_BINARY_DIR}/include)
 set(GKRT_PUBLIC_HEADER_SOURCES ${GKRT_PUBLIC_HEADERS})

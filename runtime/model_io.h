@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/ir/graph.h"
+#include "runtime/resource_limits.h"
 
 namespace gkrt {
 
@@ -25,6 +26,9 @@ constexpr const char* kModelFileIdentifier = "GKM1";
 StatusOr<ir::Graph> loadModelFile(const std::string& path);
 // Copies the bytes it needs; `data` may be freed after the call.
 StatusOr<ir::Graph> loadModelBuffer(const void* data, size_t size);
+// The same, refusing graphs larger or deeper than `limits` (the two above use the defaults).
+StatusOr<ir::Graph> loadModelFile(const std::string& path, const ModelLimits& limits);
+StatusOr<ir::Graph> loadModelBuffer(const void* data, size_t size, const ModelLimits& limits);
 
 StatusOr<std::vector<uint8_t>> serializeModel(const ir::Graph& g);
 Status saveModelFile(const ir::Graph& g, const std::string& path);

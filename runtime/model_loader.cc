@@ -22,11 +22,13 @@ struct Bytes {  // a loaded file or buffer, kept alive by the constants that use
 
 class GraphDecoder {
  public:
-  GraphDecoder(const fb::Model& model, const Bytes& bytes) : model_(model), bytes_(bytes) {}
+  GraphDecoder(const fb::Model& model, const Bytes& bytes, const ModelLimits& limits)
+      : model_(model), bytes_(bytes), limits_(limits) {}
 
   Status decode(const fb::Graph& fg, ir::Graph& g, const std::string& where) {
     const auto* tensors = fg.tensors();
     const size_t nt = tensors ? tensors->size() : 0;
+    RETURN_IF_ERROR(checkGraphSize(fg.nodes() ? fg.nodes()->size() : 0, nt, limits_).withContext(where.empty() ? "model" : where));
     for (size_t i = 0; i < nt; ++i) {
       ir::Tensor t;
       RETURN_IF_ERROR(decodeTensor(*tensors->Get(static_cast<flatbuffers::uoffset_t>(i)), t)
@@ -153,6 +155,7 @@ class GraphDecoder {
 
   const fb::Model& model_;
   const Bytes& bytes_;
+  const ModelLimits& limits_;
 };
 
 // Declared static shapes of produced tensors must agree with inference.
@@ -169,7 +172,7 @@ Status checkDeclaredShapes(const ir::Graph& g, const std::vector<Shape>& declare
   return Status::Ok();
 }
 
-StatusOr<ir::Graph> loadBytes(const Bytes& bytes) {
+StatusOr<ir::Graph> loadBytes(const Bytes& bytes, const ModelLimits& limits) {
   if (bytes.size < 8) {
     return makeError(StatusCode::kInvalidModel, "the file is ", bytes.size, " bytes, too short to be a gkrt model");
   }
@@ -196,11 +199,12 @@ StatusOr<ir::Graph> loadBytes(const Bytes& bytes) {
                      ", newer than this gkrt supports (", kSchemaVersion, "); upgrade gkrt");
   }
   ir::Graph g;
-  RETURN_IF_ERROR(GraphDecoder(*model, bytes).decode(*model->graph(), g, ""));
+  RETURN_IF_ERROR(GraphDecoder(*model, bytes, limits).decode(*model->graph(), g, ""));
   if (const auto* md = model->metadata()) {
     for (const auto* e : *md) g.metadata[e->key()->str()] = e->value() ? e->value()->str() : "";
   }
   RETURN_IF_ERROR(ir::validateGraph(g));
+  RETURN_IF_ERROR(checkGraphDepth(g, limits));
   std::vector<Shape> declared;
   for (const ir::Tensor& t : g.tensors) declared.push_back(t.shape);
   bool static_inputs = true;
@@ -214,15 +218,19 @@ StatusOr<ir::Graph> loadBytes(const Bytes& bytes) {
 
 }  // namespace
 
-StatusOr<ir::Graph> loadModelBuffer(const void* data, size_t size) {
+StatusOr<ir::Graph> loadModelBuffer(const void* data, size_t size) { return loadModelBuffer(data, size, ModelLimits{}); }
+
+StatusOr<ir::Graph> loadModelFile(const std::string& path) { return loadModelFile(path, ModelLimits{}); }
+
+StatusOr<ir::Graph> loadModelBuffer(const void* data, size_t size, const ModelLimits& limits) {
   auto copy = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::aligned_alloc(64, (size + 63) / 64 * 64 + 64)),
                                        [](uint8_t* p) { std::free(p); });
   if (!copy) return makeError(StatusCode::kIoError, "out of memory copying a ", size, "-byte model");
   if (size) std::memcpy(copy.get(), data, size);
-  return loadBytes({copy.get(), size, copy});
+  return loadBytes({copy.get(), size, copy}, limits);
 }
 
-StatusOr<ir::Graph> loadModelFile(const std::string& path) {
+StatusOr<ir::Graph> loadModelFile(const std::string& path, const ModelLimits& limits) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return makeError(StatusCode::kNotFound, "cannot open model '", path, "': ", std::strerror(errno));
@@ -241,7 +249,7 @@ StatusOr<ir::Graph> loadModelFile(const std::string& path) {
   ::close(fd);
   if (map == MAP_FAILED) return makeError(StatusCode::kIoError, "cannot map '", path, "': ", std::strerror(errno));
   std::shared_ptr<const void> owner(map, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
-  auto g = loadBytes({static_cast<const uint8_t*>(map), size, owner});
+  auto g = loadBytes({static_cast<const uint8_t*>(map), size, owner}, limits);
   if (!g.ok()) return g.status().withContext(path);
   return g;
 }

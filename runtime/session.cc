@@ -20,6 +20,11 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
   s->backend_name_ = options.backend;
   s->backend_options_ = options.backend_options;
   s->max_cached_plans_ = std::max<size_t>(1, options.max_cached_plans);
+  if (options.max_memory_bytes == 0) {
+    return makeError(StatusCode::kInvalidArgument, "SessionOptions::max_memory_bytes is 0; give a positive cap "
+                     "(the default is ", formatByteSize(defaultMaxMemoryBytes()), ", three quarters of physical memory)");
+  }
+  s->max_memory_bytes_ = options.max_memory_bytes;
   {  // an unknown backend or missing device is reported now, not at the first run
     ASSIGN_OR_RETURN(auto probe, createBackend(options.backend, options.backend_options));
   }
@@ -92,7 +97,7 @@ StatusOr<Session::Plan*> Session::planFor(const std::map<std::string, Shape>& sh
       return plans_.front().get();
     }
   }
-  ASSIGN_OR_RETURN(auto plan, Plan::compile(model_, shapes, backend_name_, backend_options_, fusion_options_));
+  ASSIGN_OR_RETURN(auto plan, Plan::compile(model_, shapes, backend_name_, backend_options_, fusion_options_, max_memory_bytes_));
   ++plans_compiled_;
   plans_.push_front(std::move(plan));
   return plans_.front().get();

@@ -31,6 +31,7 @@
 #include "fusion/pass_manager.h"
 #include "runtime/host_tensor.h"
 #include "runtime/ir/graph.h"
+#include "runtime/resource_limits.h"
 
 namespace gkrt {
 
@@ -44,6 +45,9 @@ struct SessionOptions {
   std::optional<FusionOptions> fusion;
   // Compiled plans kept for models with dynamic dims (one per set of input shapes).
   size_t max_cached_plans = 4;
+  // A plan whose tensors, arena, workspace or device buffers need more is refused
+  // before they are allocated (runtime/resource_limits.h; gkrt run --max-memory).
+  size_t max_memory_bytes = defaultMaxMemoryBytes();
 };
 
 struct TensorInfo {
@@ -129,6 +133,7 @@ class Session {
   BackendOptions backend_options_;
   FusionOptions fusion_options_;
   size_t max_cached_plans_ = 4;
+  size_t max_memory_bytes_ = 0;
   std::list<std::unique_ptr<Plan>> plans_;  // most recently used first
   Plan* active_ = nullptr;
   size_t plans_compiled_ = 0;

@@ -21,13 +21,16 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
                                                                 const std::map<std::string, Shape>& shapes,
                                                                 const std::string& backend_name,
                                                                 const BackendOptions& backend_options,
-                                                                const FusionOptions& fusion_options) {
+                                                                const FusionOptions& fusion_options,
+                                                                size_t max_memory_bytes) {
   std::unique_ptr<Plan> p(new Plan());
   Plan& s = *p;
   s.input_shapes = shapes;
+  s.max_memory_bytes = max_memory_bytes;
   ASSIGN_OR_RETURN(s.backend, createBackend(backend_name, backend_options));
   s.graph = ir::cloneGraph(model);
   RETURN_IF_ERROR(specializeShapes(s.graph, shapes));
+  RETURN_IF_ERROR(checkTensorsFitCap(s.graph, max_memory_bytes));  // before fusion compiles anything
   const FusionColumn column = fusion_options.profile.value_or(s.backend->fusionColumn());
   ASSIGN_OR_RETURN(s.fusion_report, runFusionPipeline(s.graph, fusion_options, column, [&s](const ir::Node& n) {
                      return s.backend->supports(s.graph, n);
@@ -51,6 +54,7 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
       child.backend = backend_name;
       child.backend_options = backend_options;
       child.fusion = fusion_options;
+      child.max_memory_bytes = max_memory_bytes;
       size_t buffer_bytes = 0;
       auto kernel = compileControlFlowKernel(s.graph, node, child, &buffer_bytes);
       if (!kernel.ok()) return kernel.status().withContext("compiling " + ir::describeNode(s.graph, int(i)));
@@ -91,7 +95,7 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
   }
   RETURN_IF_ERROR(s.backend->finishCompile());
   if (s.fallback) RETURN_IF_ERROR(s.fallback->finishCompile());
-  RETURN_IF_ERROR(s.allocateTensors(referenced));
+  RETURN_IF_ERROR(s.allocateTensors(referenced, workspace));
   auto data_of = [&](int t) -> void* {
     const ir::Tensor& tensor = s.graph.tensors[t];
     if (s.buffers[t]) return s.buffers[t];
@@ -117,13 +121,16 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
 // Host backends: one arena, offsets from the memory plan (constants used in place).
 // Device backends with addressable memory (cuda): the same arena on the device, and the
 // constants packed into one more allocation. Others (opencl): one allocation per
-// tensor, constants copied over.
-Status Session::Plan::allocateTensors(const std::vector<char>& referenced) {
+// tensor, constants copied over. Every plan is checked against the memory cap first.
+Status Session::Plan::allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes) {
   buffers.assign(graph.tensors.size(), nullptr);
   auto bytes_of = [&](size_t t) {
     return static_cast<size_t>(numElements(graph.tensors[t].shape)) * dtypeSize(graph.tensors[t].dtype);
   };
   if (!backend->addressableMemory()) {
+    size_t device_bytes = workspace_bytes;  // every referenced tensor gets its own buffer
+    for (size_t t = 0; t < graph.tensors.size(); ++t) if (referenced[t]) device_bytes += bytes_of(t);
+    RETURN_IF_ERROR(checkMemoryCap(device_bytes, max_memory_bytes, std::string("the ") + backend->name() + " device buffers of this plan"));
     for (size_t t = 0; t < graph.tensors.size(); ++t) {
       const ir::Tensor& tensor = graph.tensors[t];
       if (!referenced[t]) continue;
@@ -180,6 +187,8 @@ Status Session::Plan::allocateTensors(const std::vector<char>& referenced) {
   }
   const MemoryPlan plan = planMemory(requests);
   arena_bytes = plan.arena_bytes;
+  RETURN_IF_ERROR(checkMemoryCap(arena_bytes + workspace_bytes, max_memory_bytes,
+                                 std::string("the ") + backend->name() + " tensor arena and workspace of this plan"));
   if (requests.empty()) return backend->isHost() ? Status::Ok() : copyConstantsToDevice(referenced);
   // Never empty: tensors with no elements still get a valid address.
   ASSIGN_OR_RETURN(void* arena, backend->allocate(std::max(arena_bytes, kArenaAlignment)));

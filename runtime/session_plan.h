@@ -30,6 +30,7 @@ struct Session::Plan {
   std::vector<void*> owned;    // what the destructor gives back
   void* workspace = nullptr;
   size_t allocated_bytes = 0, arena_bytes = 0, tensor_bytes = 0;
+  size_t max_memory_bytes = 0;  // SessionOptions::max_memory_bytes
   std::vector<Step> steps;
   bool replayable = true;  // every step runs on `backend` (Backend::runLaunches)
 
@@ -37,12 +38,12 @@ struct Session::Plan {
   // Specialises `model` to `shapes`, fuses, plans memory and compiles every kernel.
   static StatusOr<std::unique_ptr<Plan>> compile(const ir::Graph& model, const std::map<std::string, Shape>& shapes,
                                                  const std::string& backend_name, const BackendOptions& backend_options,
-                                                 const FusionOptions& fusion_options);
+                                                 const FusionOptions& fusion_options, size_t max_memory_bytes);
   // The device/host buffer of graph input `k`.
   void* inputBuffer(size_t k) const { return buffers[graph.inputs[k]]; }
 
  private:
-  Status allocateTensors(const std::vector<char>& referenced);
+  Status allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes);
   Status copyConstantsToDevice(const std::vector<char>& referenced);
 };
 

@@ -44,7 +44,11 @@ StatusOr<DType> dtypeFromDescr(const std::string& d) {
 StatusOr<HostTensor> readNpy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return makeError(StatusCode::kNotFound, "cannot open '", path, "'");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return readNpyBytes(bytes, path);
+}
+
+StatusOr<HostTensor> readNpyBytes(const std::string& bytes, const std::string& path) {
   auto bad = [&](const std::string& why) { return makeError(StatusCode::kInvalidArgument, path, ": not a valid .npy file: ", why); };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return bad("missing \\x93NUMPY magic");
   const int major = static_cast<uint8_t>(bytes[6]);
@@ -59,6 +63,9 @@ StatusOr<HostTensor> readNpy(const std::string& path) {
     offset = 12;
   } else {
     return bad("format version " + std::to_string(major));
+  }
+  if (header_len > kMaxNpyHeaderBytes) {  // numpy's own limit (max_header_size); keeps the regexes shallow
+    return bad("header is " + std::to_string(header_len) + " bytes, more than " + std::to_string(kMaxNpyHeaderBytes));
   }
   if (bytes.size() < offset + header_len) return bad("truncated header");
   const std::string header = bytes.substr(offset, header_len);
@@ -78,14 +85,16 @@ StatusOr<HostTensor> readNpy(const std::string& path) {
       return bad("shape entry '" + item + "'");
     }
   }
-  ASSIGN_OR_RETURN(int64_t count, checkedNumElements(shape));
-  HostTensor t(dtype, shape);
+  auto count = checkedNumElements(shape);
+  if (!count.ok()) return bad(count.status().message());
+  // Checked before allocating: a header may claim far more elements than the file holds.
+  const size_t need = static_cast<size_t>(*count) * dtypeSize(dtype);
   const size_t data_off = offset + header_len;
-  if (bytes.size() - data_off != t.bytes()) {
-    return bad("data is " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " + std::to_string(t.bytes()));
+  if (bytes.size() - data_off != need) {
+    return bad("data is " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " + std::to_string(need));
   }
-  (void)count;
-  std::memcpy(t.data(), bytes.data() + data_off, t.bytes());
+  HostTensor t(dtype, shape);
+  if (need) std::memcpy(t.data(), bytes.data() + data_off, need);
   return t;
 }
 

@@ -8,6 +8,9 @@
 namespace gkrt {
 
 StatusOr<HostTensor> readNpy(const std::string& path);
+// The same from the file's bytes; `path` only names it in errors.
+StatusOr<HostTensor> readNpyBytes(const std::string& bytes, const std::string& path);
+constexpr size_t kMaxNpyHeaderBytes = 10000;  // numpy refuses longer headers too
 // bfloat16, float8 and float4 tensors are written as float32, int4/int2 as int8 and
 // uint4/uint2 as uint8 (numpy has none of these types).
 Status writeNpy(const std::string& path, const HostTensor& t);

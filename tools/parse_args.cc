@@ -88,6 +88,8 @@ void SessionArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--input-shape", input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
   cmd->add_option("--precision", precision, "GEMM precision: f32 (default); bf16 on cpu where the CPU has it (else f32, "
                   "with a notice) and on cuda; tf32 or fp16 on cuda (gkrt compare shows the cost)");
+  cmd->add_option("--max-memory", max_memory,
+                  "refuse plans needing more memory than this (bytes, or 512K/256M/2G; default 3/4 of physical memory)");
 }
 
 StatusOr<Precision> parsePrecision(const std::string& name) {
@@ -110,6 +112,11 @@ StatusOr<SessionOptions> SessionArgs::toOptions() const {
     Shape shape;
     RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
     opts.input_shapes[name] = shape;
+  }
+  if (!max_memory.empty()) {
+    auto cap = parseByteSize(max_memory);
+    if (!cap.ok()) return cap.status().withContext("--max-memory");
+    opts.max_memory_bytes = *cap;
   }
   return opts;
 }

@@ -40,6 +40,7 @@ struct SessionArgs {
   std::string profile;
   std::vector<std::string> input_shapes;  // name=1,3,224,224
   std::string precision = "f32";          // f32, bf16 (cpu, cuda), tf32, fp16 (cuda): BackendOptions::precision
+  std::string max_memory;                 // "512M"; empty: SessionOptions' default
   void addTo(CLI::App* cmd);
   StatusOr<SessionOptions> toOptions() const;
 };

@@ -70,7 +70,9 @@ struct OpTable {
     ops::registerQuantLinearOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
-    for (const auto& [name, of] : opTwins()) {
+    for (const auto& twin_of : opTwins()) {  // no structured bindings: clang 14 cannot capture them
+      const auto& name = twin_of.first;
+      const auto& of = twin_of.second;
       auto base = std::find_if(ops.begin(), ops.end(), [&](const OpDef& d) { return std::string(d.name) == of; });
       if (!opSelected(name) || base == ops.end()) continue;  // minimal builds: `of` is listed with `name`
       OpDef twin = *base;

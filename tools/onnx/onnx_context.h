@@ -27,7 +27,12 @@ class Context {
   // Input k of the node; Value{-1} when absent or empty.
   Value in(const onnx::NodeProto& n, int k) const;
   bool present(const onnx::NodeProto& n, int k) const { return in(n, k).id >= 0; }
-  const ir::Tensor& tensor(Value v) const { return b_.tensor(v); }
+  // An absent or failed value (id -1: a node the builder refused) reads as an empty
+  // tensor, so converters can look at it; the builder's error is reported after the node.
+  const ir::Tensor& tensor(Value v) const {
+    static const ir::Tensor kNone{};
+    return v.id >= 0 ? b_.tensor(v) : kNone;
+  }
   bool isConstant(Value v) const { return v.id >= 0 && b_.tensor(v).isConstant(); }
   StatusOr<HostTensor> constant(Value v, const char* what) const;
   StatusOr<std::vector<int64_t>> constInts(Value v, const char* what) const;

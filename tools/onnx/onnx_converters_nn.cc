@@ -20,6 +20,11 @@ Status matmul(Context& c, const Node& n, Outs& o) {
   Value y = c.op1(batched ? "BatchMatMul" : "MatMul", {a, b}, MatMulAttrs{});
   if (va || vb) {
     Shape s = shapeOf(c, y);
+    // A MatMul the builder refused has no shape: its error is reported after this node.
+    if (s.size() < (va ? 2u : 1u)) {
+      o = {y};
+      return Status::Ok();
+    }
     if (vb) s.erase(s.end() - 1);
     if (va) s.erase(s.end() - (vb ? 1 : 2));
     y = c.op1("Reshape", {y}, ShapeAttrs{s});
@@ -45,6 +50,10 @@ StatusOr<Ints> spatialPads(const Node& n, const Shape& x, const Ints& kernel, co
   if (auto_pad == "VALID") return Ints(2 * r, 0);
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
     return makeError(StatusCode::kUnsupported, n.op_type(), ": auto_pad ", auto_pad, " is not supported");
+  }
+  if (strides.size() < r || dil.size() < r || x.size() < 2 + r) {
+    return makeError(StatusCode::kInvalidModel, n.op_type(), ": auto_pad ", auto_pad, " needs strides and dilations for ",
+                     "each of the ", r, " kernel dims and an input of rank ", 2 + r);
   }
   for (size_t d = 0; d < r; ++d) {
     const int64_t in = x[2 + d], out = (in + strides[d] - 1) / strides[d];
@@ -182,6 +191,7 @@ StatusOr<Value> poolOf(Context& c, const Node& n, Value x, bool max, bool count_
   Value y = c.op1(max ? "MaxPool" : "AvgPool", {x}, a);
   if (one_d) {
     Shape ys = shapeOf(c, y);
+    if (ys.size() < 3) return y;  // a pool the builder refused: its error is reported after this node
     ys.erase(ys.begin() + 2);
     y = c.op1("Reshape", {y}, ShapeAttrs{ys});
   }

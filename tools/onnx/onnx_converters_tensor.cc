@@ -195,6 +195,10 @@ Status pad(Context& c, const Node& n, Outs& o) {
     }
     if (c.present(n, 3)) {  // axes (opset 18): spread the pads over those axes
       ASSIGN_OR_RETURN(Ints axes, c.constInts(c.in(n, 3), "Pad axes"));
+      if (pads.size() != 2 * axes.size()) {
+        return makeError(StatusCode::kInvalidModel, "Pad: ", pads.size(), " pads for ", axes.size(),
+                         " axes; ONNX needs two per axis (begins, then ends)");
+      }
       Ints full(2 * rank, 0);
       for (size_t k = 0; k < axes.size(); ++k) {
         const int64_t ax = axes[k] < 0 ? axes[k] + static_cast<int64_t>(rank) : axes[k];

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "runtime/ir/known_values.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
+#include "runtime/safe_path.h"
 #include "tools/onnx/onnx_context.h"
 #include "tools/onnx/onnx_dynamic_dims.h"
 
@@ -64,12 +66,17 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
   }
   auto count = checkedNumElements(shape);
   if (!count.ok()) return count.status().withContext("tensor '" + t.name() + "'");
-  HostTensor h(dtype, shape);
-  if (!h.data() && h.bytes()) return makeError(StatusCode::kIoError, "out of memory for tensor '", t.name(), "'");
-  const size_t bytes = h.bytes();
+  // Every size is checked against the bytes the tensor holds before anything is
+  // allocated: a hostile file may claim 2^40 elements in a few bytes.
+  const size_t bytes = static_cast<size_t>(*count) * dtypeSize(dtype);
   auto sizeError = [&](size_t have) {
     return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' holds ", have, " bytes, shape ",
                      shapeToString(shape), " ", dtypeName(dtype), " needs ", bytes);
+  };
+  auto allocate = [&]() -> StatusOr<HostTensor> {
+    HostTensor h(dtype, shape);
+    if (!h.data() && h.bytes()) return makeError(StatusCode::kIoError, "out of memory for tensor '", t.name(), "'");
+    return h;
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
@@ -89,13 +96,20 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
       }
       (kv.key() == "offset" ? offset : length) = v;
     }
-    if (location.empty() || location.find("..") != std::string::npos || location[0] == '/') {
-      return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "': external data location '", location,
-                       "' must be a file beside the model");
-    }
-    std::ifstream f(base_dir + "/" + location, std::ios::binary);
-    if (!f) return makeError(StatusCode::kNotFound, "tensor '", t.name(), "': external data file '", location, "' not found");
+    ASSIGN_OR_RETURN(const std::string path,
+                     resolveInsideDir(base_dir, location, "tensor '" + t.name() + "': external data location"));
+    std::error_code size_ec;
+    const uintmax_t file_bytes = std::filesystem::file_size(path, size_ec);
+    if (size_ec) return makeError(StatusCode::kNotFound, "tensor '", t.name(), "': external data file '", location, "' not found");
     if (length >= 0 && static_cast<size_t>(length) != bytes) return sizeError(static_cast<size_t>(length));
+    if (static_cast<uintmax_t>(offset) > file_bytes || file_bytes - static_cast<uintmax_t>(offset) < bytes) {
+      return makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "': external data file '", location, "' is ",
+                       file_bytes, " bytes; offset ", offset, " + ", bytes, " bytes (shape ", shapeToString(shape), " ",
+                       dtypeName(dtype), ") runs past its end");
+    }
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return makeError(StatusCode::kNotFound, "tensor '", t.name(), "': external data file '", location, "' cannot be opened");
+    ASSIGN_OR_RETURN(HostTensor h, allocate());
     f.seekg(offset);
     f.read(static_cast<char*>(h.data()), static_cast<std::streamsize>(bytes));
     if (static_cast<size_t>(f.gcount()) != bytes) return sizeError(static_cast<size_t>(f.gcount()));
@@ -103,7 +117,8 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes) return sizeError(t.raw_data().size());
-    std::memcpy(h.data(), t.raw_data().data(), bytes);
+    ASSIGN_OR_RETURN(HostTensor h, allocate());
+    if (bytes) std::memcpy(h.data(), t.raw_data().data(), bytes);
     return h;
   }
   const int64_t n = *count;
@@ -111,6 +126,13 @@ StatusOr<HostTensor> tensorFromProto(const onnx::TensorProto& t, const std::stri
     return have == n ? Status::Ok() : makeError(StatusCode::kInvalidModel, "tensor '", t.name(), "' holds ", have,
                                                 " values, shape ", shapeToString(shape), " needs ", n);
   };
+  const int typed_values = dtype == DType::kFloat32 ? t.float_data_size()
+                           : dtype == DType::kFloat64 ? t.double_data_size()
+                           : dtype == DType::kInt64 ? t.int64_data_size()
+                           : dtype == DType::kUInt64 || dtype == DType::kUInt32 ? t.uint64_data_size()
+                           : t.int32_data_size();
+  RETURN_IF_ERROR(need(typed_values));
+  ASSIGN_OR_RETURN(HostTensor h, allocate());
   // Typed fields (TensorProto's comments): float_data, double_data, int64_data,
   // uint64_data (uint32 too); every narrower type in int32_data (16-bit floats as bits).
   switch (dtype) {
