@@ -285,17 +285,23 @@ class SoftmaxKernel final : public ClKernel {
   int extent_ = 0, inner_ = 1;
 };
 
+// A norm over axes [axis, rank) of input 0 as rows of `cols` elements.
+void normRows(const ir::Graph& g, const ir::Node& node, int* rows, int* cols) {
+  const Shape& s = g.tensors[node.inputs[0]].shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  const int64_t axis = node.attrs.get<NormAttrs>().axis < 0 ? node.attrs.get<NormAttrs>().axis + rank
+                                                           : node.attrs.get<NormAttrs>().axis;
+  int64_t r = 1, c = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? r : c) *= s[d];
+  *rows = int(r), *cols = int(c);
+}
+
 class LayerNormKernel final : public ClKernel {
  public:
   LayerNormKernel(std::shared_ptr<ClDevice> dev, std::shared_ptr<KernelSlot> slot, const ir::Graph& g, const ir::Node& node)
       : ClKernel(std::move(dev), std::move(slot)) {
-    const Shape& s = g.tensors[node.inputs[0]].shape;
-    const auto& a = node.attrs.get<NormAttrs>();
-    const int64_t rank = static_cast<int64_t>(s.size());
-    const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
-    int64_t rows = 1, cols = 1;
-    for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= s[d];
-    rows_ = int(rows), cols_ = int(cols), eps_ = a.epsilon;
+    normRows(g, node, &rows_, &cols_);
+    eps_ = node.attrs.get<NormAttrs>().epsilon;
   }
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     RETURN_IF_ERROR(ready());
@@ -319,13 +325,8 @@ class AddNormKernel final : public ClKernel {
  public:
   AddNormKernel(std::shared_ptr<ClDevice> dev, std::shared_ptr<KernelSlot> slot, const ir::Graph& g, const ir::Node& node)
       : ClKernel(std::move(dev), std::move(slot)) {
-    const Shape& s = g.tensors[node.inputs[0]].shape;
-    const auto& a = node.attrs.get<NormAttrs>();
-    const int64_t rank = static_cast<int64_t>(s.size());
-    const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
-    int64_t rows = 1, cols = 1;
-    for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= s[d];
-    rows_ = int(rows), cols_ = int(cols), eps_ = a.epsilon;
+    normRows(g, node, &rows_, &cols_);
+    eps_ = node.attrs.get<NormAttrs>().epsilon;
     rms_ = std::strcmp(node.op->name, "AddRmsNorm") == 0;
   }
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {

@@ -53,17 +53,6 @@ bool asStep(const ir::Graph& g, size_t i, const Shape& shape, Step* s) {
   return false;
 }
 
-int producer(const ir::Graph& g, int t) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) for (int o : g.nodes[i].outputs) if (o == t) return static_cast<int>(i);
-  return -1;
-}
-
-int readersOf(const ir::Graph& g, int t) {
-  int r = isGraphOutput(g, t) ? 1 : 0;
-  for (const ir::Node& n : g.nodes) for (int x : n.inputs) r += x == t;
-  return r;
-}
-
 // Constant `t` read through broadcast strides as an array of shape `params`.
 std::vector<float> expand(const ir::Tensor& t, const Shape& params) {
   const std::vector<int64_t> strides = ops::broadcastStrides(t.shape, params);
@@ -97,8 +86,8 @@ bool foldAffineChain(ir::Graph& g, size_t i) {
   Step s;
   for (size_t at = i; asStep(g, at, shape, &s);) {
     chain.push_back(s);
-    const int p = producer(g, s.x);
-    if (p < 0 || readersOf(g, s.x) != 1) break;
+    const int p = producerOf(g, s.x);
+    if (p < 0 || readers(g, s.x) != 1) break;
     at = static_cast<size_t>(p);
   }
   std::reverse(chain.begin(), chain.end());

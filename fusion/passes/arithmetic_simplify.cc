@@ -39,8 +39,6 @@ bool rewrite(ir::Node& n, const char* op, std::vector<int> inputs, Attrs attrs =
   return true;
 }
 
-int producerOf(const ir::Graph& g, int t);
-
 // Result equals input `a`: forward readers to it (unless the output is a graph output,
 // in which case the node becomes a no-op Reshape).
 bool forward(ir::Graph& g, size_t i, int a) {
@@ -68,17 +66,6 @@ bool forward(ir::Graph& g, size_t i, int a) {
   return true;
 }
 
-int producerOf(const ir::Graph& g, int t) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) for (int o : g.nodes[i].outputs) if (o == t) return static_cast<int>(i);
-  return -1;
-}
-
-// How many nodes read tensor t (a graph output counts as one more reader).
-int readers(const ir::Graph& g, int t) {
-  int r = isGraphOutput(g, t) ? 1 : 0;
-  for (const ir::Node& n : g.nodes) for (int x : n.inputs) r += x == t;
-  return r;
-}
 
 // x * Clip(x + 3, 0, 6) / 6 (or * (1/6)), as exporters such as Paddle's write
 // HardSwish, is HSwish(x): the same expression (runtime/ir/ops/elementwise_unary.cc),

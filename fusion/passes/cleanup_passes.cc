@@ -28,6 +28,17 @@ bool isGraphOutput(const ir::Graph& g, int t) {
   return false;
 }
 
+int producerOf(const ir::Graph& g, int t) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) for (int o : g.nodes[i].outputs) if (o == t) return static_cast<int>(i);
+  return -1;
+}
+
+int readers(const ir::Graph& g, int t) {
+  int r = isGraphOutput(g, t) ? 1 : 0;
+  for (const ir::Node& n : g.nodes) for (int x : n.inputs) r += x == t;
+  return r;
+}
+
 PassResult eliminateDeadNodes(FusionContext& ctx) {
   ir::Graph& g = ctx.graph;
   bool changed = false;

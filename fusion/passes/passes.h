@@ -25,5 +25,9 @@ PassResult fuseQuantDqOpQ(FusionContext& ctx);          // QDQ around Conv/MatMu
 void replaceUses(ir::Graph& g, int from, int to);
 // Whether tensor t is a graph output.
 bool isGraphOutput(const ir::Graph& g, int t);
+// The node writing tensor t, or -1 (a graph input or constant).
+int producerOf(const ir::Graph& g, int t);
+// How many nodes read tensor t (a graph output counts as one more reader).
+int readers(const ir::Graph& g, int t);
 
 }  // namespace gkrt::passes
