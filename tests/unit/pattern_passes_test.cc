@@ -413,9 +413,8 @@ TEST(PatternRecognize, DecomposedLayerNormAndErfGeluReachThePatterns) {
 // not on the host fallback; MatMulSplit still falls back. Outputs are checked against
 // the unfused reference by expectSameOutputs in the tests above (every backend).
 TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
-  if (std::find(availableBackends().begin(), availableBackends().end(), "opencl") == availableBackends().end()) {
-    GTEST_SKIP() << "no OpenCL platform";
-  }
+  const std::vector<std::string> backends = availableBackends();
+  if (std::find(backends.begin(), backends.end(), "opencl") == backends.end()) GTEST_SKIP() << "no OpenCL platform";
   NormSpec rms;
   rms.norm = "RmsNorm";
   rms.beta = false;
