@@ -58,6 +58,10 @@ struct BackendOptions {
   // (backends/cpu/blocked_layout.h); off for a device backend's cpu fallback, whose
   // graph has nodes other backends run. GKRT_CPU_LAYOUT=plain also turns it off.
   bool cpu_blocked_layout = true;
+  // cpu, int8 GEMMs/convolutions on CPUs without VNNI: oneDNN's u8s8 kernels, which
+  // saturate 16-bit pair sums as onnxruntime's do (GKRT_CPU_INT8=saturating), instead of
+  // the exact float32 path (backends/cpu/onednn_int8.h).
+  bool cpu_int8_saturating = false;
   // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;

@@ -29,7 +29,10 @@ namespace gkrt {
 
 CpuBackend::CpuBackend(const BackendOptions& options)
     : options_(options), pool_(std::make_unique<cpu::ThreadPool>(options.num_threads)) {
-  // The one environment override of the cpu backend's options (comparisons, debugging).
+  // The environment overrides of the cpu backend's options (comparisons, debugging).
+  if (const char* env = std::getenv("GKRT_CPU_INT8"); env && std::string(env) == "saturating") {
+    options_.cpu_int8_saturating = true;
+  }
   if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
     options_.cpu_blocked_layout = false;
   }
@@ -157,8 +160,8 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (k.ok()) return k;  // else the reference kernel of the whole chain
   }
   if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node);
-  if (cpu::canRunOneDnnInt8(g, node)) {
-    auto k = cpu::compileOneDnnInt8(g, node);
+  if (cpu::canRunOneDnnInt8(g, node, options_.cpu_int8_saturating)) {
+    auto k = cpu::compileOneDnnInt8(g, node, options_.cpu_int8_saturating);
     if (k.ok()) return k;  // else the reference kernel
     GKRT_LOG_INFO("cpu: ", node.name, " runs its reference kernel: ", k.status().message());
   }

@@ -78,12 +78,9 @@ bool int8WithoutSaturation() {
     default: return false;
   }
 }
-bool useNativeInt8() {
-  static const bool native = [] {
-    const char* e = std::getenv("GKRT_CPU_INT8");
-    return int8WithoutSaturation() || (e && std::string(e) == "saturating");
-  }();
-  return native;
+bool useNativeInt8(bool saturating) {
+  static const bool exact = int8WithoutSaturation();
+  return exact || saturating;
 }
 
 // A matrix of shape s read as `rank` dims (leading ones), row-major.
@@ -97,8 +94,8 @@ dnnl::memory::desc matDesc(const Shape& s, size_t rank, dt type) {
 
 class OneDnnInt8Kernel final : public Kernel {
  public:
-  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op)
-      : op_(op), native_(useNativeInt8()), stream_(oneDnnEngine()) {
+  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op, bool saturating)
+      : op_(op), native_(useNativeInt8(saturating)), stream_(oneDnnEngine()) {
     const ir::Tensor& x = *tensorAt(g, n, op.x);
     const ir::Tensor& w = *tensorAt(g, n, op.w);
     const ir::Tensor& y = g.tensors[n.outputs[0]];
@@ -330,13 +327,13 @@ class OneDnnInt8Kernel final : public Kernel {
 
 }  // namespace
 
-bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
+bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating) {
   Int8Op op;
   if (node.subgraph || !int8Op(node, &op)) return false;
   const ir::Tensor* x = tensorAt(g, node, op.x);
   const ir::Tensor* w = tensorAt(g, node, op.w);
   if (!x || !w || (op.conv && x->shape.size() != 4)) return false;
-  if (useNativeInt8() && w->dtype != DType::kInt8) return false;
+  if (useNativeInt8(saturating) && w->dtype != DType::kInt8) return false;
   for (int k : {op.xs, op.ws, op.ys, op.yzp}) {
     if (k >= 0 && (!tensorAt(g, node, k) || !tensorAt(g, node, k)->isConstant())) return false;
   }
@@ -347,11 +344,11 @@ bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
   return !xzp || numElements(xzp->shape) == 1;
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating) {
   Int8Op op;
   if (!int8Op(node, &op)) return makeError(StatusCode::kUnsupported, "oneDNN int8 does not take ", node.name);
   try {
-    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op));
+    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, saturating));
   } catch (const std::exception& e) {  // dnnl::error and the cases refused above
     return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
   }
@@ -359,8 +356,8 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir
 
 #else  // no oneDNN in this build: the reference kernels (the own int8 GEMM: not written yet)
 
-bool canRunOneDnnInt8(const ir::Graph&, const ir::Node&) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node) {
+bool canRunOneDnnInt8(const ir::Graph&, const ir::Node&, bool) { return false; }
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node, bool) {
   return makeError(StatusCode::kUnsupported, "this build has no oneDNN for ", node.name);
 }
 

@@ -1,7 +1,8 @@
 // int8 convolution and matmul through oneDNN (host builds with libdnnl-dev):
 // QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger (runtime/ir/ops/quant_linear.cc).
 //
-//   if (canRunOneDnnInt8(g, node)) { auto k = compileOneDnnInt8(g, node); if (k.ok()) ... }
+//   if (canRunOneDnnInt8(g, node, sat)) { auto k = compileOneDnnInt8(g, node, sat); if (k.ok()) ... }
+// `saturating`: BackendOptions::cpu_int8_saturating.
 //
 // u8 or s8 activations, s8 weights (constant weights reordered once at compile into the
 // layout oneDNN picks), the requantization of the QLinear ops as oneDNN output scales
@@ -21,7 +22,7 @@
 namespace gkrt::cpu {
 
 // Whether this build has oneDNN and `node` is one of the int8 ops in a form it takes.
-bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node);
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node);
+bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating);
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating);
 
 }  // namespace gkrt::cpu

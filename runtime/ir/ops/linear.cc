@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/ir/ops/conv_loop.h"
 #include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::ops {
@@ -199,30 +200,12 @@ Status conv2DKernel(const KernelContext& c) {
   const TensorView &x = c.in(0), &w = c.in(1);
   const TensorView* b = c.inputs.size() > 2 && c.in(2).present() ? &c.in(2) : nullptr;
   const MutableTensorView& y = c.out(0);
-  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
-  const int64_t OH = y.shape[2], OW = y.shape[3], OG = O / a.groups;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o) {
-      const int64_t g = o / OG;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double acc = b ? loadF(b->data, b->dtype, o) : 0.0;
-          for (int64_t ci = 0; ci < CG; ++ci)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * a.strides[0] - a.pads[0] + kh * a.dilations[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t iw = ow * a.strides[1] - a.pads[1] + kw * a.dilations[1];
-                if (iw < 0 || iw >= W) continue;
-                const int64_t xi = ((n * C + g * CG + ci) * H + ih) * W + iw;
-                const int64_t wi = ((o * CG + ci) * KH + kh) * KW + kw;
-                acc += static_cast<double>(loadF(x.data, x.dtype, xi)) * loadF(w.data, w.dtype, wi);
-              }
-            }
-          storeF(y.data, y.dtype, ((n * O + o) * OH + oh) * OW + ow, static_cast<float>(acc));
-        }
-    }
+  directConv2D(
+      a, x.shape, w.shape, y.shape, [&](int64_t o) { return b ? static_cast<double>(loadF(b->data, b->dtype, o)) : 0.0; },
+      [&](double& acc, int64_t xi, int64_t wi) {
+        acc += static_cast<double>(loadF(x.data, x.dtype, xi)) * loadF(w.data, w.dtype, wi);
+      },
+      [&](int64_t out, double acc, int64_t) { storeF(y.data, y.dtype, out, static_cast<float>(acc)); });
   return Status::Ok();
 }
 

@@ -11,7 +11,9 @@
 // QLinearAdd/Mul compute in float32 as onnxruntime's MLAS kernels do.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
+#include "runtime/ir/ops/conv_loop.h"
 #include "runtime/ir/ops/op_helpers.h"
 #include "runtime/ir/ops/quant_helpers.h"
 
@@ -168,31 +170,15 @@ Status qlinearMatMulKernel(const KernelContext& c) {
 template <class Fn>
 void integerConv(const Conv2DAttrs& a, const TensorView& x, const TensorView& w, const TensorView* xzp,
                  const TensorView* wzp, const Shape& y_shape, Fn&& fn) {
-  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const int64_t O = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
-  const int64_t OH = y_shape[2], OW = y_shape[3], OG = O / a.groups;
   const int64_t xz = zeroPointAt(xzp, 0);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o) {
-      const int64_t g = o / OG, wz = zeroPointAt(wzp, o);
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          int64_t acc = 0;  // padding reads x_zp: it adds (x_zp - x_zp) * w = 0
-          for (int64_t ci = 0; ci < CG; ++ci)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * a.strides[0] - a.pads[0] + kh * a.dilations[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t iw = ow * a.strides[1] - a.pads[1] + kw * a.dilations[1];
-                if (iw < 0 || iw >= W) continue;
-                const int64_t xi = ((n * C + g * CG + ci) * H + ih) * W + iw;
-                const int64_t wi = ((o * CG + ci) * KH + kh) * KW + kw;
-                acc += (loadIndex(x, xi) - xz) * (loadIndex(w, wi) - wz);
-              }
-            }
-          fn(((n * O + o) * OH + oh) * OW + ow, acc, o);
-        }
-    }
+  // (int32 sum, weight zero point of the output channel); padding reads x_zp, which adds
+  // (x_zp - x_zp) * w = 0, so skipping it is exact.
+  directConv2D(
+      a, x.shape, w.shape, y_shape, [&](int64_t o) { return std::pair<int64_t, int64_t>{0, zeroPointAt(wzp, o)}; },
+      [&](std::pair<int64_t, int64_t>& acc, int64_t xi, int64_t wi) {
+        acc.first += (loadIndex(x, xi) - xz) * (loadIndex(w, wi) - acc.second);
+      },
+      [&](int64_t out, const std::pair<int64_t, int64_t>& acc, int64_t o) { fn(out, acc.first, o); });
 }
 
 Status dtypeConvInteger(const ir::Node& n, const In& in, std::vector<DType>& out) {
