@@ -10,6 +10,7 @@
 #include "tests/unit/onnx_test_support.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -85,7 +86,7 @@ onnx::ModelProto dynamicModel() {
 }
 
 StatusOr<ir::Graph> importModel(const onnx::ModelProto& m, const OnnxImportOptions& o = {}) {
-  const std::string path = ::testing::TempDir() + "/dynamic.onnx";
+  const std::string path = gkrt::testing::testTempPath("dynamic.onnx");
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
   return importOnnxFile(path, o);
 }

@@ -7,6 +7,7 @@
 #include "fusion/pass_manager.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -196,7 +197,7 @@ TEST(FusionFlags, DumpAsTextWritesEveryPass) {
   ir::Graph g = *b.finish();
   auto o = parseFusionFlags("--dump_as_text");
   ASSERT_TRUE(o.ok());
-  o->dump_dir = ::testing::TempDir() + "/graph_kernel_dump";
+  o->dump_dir = gkrt::testing::testTempPath("graph_kernel_dump");
   std::filesystem::remove_all(o->dump_dir);
   auto r = runFusionPipeline(g, *o, FusionColumn::kCpu);
   ASSERT_TRUE(r.ok()) << r.status().toString();

@@ -10,6 +10,7 @@
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
 #include "tests/unit/onnx_test_support.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -28,7 +29,7 @@ void addIntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
 }
 
 StatusOr<ir::Graph> import(const onnx::ModelProto& m, const OnnxImportOptions& o = {}) {
-  const std::string path = ::testing::TempDir() + "/cf.onnx";
+  const std::string path = gkrt::testing::testTempPath("cf.onnx");
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
   return importOnnxFile(path, o);
 }

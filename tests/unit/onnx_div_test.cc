@@ -9,6 +9,7 @@
 #include "tests/unit/onnx_test_support.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -22,7 +23,7 @@ StatusOr<ir::Graph> importDiv(int type) {
   addNode(g, "Div", {"a", "y"}, {"q"});
   addNode(g, "Neg", {"q"}, {"z"});
   addOutput(g, "z");
-  const std::string path = ::testing::TempDir() + "/div.onnx";
+  const std::string path = gkrt::testing::testTempPath("div.onnx");
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
   return importOnnxFile(path, {});
 }

@@ -7,6 +7,7 @@
 
 #include "tests/unit/onnx_test_support.h"
 #include "tools/onnx/onnx_import.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -68,7 +69,7 @@ TEST(OnnxHostile, OneDimensionalMatMulWithMismatchedSizesIsAnError) {
 
 struct ExternalDataTest : ::testing::Test {
   void SetUp() override {
-    root = fs::path(::testing::TempDir()) / "gkrt_onnx_external";
+    root = fs::path(gkrt::testing::testTempPath("gkrt_onnx_external"));
     fs::remove_all(root);
     fs::create_directories(root / "model");
     const float v[4] = {1, 2, 3, 4};

@@ -9,12 +9,13 @@
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
 #include "tests/unit/onnx_test_support.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
 
 StatusOr<ir::Graph> importBytes(const std::string& bytes, const OnnxImportOptions& o = {}) {
-  const std::string path = ::testing::TempDir() + "/m.onnx";
+  const std::string path = gkrt::testing::testTempPath("m.onnx");
   std::ofstream(path, std::ios::binary) << bytes;
   return importOnnxFile(path, o);
 }
@@ -184,9 +185,10 @@ TEST(OnnxImport, ExternalDataBesideTheModel) {
   t->set_data_location(onnx::TensorProto::EXTERNAL);
   auto* kv = t->add_external_data();
   kv->set_key("location");
-  kv->set_value("weights.bin");
+  const std::string weights = gkrt::testing::testTempPath("weights.bin");
+  kv->set_value(weights.substr(weights.rfind('/') + 1));  // beside the model importBytes writes
   const float w[2] = {3.0f, -1.0f};
-  std::ofstream(::testing::TempDir() + "/weights.bin", std::ios::binary).write(reinterpret_cast<const char*>(w), 8);
+  std::ofstream(weights, std::ios::binary).write(reinterpret_cast<const char*>(w), 8);
   addNode(g, "Mul", {"x", "w"}, {"y"});
   addOutput(g, "y");
   auto r = import(m);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "runtime/safe_path.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -14,7 +15,7 @@ namespace fs = std::filesystem;
 
 struct SafePathTest : ::testing::Test {
   void SetUp() override {
-    root = fs::path(::testing::TempDir()) / "gkrt_safe_path";
+    root = fs::path(gkrt::testing::testTempPath("gkrt_safe_path"));
     fs::remove_all(root);
     fs::create_directories(root / "model" / "sub");
     std::ofstream(root / "model" / "w.bin") << "weights";

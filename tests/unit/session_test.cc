@@ -3,6 +3,7 @@
 
 #include "runtime/model_io.h"
 #include "tests/unit/test_support.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -18,7 +19,7 @@ ir::Graph mlp() {
 }
 
 TEST(Session, SaveLoadRoundTripAndResize) {
-  const std::string path = ::testing::TempDir() + "/mlp.gkm";
+  const std::string path = gkrt::testing::testTempPath("mlp.gkm");
   ASSERT_TRUE(saveModelFile(mlp(), path).ok());
   auto g = loadModelFile(path);
   ASSERT_TRUE(g.ok()) << g.status().toString();

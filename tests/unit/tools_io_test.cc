@@ -7,6 +7,7 @@
 
 #include "tools/array_print.h"
 #include "tools/npy.h"
+#include "tests/unit/test_temp_path.h"
 
 namespace gkrt {
 namespace {
@@ -15,7 +16,7 @@ TEST(Npy, RoundTripEveryDType) {
   for (int d = 0; d < kNumDTypes; ++d) {
     HostTensor t(static_cast<DType>(d), {2, 3});
     for (size_t i = 0; i < t.bytes(); ++i) static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(i % 2);
-    const std::string path = ::testing::TempDir() + "/t.npy";
+    const std::string path = gkrt::testing::testTempPath("t.npy");
     ASSERT_TRUE(writeNpy(path, t).ok());
     auto back = readNpy(path);
     ASSERT_TRUE(back.ok()) << back.status().toString();
@@ -41,7 +42,7 @@ TEST(Npy, RoundTripEveryDType) {
   HostTensor v(DType::kFloat32, {5});
   HostTensor s(DType::kFloat32, {});
   for (const HostTensor& t : {v, s}) {
-    const std::string path = ::testing::TempDir() + "/v.npy";
+    const std::string path = gkrt::testing::testTempPath("v.npy");
     ASSERT_TRUE(writeNpy(path, t).ok());
     auto back = readNpy(path);
     ASSERT_TRUE(back.ok()) << back.status().toString();
@@ -50,7 +51,7 @@ TEST(Npy, RoundTripEveryDType) {
 }
 
 TEST(Npy, BadFiles) {
-  const std::string path = ::testing::TempDir() + "/bad.npy";
+  const std::string path = gkrt::testing::testTempPath("bad.npy");
   std::ofstream(path) << "hello";
   auto r = readNpy(path);
   ASSERT_FALSE(r.ok());
