@@ -1,11 +1,16 @@
 #include "backends/program_cache.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/fault_injection.h"
 #include "runtime/log.h"
 
 namespace gkrt {
@@ -67,29 +72,49 @@ std::optional<std::vector<unsigned char>> ProgramCache::load(const std::string& 
   return bin;
 }
 
+namespace {
+
+// Writes header + binary to `path`; "" or the reason it failed (errno's text).
+std::string writeEntry(const std::string& path, const Header& h, const std::vector<unsigned char>& binary) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return std::strerror(errno);
+  bool ok = std::fwrite(&h, sizeof h, 1, f) == 1 &&
+            writeOrFault(binary.data(), binary.size(), f, "cache_full") == binary.size();
+  std::string why = ok ? "" : std::strerror(errno);
+  if (std::fclose(f) != 0 && why.empty()) why = std::strerror(errno);  // a full disk shows here, at the flush
+  return why;
+}
+
+}  // namespace
+
 void ProgramCache::store(const std::string& key, const std::vector<unsigned char>& binary) const {
   if (!enabled() || binary.empty()) return;
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = pathFor(key) + ".tmp" + std::to_string(static_cast<long>(::getpid())) + "_" +
+                          std::to_string(counter.fetch_add(1));
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.key_hash = fnv1a64(key.data(), key.size());
+  h.bytes = binary.size();
+  h.checksum = fnv1a64(binary.data(), binary.size());
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  const std::string tmp = pathFor(key) + ".tmp" + std::to_string(std::rand());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    Header h{};
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.key_hash = fnv1a64(key.data(), key.size());
-    h.bytes = binary.size();
-    h.checksum = fnv1a64(binary.data(), binary.size());
-    out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(binary.size()));
-    if (!out) {
-      GKRT_LOG_WARNING(backend_, ": cannot write the program cache in ", dir_, "; programs will be compiled at every start");
-      out.close();
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
+  std::string why;
+  if (faultInjected("cache_read_only")) {
+    why = std::strerror(EROFS);
+  } else {
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) why = "cannot create the directory: " + ec.message();
   }
-  std::filesystem::rename(tmp, pathFor(key), ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  if (why.empty()) why = writeEntry(tmp, h, binary);
+  if (why.empty()) {
+    std::filesystem::rename(tmp, pathFor(key), ec);
+    if (ec) why = ec.message();
+  }
+  if (!why.empty()) {  // the program is built and runs; only the next start compiles it again
+    std::filesystem::remove(tmp, ec);
+    GKRT_LOG_WARNING(backend_, ": cannot write the program cache in ", dir_, " (", why,
+                     "); the program runs, but is compiled again at the next start (pass another --cache-dir, or \"\" for none)");
+  }
 }
 
 void ProgramCache::remove(const std::string& key) const {

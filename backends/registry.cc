@@ -3,6 +3,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/reference_backend.h"
 #ifdef GKRT_HAVE_OPENCL
+#include "backends/opencl/cl_device.h"
 #include "backends/opencl/opencl_backend.h"
 #endif
 #ifdef GKRT_HAVE_CUDA
@@ -13,10 +14,9 @@
 namespace gkrt {
 
 std::vector<std::string> availableBackends() {
-#ifdef GKRT_HAVE_OPENCL
-  std::vector<std::string> names = {"reference", "cpu", "opencl"};
-#else
   std::vector<std::string> names = {"reference", "cpu"};
+#ifdef GKRT_HAVE_OPENCL
+  if (opencl::openClPlatformPresent()) names.push_back("opencl");  // built in, and a driver found
 #endif
 #ifdef GKRT_HAVE_CUDA
   if (cuda::driver().ok()) names.push_back("cuda");  // built in, and a driver with a device found

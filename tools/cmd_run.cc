@@ -54,7 +54,10 @@ Status run(const RunArgs& a) {
   if (!a.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.output_dir, ec);
-    if (ec) return makeError(StatusCode::kIoError, "cannot create '", a.output_dir, "': ", ec.message());
+    if (ec) {
+      return makeError(StatusCode::kIoError, "--output-dir: cannot create '", a.output_dir, "': ", ec.message(),
+                       "; give a directory you can write to");
+    }
   }
   std::set<std::string> written;
   for (const TensorInfo& info : session->outputs()) {
@@ -65,7 +68,9 @@ Status run(const RunArgs& a) {
       written.insert(file_name);
       const std::filesystem::path file = std::filesystem::path(a.output_dir) / file_name;
       if (file_name != info.name + ".npy") std::cout << "output '" << info.name << "' written as " << file.string() << "\n";
-      RETURN_IF_ERROR(writeNpy(file.string(), out));
+      if (Status w = writeNpy(file.string(), out); !w.ok()) {
+        return makeError(w.code(), "--output-dir: ", w.message(), "; give a directory you can write to, with free space");
+      }
     }
   }
   return Status::Ok();

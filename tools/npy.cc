@@ -1,11 +1,15 @@
 #include "tools/npy.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <sstream>
 
+#include "runtime/fault_injection.h"
 #include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt {
@@ -70,10 +74,12 @@ StatusOr<HostTensor> readNpyBytes(const std::string& bytes, const std::string& p
   if (bytes.size() < offset + header_len) return bad("truncated header");
   const std::string header = bytes.substr(offset, header_len);
   std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'"))) return bad("no descr");
+  static const std::regex descr_re("'descr':\\s*'([^']*)'"), fortran_re("'fortran_order':\\s*True"),
+      shape_re("'shape':\\s*\\(([^)]*)\\)");  // compiled once: compiling costs more than a small file's parse
+  if (!std::regex_search(header, m, descr_re)) return bad("no descr");
   ASSIGN_OR_RETURN(DType dtype, dtypeFromDescr(m[1]));
-  if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True"))) return bad("Fortran order is not supported");
-  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) return bad("no shape");
+  if (std::regex_search(header, m, fortran_re)) return bad("Fortran order is not supported");
+  if (!std::regex_search(header, m, shape_re)) return bad("no shape");
   Shape shape;
   std::stringstream dims(m[1].str());
   std::string item;
@@ -139,15 +145,20 @@ Status writeNpy(const std::string& path, const HostTensor& tensor) {
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return makeError(StatusCode::kIoError, "cannot write '", path, "'");
-  f.write("\x93NUMPY\x01\x00", 8);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return makeError(StatusCode::kIoError, "cannot write '", path, "': ", std::strerror(errno));
   const uint16_t len = static_cast<uint16_t>(header.size());
   const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  f.write(len_bytes, 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.bytes()));
-  if (!f) return makeError(StatusCode::kIoError, "writing '", path, "' failed");
+  bool ok = std::fwrite("\x93NUMPY\x01\x00", 1, 8, f) == 8 && std::fwrite(len_bytes, 1, 2, f) == 2 &&
+            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+            writeOrFault(t.data(), t.bytes(), f, "output_full") == t.bytes();  // $GKRT_FAULT (fault_injection.h)
+  std::string why = ok ? "" : std::strerror(errno);
+  if (std::fclose(f) != 0 && why.empty()) why = std::strerror(errno);  // a full disk shows at the flush
+  if (!why.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) std::filesystem::remove(path, ec);  // no truncated .npy left
+    return makeError(StatusCode::kIoError, "writing '", path, "' failed: ", why);
+  }
   return Status::Ok();
 }
 

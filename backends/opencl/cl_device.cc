@@ -94,6 +94,11 @@ StatusOr<std::shared_ptr<ClDevice>> openClDevice(const std::string& selector) {
   return dev;
 }
 
+bool openClPlatformPresent() {
+  cl_uint np = 0;
+  return clGetPlatformIDs(0, nullptr, &np) == CL_SUCCESS && np > 0;
+}
+
 namespace {
 
 StatusOr<std::shared_ptr<ClDevice>> openNewDevice(const std::string& selector) {

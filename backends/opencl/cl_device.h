@@ -46,6 +46,9 @@ struct ClDevice {
 // one is alive: one context, one queue, one build of the library kernels.
 StatusOr<std::shared_ptr<ClDevice>> openClDevice(const std::string& selector);
 
+// Whether the ICD loader finds any OpenCL platform (availableBackends() lists opencl only then).
+bool openClPlatformPresent();
+
 // "CL_OUT_OF_RESOURCES" for -5, ...
 const char* clErrorName(cl_int err);
 // Ok, or an error naming `what` and the code; out-of-memory and a lost device say so.

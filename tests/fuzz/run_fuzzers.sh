@@ -37,6 +37,20 @@ seed() {
   true
 }
 
+# .gkm seeds of every op for the loader: the ONNX node tests converted by the host build's
+# gkrt once (about 80 s; kept in $SAN/fuzz_seed_models/, delete it to redo;
+# GKRT_FUZZ_SEED_MODELS=0 skips it, as the CI job does).
+seed_models() {
+  out=$SAN/fuzz_seed_models
+  [ "${GKRT_FUZZ_SEED_MODELS:-1}" = 0 ] || [ -d "$out" ] || [ ! -x "$HOST/tools/gkrt" ] && return 0
+  mkdir -p "$out"
+  for d in "$HOST"/onnx_node_tests/*/; do
+    [ -f "$d/model.onnx" ] || continue
+    n=$(basename "$d")
+    "$HOST/tools/gkrt" convert "$d/model.onnx" -o "$out/$n.gkm" > /dev/null 2>&1 || rm -f "$out/$n.gkm"
+  done
+}
+
 status=0
 for t in $TARGETS; do
   bin=$SAN/tests/fuzz/fuzz_$t
@@ -46,7 +60,7 @@ for t in $TARGETS; do
   max_len=262144
   [ "$t" = npy_reader ] && max_len=8192  # headers and small tensors: where the parsing is
   case $t in
-    gkm_loader) seed "$t" "$HOST"/examples/*.gkm "$HOST"/zoo/*.gkm "$HOST"/zoo_quant/*.gkm ;;
+    gkm_loader) seed_models; seed "$t" "$HOST"/examples/*.gkm "$HOST"/zoo/*.gkm "$HOST"/zoo_quant/*.gkm "$SAN"/fuzz_seed_models/*.gkm ;;
     onnx_convert) seed "$t" "$HOST"/onnx_node_tests/*/model.onnx "$HOST"/zoo/*.onnx ;;
     npy_reader) seed "$t" "$HOST"/examples/*.npy "$HOST"/golden/*.npy "$HOST"/zoo/*.npy ;;
     fusion_flags) seed "$t" tests/fuzz/seeds/fusion_flags/* ;;

@@ -25,8 +25,9 @@ Status shapeReshape(const ir::Node& n, const In& in, std::vector<Shape>& out) {
       infer_at = static_cast<int64_t>(d);
     } else if (s[d] < 0) {
       return makeError(StatusCode::kInvalidArgument, "Reshape target dim ", d, " is ", s[d], "; use -1 for one inferred dim");
-    } else {
-      known *= s[d];
+    } else if (__builtin_mul_overflow(known, s[d], &known)) {
+      return makeError(StatusCode::kInvalidArgument, "Reshape target shape ", shapeToString(s),
+                       " has more elements than int64 holds");
     }
   }
   if (infer_at >= 0) {
