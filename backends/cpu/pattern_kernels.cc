@@ -257,7 +257,11 @@ bool canRunPatternMatMul(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compilePatternMatMul(const ir::Graph& g, const ir::Node& node,
                                                        const BackendOptions& options);
 
+bool canRunPatternQuant(const ir::Graph& g, const ir::Node& node);  // pattern_quant_kernels.cc
+StatusOr<std::unique_ptr<Kernel>> compilePatternQuant(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+
 bool canRunPattern(const ir::Graph& g, const ir::Node& node) {
+  if (canRunPatternQuant(g, node)) return true;
   static const char* kOps[] = {"AddLayerNorm", "AddRmsNorm", "SwiGLU", "FlashAttention", "AllReduce"};
   bool known = false;
   for (const char* op : kOps) known = known || is(node, op);
@@ -269,6 +273,7 @@ bool canRunPattern(const ir::Graph& g, const ir::Node& node) {
 
 StatusOr<std::unique_ptr<Kernel>> compilePattern(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
                                                  const BackendOptions& options) {
+  if (canRunPatternQuant(g, node)) return compilePatternQuant(g, node, pool);
   if (is(node, "AddLayerNorm")) return std::unique_ptr<Kernel>(new AddNormKernel(g, node, pool, false));
   if (is(node, "AddRmsNorm")) return std::unique_ptr<Kernel>(new AddNormKernel(g, node, pool, true));
   if (is(node, "SwiGLU")) return std::unique_ptr<Kernel>(new SwiGLUKernel(g, node, pool));

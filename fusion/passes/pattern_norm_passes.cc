@@ -1,5 +1,9 @@
 // Residual add + normalisation: add_layer_norm_fusion (+ _v3_, _ext_), add_rms_norm_fusion,
-// add_cast_rms_norm_cast_fusion, and the two quantised RmsNorm passes.
+// add_cast_rms_norm_cast_fusion, and the two quantised RmsNorm passes
+// (add_rms_norm_quant_fusion, rms_norm_quant_fusion: runtime/ir/ops/pattern_quant_ops.cc).
+#include <optional>
+#include <utility>
+
 #include "fusion/passes/pattern_match.h"
 #include "fusion/passes/pattern_passes.h"
 #include "runtime/ir/op_def.h"
@@ -10,6 +14,15 @@ namespace {
 bool unread(const PatternGraph& pg, const ir::Node& n, size_t from_output) {
   for (size_t k = from_output; k < n.outputs.size(); ++k) if (pg.uses(n.outputs[k]) > 0) return false;
   return true;
+}
+
+// Rows and columns of a norm over [axis, rank) of shape s; nullopt for a bad axis.
+std::optional<std::pair<int64_t, int64_t>> rowsAndCols(const ir::Node& norm, const Shape& s) {
+  auto axis = normalizeAxis(norm.attrs.get<NormAttrs>().axis, static_cast<int64_t>(s.size()));
+  if (!axis.ok()) return std::nullopt;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < *axis ? rows : cols) *= s[d];
+  return std::make_pair(rows, cols);
 }
 
 // The Add making `x`: two operands of one shape and dtype (no broadcast), else null.
@@ -116,6 +129,111 @@ StatusOr<bool> fuseOneAddCastRmsNormCast(FusionContext& ctx) {
   return false;
 }
 
+// A QuantizeLinear MindSpore's QuantV2 can be: per tensor (one-element constant float32
+// scale, one-element constant int8/uint8 zero point of the output's type), float32
+// precision, not blocked. Its x is returned in *x.
+bool perTensorQuantize(const ir::Graph& g, const ir::Node& q, int* x) {
+  if (!isOp(q, "QuantizeLinear") || q.inputs.size() < 3 || q.inputs[2] < 0) return false;
+  const auto& a = q.attrs.get<QuantAttrs>();
+  const ir::Tensor &scale = g.tensors[q.inputs[1]], &zp = g.tensors[q.inputs[2]];
+  if ((a.to != DType::kInt8 && a.to != DType::kUInt8) || a.precision != DType::kFloat32 || a.block_size != 0) return false;
+  if (!scale.isConstant() || scale.dtype != DType::kFloat32 || numElements(scale.shape) != 1) return false;
+  if (!zp.isConstant() || zp.dtype != a.to || numElements(zp.shape) != 1) return false;
+  *x = q.inputs[0];
+  return true;
+}
+
+// The RmsNorm making t, read only there (its y single-use, rstd unread), x static and of
+// a pattern dtype, else null.
+const ir::Node* soleRmsNorm(const PatternGraph& pg, int t) {
+  const ir::Node* rms = pg.producer(t, {"RmsNorm"});
+  if (!rms || !pg.singleUse(t) || !unread(pg, *rms, 1)) return nullptr;
+  const ir::Tensor& x = pg.graph().tensors[rms->inputs[0]];
+  return isStatic(x.shape) && isPatternDType(x.dtype) ? rms : nullptr;
+}
+
+// add_rms_norm_quant_fusion. Pattern (MindSpore's AddRmsNormQuantFusion):
+//   QuantizeLinear(RmsNorm(Add(x1, x2), gamma).y, scale, zero_point)
+//     -> AddRmsNormQuant(x1, x2, gamma, scale, zero_point) = (q, x1 + x2)
+// Conditions: the add has two operands of one shape and dtype; the RmsNorm's y is read
+// only by the quantize and its rstd not at all (MindSpore's need_rms_norm_out, an extra
+// reader of y, is not taken: the pass does not fire); the quantize is per tensor (above).
+// The sum may have other readers: the pattern op outputs it.
+StatusOr<bool> fuseOneAddRmsNormQuant(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& q = g.nodes[i];
+    int y = -1;
+    if (!perTensorQuantize(g, q, &y)) continue;
+    const ir::Node* rms = soleRmsNorm(pg, y);
+    if (!rms) continue;
+    const ir::Node* add = residualAdd(pg, rms->inputs[0]);
+    if (!add) continue;
+    ir::Node n;
+    n.name = "AddRmsNormQuant_" + rms->name;
+    n.op = findOp("AddRmsNormQuant");
+    n.attrs = rms->attrs;
+    n.inputs = {add->inputs[0], add->inputs[1], rms->inputs[1], q.inputs[1], q.inputs[2]};
+    n.outputs = {q.outputs[0], add->outputs[0]};
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(n),
+                                           {pg.producerIndex(y), pg.producerIndex(rms->inputs[0])}));
+    return true;
+  }
+  return false;
+}
+
+// rms_norm_quant_fusion. Pattern (MindSpore's RmsNormQuantFusion):
+//   QuantizeLinear(Add(RmsNorm(x, gamma).y, beta), scale, zero_point)
+//     -> RmsNormQuant(x, gamma, scale, zero_point, beta)
+// Conditions: beta a constant with one element per normalised element (either operand of
+// the Add); the Add read only by the quantize, the RmsNorm's y only by the Add, its rstd
+// not at all; the quantize per tensor. gkrt also takes the form without beta,
+// QuantizeLinear(RmsNorm(x, gamma).y, ...), which RMSNorm exports write (MindSpore's
+// RmsNorm has no beta either; its pass wants the Add). MindSpore's merging of two
+// identical Add->Quant branches is not done (each branch fuses on its own when its
+// RmsNorm has one reader; with two readers neither fuses).
+StatusOr<bool> fuseOneRmsNormQuant(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& q = g.nodes[i];
+    int v = -1;
+    if (!perTensorQuantize(g, q, &v)) continue;
+    int beta = -1, y = v;
+    std::vector<int> erase;
+    if (const ir::Node* add = pg.producer(v, {"Add"}); add && pg.singleUse(v)) {
+      for (int side = 0; side < 2 && beta < 0; ++side) {
+        const int r = add->inputs[side], b = add->inputs[1 - side];
+        const ir::Node* rms = pg.producer(r, {"RmsNorm"});
+        if (!rms || !g.tensors[b].isConstant() || !isPatternDType(g.tensors[b].dtype)) continue;
+        auto cols = rowsAndCols(*rms, g.tensors[rms->inputs[0]].shape);
+        if (!cols || numElements(g.tensors[b].shape) != cols->second ||
+            g.tensors[add->outputs[0]].shape != g.tensors[r].shape) {
+          continue;
+        }
+        beta = b;
+        y = r;
+      }
+      if (beta < 0) continue;
+      erase.push_back(pg.producerIndex(v));
+    }
+    const ir::Node* rms = soleRmsNorm(pg, y);
+    if (!rms) continue;
+    erase.push_back(pg.producerIndex(y));
+    ir::Node n;
+    n.name = "RmsNormQuant_" + rms->name;
+    n.op = findOp("RmsNormQuant");
+    n.attrs = rms->attrs;
+    n.inputs = {rms->inputs[0], rms->inputs[1], q.inputs[1], q.inputs[2]};
+    if (beta >= 0) n.inputs.push_back(beta);
+    n.outputs = {q.outputs[0]};
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(n), erase));
+    return true;
+  }
+  return false;
+}
+
 StatusOr<bool> addLayerNormLastAxis(FusionContext& c) { return fuseOneAddLayerNorm(c, LayerNormForm::kAffineLastAxis); }
 StatusOr<bool> addLayerNormSeveralAxes(FusionContext& c) { return fuseOneAddLayerNorm(c, LayerNormForm::kAffineSeveralAxes); }
 StatusOr<bool> addLayerNormWithoutAffine(FusionContext& c) { return fuseOneAddLayerNorm(c, LayerNormForm::kWithoutAffine); }
@@ -128,10 +246,11 @@ PassResult fuseAddLayerNormExt(FusionContext& ctx) { return !findOp("AddLayerNor
 PassResult fuseAddRmsNorm(FusionContext& ctx) { return !findOp("AddRmsNorm") ? PassResult(false) : rewriteAll(ctx, fuseOneAddRmsNorm); }
 PassResult fuseAddCastRmsNormCast(FusionContext& ctx) { return !findOp("AddRmsNorm") ? PassResult(false) : rewriteAll(ctx, fuseOneAddCastRmsNormCast); }
 
-// QuantV2(RmsNorm(Add(x1, x2))) -> AddRmsNormQuant and QuantV2(RmsNorm(x) + beta) ->
-// RmsNormQuant need an int8 RmsNorm-quant kernel, which comes with the int8 issue; until
-// then these passes are listed and switchable but match nothing.
-PassResult fuseAddRmsNormQuant(FusionContext&) { return false; }
-PassResult fuseRmsNormQuant(FusionContext&) { return false; }
+PassResult fuseAddRmsNormQuant(FusionContext& ctx) {
+  return !findOp("AddRmsNormQuant") ? PassResult(false) : rewriteAll(ctx, fuseOneAddRmsNormQuant);
+}
+PassResult fuseRmsNormQuant(FusionContext& ctx) {
+  return !findOp("RmsNormQuant") ? PassResult(false) : rewriteAll(ctx, fuseOneRmsNormQuant);
+}
 
 }  // namespace gkrt::passes

@@ -4,7 +4,8 @@ namespace gkrt::passes {
 
 // on_cpu / on_gpu: measured (README "Pattern passes"). The opencl backend declines every
 // pattern op (they would fall back to the host), so the gpu column keeps only the
-// shape passes; the quantised passes match nothing yet and stay off outside ascend.
+// shape passes. The quantised RmsNorm passes are on under cpu (their int8 kernel replaces
+// two reference kernels); inference_qbmm_add_fusion stays off outside ascend.
 const std::vector<PatternPass>& patternPasses() {
   static const std::vector<PatternPass> p = {
       // The tiled attention kernel measured slower than oneDNN's two batched matmuls and
@@ -18,8 +19,8 @@ const std::vector<PatternPass>& patternPasses() {
       {"inference_matmul_split_fusion", fuseMatMulSplit, true, false},
       {"shape_reshape", fuseShapeReshape, true, true},
       {"shape_reshape_2", fuseShapeReshape2, true, true},
-      {"add_rms_norm_quant_fusion", fuseAddRmsNormQuant, false, false},
-      {"rms_norm_quant_fusion", fuseRmsNormQuant, false, false},
+      {"add_rms_norm_quant_fusion", fuseAddRmsNormQuant, true, false},
+      {"rms_norm_quant_fusion", fuseRmsNormQuant, true, false},
       {"add_rms_norm_fusion", fuseAddRmsNorm, true, false},
       {"add_cast_rms_norm_cast_fusion", fuseAddCastRmsNormCast, true, false},
       {"MatMulAllReduce", fuseMatMulAllReduce, true, false},

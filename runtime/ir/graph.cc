@@ -217,6 +217,10 @@ Status inferNodeOutputs(const Graph& g, const Node& n, std::vector<DType>* dtype
     types[k] = {t.dtype, t.shape, t.knownData()};
     in[k] = &types[k];
     all_static = all_static && isStatic(t.shape);
+    if (isStatic(t.shape)) {  // a shape from the file: the rules may multiply its dims
+      auto count = checkedNumElements(t.shape);
+      if (!count.ok()) return count.status().withContext("input " + std::to_string(k) + " '" + t.name + "'");
+    }
   }
   dtypes->clear();
   shapes->clear();

@@ -27,6 +27,7 @@ void registerSliceAtRunOps(std::vector<OpDef>& t);
 void registerPool3DOps(std::vector<OpDef>& t);
 void registerPatternOps(std::vector<OpDef>& t);
 void registerQuantLinearOps(std::vector<OpDef>& t);
+void registerPatternQuantOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -68,6 +69,7 @@ struct OpTable {
     ops::registerPool3DOps(ops);
     ops::registerPatternOps(ops);
     ops::registerQuantLinearOps(ops);
+    ops::registerPatternQuantOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& twin_of : opTwins()) {  // no structured bindings: clang 14 cannot capture them

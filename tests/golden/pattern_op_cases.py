@@ -9,6 +9,22 @@ pln = (ps64 - ps64.mean(-1, keepdims=True)) / np.sqrt(ps64.var(-1, keepdims=True
 case("AddLayerNorm", "AddLayerNorm", [pa, pb, pg, pbeta], [as32(pln), ps], {"axis": -1, "epsilon": 1e-5}, atol=1e-5)
 prstd = 1 / np.sqrt((ps64 ** 2).mean(-1, keepdims=True) + 1e-6)
 case("AddRmsNorm", "AddRmsNorm", [pa, pb, pg], [as32(ps64 * prstd * pg), ps], {"axis": -1, "epsilon": 1e-6}, atol=1e-5)
+# RmsNormQuant / AddRmsNormQuant: RmsNorm's y and the beta add in float32 as the unfused ops
+# store them, then QuantizeLinear (float32 division, round half to even, saturate).
+qn_x = f32(4, 8, lo=-3, hi=3)
+qn_x64 = qn_x.astype(np.float64)
+qn_rstd = 1 / np.sqrt((qn_x64 ** 2).mean(-1, keepdims=True) + 1e-5)
+qn_y = as32(qn_x64 * qn_rstd * pg)
+qn_scale, qn_zp = np.array(0.02, np.float32), np.array(-5, np.int8)
+qn_v = (qn_y + pbeta).astype(np.float32)
+qn_q = np.clip(np.rint(qn_v / qn_scale).astype(np.int32) + int(qn_zp), -128, 127).astype(np.int8)
+case("RmsNormQuant", "RmsNormQuant", [qn_x, pg, qn_scale, qn_zp, pbeta], [qn_q], {"axis": -1, "epsilon": 1e-5},
+     rtol=0, atol=0)
+qa_scale, qa_zp = np.array(0.03, np.float32), np.array(128, np.uint8)
+qa_y = as32(ps64 * prstd * pg)
+qa_q = np.clip(np.rint(qa_y / qa_scale).astype(np.int32) + int(qa_zp), 0, 255).astype(np.uint8)
+case("AddRmsNormQuant", "AddRmsNormQuant", [pa, pb, pg, qa_scale, qa_zp], [qa_q, ps], {"axis": -1, "epsilon": 1e-6},
+     rtol=0, atol=0)
 sx = f32(3, 10).astype(np.float64)
 case("SwiGLU", "SwiGLU", [sx.astype(np.float32)], [as32(sx[:, :5] * sig(sx[:, :5]) * sx[:, 5:])], {"axis": -1, "keep_dims": "false"})
 

@@ -25,7 +25,13 @@ saturate int16 pair sums: informational only (on MiniLM's QDQ file that run has 
 0.87 against onnxruntime's own unoptimized run, while gkrt matches the latter to 6e-8;
 on the transformer block it is 5 steps from it).
 
-    python tests/models/check_quant_models.py GKRT MODEL_DIR [--backends reference,cpu] [--fusion off,on] [--models a_qdq,b_dyn]"""
+On a board (--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu", a cross-built GKRT): the
+host build's converted .gkm files and its outputs (out_<name>_<backend>_<fusion>/) are
+used, and each output must also equal the host's: integer outputs exactly, float outputs
+within rtol 1e-5 + atol of 1% of one quantization step (the same int8 arithmetic; only a
+float rounding order, e.g. a fused multiply-add, may differ).
+
+    python tests/models/check_quant_models.py GKRT MODEL_DIR [--backends reference,cpu] [--fusion off,on] [--models a_qdq,b_dyn] [--runner CMD]"""
 import argparse
 import glob
 import os
@@ -40,7 +46,10 @@ ap.add_argument("model_dir")
 ap.add_argument("--backends", default="reference,cpu")
 ap.add_argument("--fusion", default="off,on")
 ap.add_argument("--models", default="")
+ap.add_argument("--diagonal", action="store_true", help="only reference without fusion and cpu with fusion")
+ap.add_argument("--runner", default="", help="run GKRT under this emulator and compare with the host's outputs too")
 args = ap.parse_args()
+runner = args.runner.split(";") if ";" in args.runner else args.runner.split()
 ATOL_STEPS = 3.0
 ATOL_OF_MAX = 0.05
 COSINE = 0.999
@@ -58,16 +67,27 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
     if wanted and name not in wanted:
         continue
     gkm = os.path.join(args.model_dir, name + ".gkm")
-    subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+    if not runner:
+        subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+    elif not os.path.exists(gkm):
+        sys.exit(f"{gkm} is missing: the host build converts the quantized zoo (ctest --preset host) first")
     inputs = []
     for path in sorted(glob.glob(os.path.join(args.model_dir, f"{name}_input_*.npy"))):
         inputs += ["--input", path[len(os.path.join(args.model_dir, name + "_input_")):-4].replace("%", "/") + "=" + path]
     expected = [np.load(p) for p in sorted(glob.glob(os.path.join(args.model_dir, f"{name}_expected_*.npy")))]
-    for backend in args.backends.split(","):
-        for fusion in args.fusion.split(","):
+    combos = [(b, f) for b in args.backends.split(",") for f in args.fusion.split(",")]
+    if args.diagonal:
+        combos = [("reference", "off"), ("cpu", "on")]
+    for backend, fusion in combos:
+        if True:
             level = {"off": "--opt_level=0", "on": "--opt_level=2"}[fusion]
-            out_dir = os.path.join(args.model_dir, f"out_{name}_{backend}_{fusion}")
-            subprocess.run([args.gkrt, "run", gkm, *inputs, "--backend", backend, "--flags", level, "--output-dir", out_dir],
+            host_dir = os.path.join(args.model_dir, f"out_{name}_{backend}_{fusion}")
+            out_dir = host_dir + ("_target" if runner else "")
+            if runner and not os.path.isdir(host_dir):
+                print(f"{name}: no host outputs in {host_dir} (run the host's check for {backend} first)")
+                ok = False
+                continue
+            subprocess.run([*runner, args.gkrt, "run", gkm, *inputs, "--backend", backend, "--flags", level, "--output-dir", out_dir],
                            check=True, stdout=subprocess.DEVNULL)
             outs = sorted(glob.glob(os.path.join(out_dir, "*.npy")))
             if len(outs) != len(expected):
@@ -89,10 +109,21 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
                     tol = max(ATOL_STEPS * step, ATOL_OF_MAX * float(np.max(np.abs(want))))
                     good = got.shape == want.shape and err <= tol and cos >= COSINE
                     note = f"{err / step:.2f} steps, {100 * beyond:.2f}% beyond 1 step, cosine {cos:.6f}"
+                host_note = ""
+                if runner:  # the board against the host: the same model, backend and flags
+                    host = np.load(os.path.join(host_dir, os.path.basename(got_path)))
+                    host_diff = float(np.max(np.abs(got.astype(np.float64) - host))) if got.size else 0.0
+                    if np.issubdtype(want.dtype, np.integer):
+                        same = host.shape == got.shape and host_diff == 0
+                    else:
+                        q_step = (float(host.max()) - float(host.min())) / 255.0
+                        same = host.shape == got.shape and np.allclose(got, host, rtol=1e-5, atol=0.01 * q_step + 1e-7)
+                    good = good and same
+                    host_note = f"; vs host max abs {host_diff:.2e} {'same' if same else 'DIFFERENT'}"
                 ok = ok and good
                 runs += 1
                 print(f"{name:24s} {backend:9s} fusion {fusion:3s} max abs err {err:.2e} ({note}); vs optimized "
-                      f"onnxruntime max abs {float(np.max(np.abs(got - opt))):.2e} cosine {cos_opt:.6f}  "
+                      f"onnxruntime max abs {float(np.max(np.abs(got - opt))):.2e} cosine {cos_opt:.6f}{host_note}  "
                       f"{'ok' if good else 'MISMATCH'}")
 print(f"quantized zoo: {runs if ok else 0} runs within tolerance")
 sys.exit(0 if ok else 1)
