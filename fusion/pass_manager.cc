@@ -130,6 +130,26 @@ const std::vector<std::string>& ascendPatternPassNames() {
   return names;
 }
 
+namespace {
+// Whether pass p runs under these options and column: its opt level, its pattern-table
+// default, then disable_pass and enable_pass.
+bool passEnabled(const PassSpec& p, const FusionOptions& o, FusionColumn column) {
+  bool enabled = o.opt_level > 0 && o.opt_level >= p.min_opt_level(o);
+  if (p.pattern) {
+    enabled = enabled && (column == FusionColumn::kAscend || (column == FusionColumn::kCpu ? p.pattern->on_cpu
+                                                                                           : p.pattern->on_gpu));
+  }
+  if (enabled && anyMatch(p, o.disable_pass)) enabled = false;
+  else if (!enabled && o.opt_level > 0 && anyMatch(p, o.enable_pass)) enabled = true;
+  return enabled;
+}
+}  // namespace
+
+bool passWillRun(const std::string& name, const FusionOptions& o, FusionColumn column) {
+  for (const PassSpec& p : pipeline()) if (name == p.name && passEnabled(p, o, column)) return true;
+  return false;
+}
+
 bool matchesAnyPass(const std::string& pattern) {
   for (const PassSpec& p : pipeline()) if (matches(p, pattern)) return true;
   return false;
@@ -154,14 +174,7 @@ StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, F
   if (o.dump_as_text) RETURN_IF_ERROR(writeDump(o, dump_counter++, "before_fusion", g, &report.dump_files));
   for (const PassSpec& p : pipeline()) {
     PassRecord rec{fullName(p), false, false, 0};
-    bool enabled = o.opt_level > 0 && o.opt_level >= p.min_opt_level(o);
-    if (p.pattern) {
-      enabled = enabled && (column == FusionColumn::kAscend || (column == FusionColumn::kCpu ? p.pattern->on_cpu
-                                                                                             : p.pattern->on_gpu));
-    }
-    if (enabled && anyMatch(p, o.disable_pass)) enabled = false;
-    else if (!enabled && o.opt_level > 0 && anyMatch(p, o.enable_pass)) enabled = true;
-    if (!enabled) {
+    if (!passEnabled(p, o, column)) {
       GKRT_LOG_INFO("graph kernel pass ", rec.name, " is disabled.");
       report.passes.push_back(rec);
       continue;

@@ -45,6 +45,9 @@ struct FusionReport {
 std::vector<std::string> switchablePassNames();
 // Whether `pattern` names at least one pass (bare, stage.id or stage_name.pass_name).
 bool matchesAnyPass(const std::string& pattern);
+// Whether the pass of that bare name ("inference_qbmm_add_fusion") runs in a pipeline with
+// these options and column (a pass may leave a later pass's pattern intact for it).
+bool passWillRun(const std::string& name, const FusionOptions& options, FusionColumn column);
 // The seeds' Appendix 3 (MindSpore's Ascend pattern passes, "fusion_group" stage), in
 // order; switchable as "<name>", "fusion_group.<id>" or "fusion_group.<name>".
 const std::vector<std::string>& ascendPatternPassNames();

@@ -16,6 +16,28 @@ namespace {
 
 bool is(const ir::Node& n, const char* op) { return std::strcmp(n.op->name, op) == 0; }
 
+// AVX2 clone (no FMA: nothing here may contract) picked at load on x86-64.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GKRT_QUANT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define GKRT_QUANT_CLONES
+#endif
+
+// q[k] = saturate(round_half_even(float(row[k] * rstd * gamma[k]) + beta[k]) / scale) + zp):
+// the product in double rounded once to float32 (as RmsNorm stores y), the beta add and
+// the division in float32 (the Add, QuantizeLinear); NaN quantises to the zero point.
+template <typename Q>
+GKRT_QUANT_CLONES void quantRow(Q* q, const float* row, double rstd, const float* gamma, const float* beta, float scale,
+                                float zp, float lo, float hi, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    float v = static_cast<float>(row[k] * rstd * gamma[k]);
+    if (beta) v += beta[k];
+    const float t = v / scale;
+    const float r = t == t ? std::nearbyint(t) : 0.0f;  // the default rounding mode: half to even
+    q[k] = static_cast<Q>(std::min(std::max(r + zp, lo), hi));
+  }
+}
+
 class NormQuantKernel final : public Kernel {
  public:
   NormQuantKernel(const ir::Graph& g, const ir::Node& n, ThreadPool& pool) : pool_(pool), add_(is(n, "AddRmsNormQuant")) {
@@ -33,8 +55,8 @@ class NormQuantKernel final : public Kernel {
     const float* gamma = in[gi].as<float>();
     const float* beta = bi >= 0 && static_cast<int>(in.size()) > bi && in[bi].present() ? in[bi].as<float>() : nullptr;
     const float scale = in[si].as<float>()[0];
-    const int zp = unsigned_ ? in[si + 1].as<uint8_t>()[0] : in[si + 1].as<int8_t>()[0];
-    const int lo = unsigned_ ? 0 : -128, hi = unsigned_ ? 255 : 127;
+    const float zp = unsigned_ ? in[si + 1].as<uint8_t>()[0] : in[si + 1].as<int8_t>()[0];
+    const float lo = unsigned_ ? 0.0f : -128.0f, hi = unsigned_ ? 255.0f : 127.0f;
     float* sum = add_ ? static_cast<float*>(out[1].data) : nullptr;
     auto* q = static_cast<uint8_t*>(out[0].data);
     const int64_t C = cols_;
@@ -49,14 +71,8 @@ class NormQuantKernel final : public Kernel {
         double ms = 0.0;
         for (int64_t k = 0; k < C; ++k) ms += static_cast<double>(row[k]) * row[k];
         const double rstd = 1.0 / std::sqrt(ms / static_cast<double>(C) + eps_);
-        for (int64_t k = 0; k < C; ++k) {
-          float v = static_cast<float>(row[k] * rstd * gamma[k]);  // RmsNorm's y
-          if (beta) v += beta[k];                                    // the Add
-          const float t = v / scale;                                 // QuantizeLinear, float32
-          const int value = std::isnan(t) ? zp : static_cast<int>(std::clamp(std::nearbyint(t), -1.0e9f, 1.0e9f)) + zp;
-          const int c = std::clamp(value, lo, hi);
-          q[r * C + k] = static_cast<uint8_t>(unsigned_ ? c : static_cast<int8_t>(c));
-        }
+        if (unsigned_) quantRow(q + r * C, row, rstd, gamma, beta, scale, zp, lo, hi, C);
+        else quantRow(reinterpret_cast<int8_t*>(q) + r * C, row, rstd, gamma, beta, scale, zp, lo, hi, C);
       }
     });
     return Status::Ok();

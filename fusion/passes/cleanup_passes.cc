@@ -2,6 +2,7 @@
 #include <map>
 #include <tuple>
 
+#include "fusion/pass_manager.h"
 #include "fusion/passes/passes.h"
 #include "runtime/ir/interpret.h"
 #include "runtime/ir/op_def.h"
@@ -62,9 +63,12 @@ PassResult eliminateDeadNodes(FusionContext& ctx) {
 PassResult foldConstants(FusionContext& ctx) {
   ir::Graph& g = ctx.graph;
   bool changed = false;
+  // int8 weights inference_qbmm_add_fusion will take stay quantised.
+  const std::set<int> keep = passWillRun("inference_qbmm_add_fusion", ctx.options, ctx.column) ? qbmmAddTensors(g)
+                                                                                              : std::set<int>{};
   for (size_t i = 0; i < g.nodes.size();) {
     const ir::Node& n = g.nodes[i];
-    bool foldable = !n.inputs.empty() && !isRandom(n.op) && !n.subgraph;
+    bool foldable = !n.inputs.empty() && !isRandom(n.op) && !n.subgraph && !keep.count(n.outputs[0]);
     for (int t : n.inputs) foldable = foldable && t >= 0 && g.tensors[t].isConstant();
     for (int t : n.outputs) {
       foldable = foldable && isStatic(g.tensors[t].shape) && numElements(g.tensors[t].shape) <= kMaxFoldElements;

@@ -1,6 +1,8 @@
 // Every fusion pass: rewrites ctx.graph in place and says whether it changed it.
 #pragma once
 
+#include <set>
+
 #include "fusion/fusion_context.h"
 
 namespace gkrt::passes {
@@ -20,6 +22,10 @@ PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> 
 PassResult splitClusters(FusionContext& ctx);           // pattern rules, limits, stitching
 PassResult fuseParallel(FusionContext& ctx);            // independent clusters sharing inputs
 PassResult fuseQuantDqOpQ(FusionContext& ctx);          // QDQ around Conv/MatMul/Add/Mul -> QLinear ops
+// The outputs of the nodes (MatMul and its two DequantizeLinear) of every match of
+// inference_qbmm_add_fusion, which ConstantFolding and the matmul_elem add passes leave
+// to it when it will run (quant_dq_op_q_fusion.cc).
+std::set<int> qbmmAddTensors(const ir::Graph& g);
 
 // Points every reader of tensor `from` (nodes and graph outputs) at `to`.
 void replaceUses(ir::Graph& g, int from, int to);

@@ -13,6 +13,7 @@
 // Every P is read only by the op that absorbs it; all operands of one float dtype. A
 // product whose op the flags cluster (--enable_cluster_ops=MatMul) is left to clustering.
 // (MindSpore restricts these to Ascend 910B and float16; gkrt runs them on any backend.)
+#include "fusion/pass_manager.h"
 #include "fusion/passes/pattern_match.h"
 #include "fusion/passes/pattern_passes.h"
 #include <set>
@@ -31,6 +32,10 @@ struct Product {
 // cluster set (--enable_cluster_ops=MatMul) is left to StaticShapeCluster, which gives it
 // its whole elementwise epilogue as oneDNN post-ops.
 thread_local const std::set<const OpDef*>* clustered_gemms = nullptr;
+// Products inference_qbmm_add_fusion will take (a quantised batch matmul and its bias add),
+// when it runs in this pipeline: MindSpore's matmul_elem passes match MatMul, not
+// QuantBatchMatmul.
+thread_local const std::set<int>* qbmm_products = nullptr;
 
 // P's matmul when P has one reader; `with_bias`: a MatMulBiasAdd counts too.
 bool product(const PatternGraph& pg, int p, bool with_bias, Product* out) {
@@ -38,6 +43,7 @@ bool product(const PatternGraph& pg, int p, bool with_bias, Product* out) {
   const ir::Node* mm = pg.producer(p, {"MatMul", "BatchMatMul", "MatMulBiasAdd"});
   if (!mm || (!with_bias && isOp(*mm, "MatMulBiasAdd"))) return false;
   if (clustered_gemms && clustered_gemms->count(mm->op)) return false;
+  if (qbmm_products && qbmm_products->count(p)) return false;
   out->x = mm->inputs[0];
   out->w = mm->inputs[1];
   out->bias = mm->inputs.size() > 2 ? mm->inputs[2] : -1;
@@ -195,9 +201,13 @@ StatusOr<bool> allReduceBiasOnce(FusionContext& ctx) {
 }
 
 PassResult rewriteEpilogues(FusionContext& ctx, StatusOr<bool> (*once)(FusionContext&)) {
+  const std::set<int> qbmm = passWillRun("inference_qbmm_add_fusion", ctx.options, ctx.column)
+                                 ? qbmmAddTensors(ctx.graph) : std::set<int>{};
   clustered_gemms = &ctx.cluster_ops;
+  qbmm_products = &qbmm;
   PassResult r = rewriteAll(ctx, once);
   clustered_gemms = nullptr;
+  qbmm_products = nullptr;
   return r;
 }
 
@@ -212,8 +222,6 @@ PassResult fuseMatMulAllReduce(FusionContext& ctx) { return !findOp("MatMulAllRe
 // MindSpore's form is QuantBatchMatmul -> AllReduce -> Add; gkrt has no int8 batch matmul
 // yet, so this matches the float product (MatMul / BatchMatMul) in that position.
 PassResult fuseQbmmAllReduceAdd(FusionContext& ctx) { return !findOp("MatMulAllReduce") ? PassResult(false) : rewriteAll(ctx, allReduceBiasOnce); }
-// Add(QuantBatchMatmul, b) folds b into the int32 bias of an int8 batch matmul, which
-// comes with the int8 issue: listed and switchable, matches nothing until then.
-PassResult fuseQbmmAdd(FusionContext&) { return false; }
+// fuseQbmmAdd (inference_qbmm_add_fusion) lives with the QDQ patterns: quant_dq_op_q_fusion.cc.
 
 }  // namespace gkrt::passes

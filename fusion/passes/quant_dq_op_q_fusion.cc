@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "fusion/passes/passes.h"
 #include "fusion/passes/pattern_match.h"
@@ -162,8 +163,84 @@ StatusOr<bool> fuseOnce(FusionContext& ctx) {
   return false;
 }
 
+// inference_qbmm_add_fusion (Appendix 3). MindSpore: Add(QuantBatchMatmul(x, w, scale), b)
+// -> QuantBatchMatmul with bias_i32 = round(b / scale), not with a per-token scale. gkrt's
+// quantised batch matmul with a float result is what the QDQ form writes,
+// MatMul(DQ(a), DQ(w)), so the pattern is
+//   Add(MatMul | BatchMatMul(DQ(a), DQ(w)), b)  ->  QuantBatchMatMul(a, as, azp, w, ws, wzp, B)
+// Conditions: a int8/uint8 per tensor; w int8/uint8 per tensor or per column (its last
+// axis); no transposes; the product read only by the Add; b (either operand) a float32
+// constant with one element per output column, or DQ(int32) at exactly as*ws (taken as
+// it is); B = round_half_even(b / (as*ws)) fits int32. B moves the bias by at most half a
+// step of as*ws, as MindSpore's preprocessing does. The scales are constants here, so no
+// per-token case arises.
+struct QbmmAdd {
+  int mm = -1, b = -1;
+  Dq a, w;
+  int64_t n = 0;
+};
+bool matchQbmmAdd(const PatternGraph& pg, const ir::Node& add, QbmmAdd* m) {
+  const ir::Graph& g = pg.graph();
+  if (!isOp(add, "Add") || add.inputs.size() != 2) return false;
+  for (int side = 0; side < 2; ++side) {
+    const ir::Node* mm = pg.producer(add.inputs[side], {"MatMul", "BatchMatMul"});
+    if (!mm || mm->inputs.size() != 2 || !pg.singleUse(add.inputs[side])) continue;
+    const auto& attrs = mm->attrs.get<MatMulAttrs>();
+    if (attrs.transpose_a || attrs.transpose_b) continue;
+    if (!dequantized(pg, mm->inputs[0], &m->a) || !dequantized(pg, mm->inputs[1], &m->w)) continue;
+    if (!isInt8(g.tensors[m->a.x].dtype) || !isInt8(g.tensors[m->w.x].dtype)) continue;
+    const Shape& ws = g.tensors[m->w.x].shape;
+    if (ws.size() < 2 || !paramsFit(g, m->a, 0, 0) || !paramsFit(g, m->w, static_cast<int64_t>(ws.size()) - 1, ws.back())) {
+      continue;
+    }
+    const int b = add.inputs[1 - side];
+    const Shape& bs = g.tensors[b].shape;
+    bool columns = elements(g, b) == ws.back() && !bs.empty() && bs.back() == ws.back();
+    for (size_t d = 0; d + 1 < bs.size(); ++d) columns = columns && bs[d] == 1;
+    if (!columns || g.tensors[add.outputs[0]].shape != g.tensors[add.inputs[side]].shape) continue;
+    m->mm = pg.producerIndex(add.inputs[side]);
+    m->b = b;
+    m->n = ws.back();
+    return true;
+  }
+  return false;
+}
+
+StatusOr<bool> fuseOneQbmmAdd(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    QbmmAdd m;
+    if (!matchQbmmAdd(pg, g.nodes[i], &m)) continue;
+    const int bias = int32Bias(g, pg, m.b, m.a.scale, m.w.scale, m.n);
+    if (bias < 0) continue;
+    std::vector<int> ins = {m.a.x, m.a.scale, zeroPoint(g, m.a), m.w.x, m.w.scale, zeroPoint(g, m.w), bias};
+    const std::string name = g.nodes[m.mm].name;
+    RETURN_IF_ERROR(replaceWithPatternNode(
+        g, static_cast<int>(i), quantNode("QuantBatchMatMul", name, Attrs{}, ins, g.nodes[i].outputs[0]), {m.mm}));
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 PassResult fuseQuantDqOpQ(FusionContext& ctx) { return rewriteAll(ctx, fuseOnce); }
+
+PassResult fuseQbmmAdd(FusionContext& ctx) { return !findOp("QuantBatchMatMul") ? PassResult(false) : rewriteAll(ctx, fuseOneQbmmAdd); }
+
+std::set<int> qbmmAddTensors(const ir::Graph& g) {
+  std::set<int> tensors;
+  if (!findOp("QuantBatchMatMul")) return tensors;
+  PatternGraph pg(g);
+  for (const ir::Node& n : g.nodes) {
+    QbmmAdd m;
+    if (!matchQbmmAdd(pg, n, &m)) continue;
+    const ir::Node& mm = g.nodes[m.mm];
+    tensors.insert(mm.outputs[0]);
+    tensors.insert(mm.inputs.begin(), mm.inputs.end());  // the two DequantizeLinear outputs
+  }
+  return tensors;
+}
 
 }  // namespace gkrt::passes

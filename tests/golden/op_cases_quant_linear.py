@@ -45,6 +45,13 @@ def add_cases(case, rng):
          [qa, np.array(a_s), np.array(a_z), qb, b_s, b_z, np.array(y_s), np.array(y_z)],
          [np.clip(np.rint(acc * m) + y_z, 0, 255).astype(np.uint8)], rtol=0, atol=1)
 
+    # QuantBatchMatMul (inference_qbmm_add_fusion's op): (int32 sum + bias) * float32(as * bs).
+    qbias = rng.integers(-3000, 3000, (5,)).astype(np.int32)
+    qbmm_scale = (a_s * b_s).astype(np.float32)
+    case("QuantBatchMatMul_per_column_bias", "QuantBatchMatMul",
+         [qa, np.array(a_s), np.array(a_z), qb, b_s, b_z, qbias],
+         [((acc + qbias).astype(np.float32) * qbmm_scale).astype(np.float32)], rtol=1e-6, atol=0)
+
     cw = rng.integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)
     w_s = rng.uniform(0.002, 0.01, (3,)).astype(np.float32)
     bias = rng.integers(-2000, 2000, (3,)).astype(np.int32)

@@ -179,3 +179,125 @@ TEST(PatternQuantNorm, DisablePassKeepsTheUnfusedOpsAndCpuRunsThemByDefault) {
 
 }  // namespace
 }  // namespace gkrt
+
+namespace gkrt {
+namespace {
+
+// Add(MatMul(DQ(a), DQ(w)), b): the QDQ form of MindSpore's QuantBatchMatmul + Add.
+ir::Graph qbmmAddGraph(bool int32_bias, bool per_column = true) {
+  GraphBuilder b;
+  constexpr int64_t M = 5, K = 24, N = 12;
+  Value a = b.input("a", DType::kUInt8, {M, K});
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> w8(-127, 127);
+  std::uniform_real_distribution<float> u(0.004f, 0.02f);
+  std::vector<int8_t> w(K * N);
+  for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+  std::vector<float> ws(per_column ? N : 1), bias(N);
+  for (auto& v : ws) v = u(rng);
+  for (auto& v : bias) v = 40.0f * (u(rng) - 0.012f);
+  const float as = 0.03f;
+  const uint8_t azp = 120;
+  std::vector<int8_t> wzp(ws.size(), 0);
+  QuantAttrs per_tensor{1, 0, true, DType::kFloat32, DType::kFloat32};
+  QuantAttrs per_col{1, 0, true, DType::kFloat32, DType::kFloat32};  // axis 1: w's columns
+  Value af = b.op1("DequantizeLinear", {a, b.constant("as", DType::kFloat32, {}, &as), b.constant("azp", DType::kUInt8, {}, &azp)},
+                   per_tensor);
+  Value wf = b.op1("DequantizeLinear", {b.constant("w", DType::kInt8, {K, N}, w.data()),
+                                        b.constant("ws", DType::kFloat32, {static_cast<int64_t>(ws.size())}, ws.data()),
+                                        b.constant("wzp", DType::kInt8, {static_cast<int64_t>(ws.size())}, wzp.data())},
+                   per_column ? per_col : per_tensor);
+  Value p = b.op1("MatMul", {af, wf}, MatMulAttrs{});
+  Value bv;
+  if (int32_bias) {  // DQ(int32) at exactly as * ws, as onnxruntime's quantizer writes a Gemm bias
+    std::vector<int32_t> bq(N);
+    std::vector<float> bs(N);
+    for (int64_t j = 0; j < N; ++j) {
+      bs[j] = as * ws[per_column ? j : 0];
+      bq[j] = static_cast<int32_t>(std::nearbyint(bias[j] / bs[j]));
+    }
+    bv = b.op1("DequantizeLinear", {b.constant("bq", DType::kInt32, {N}, bq.data()), b.constant("bs", DType::kFloat32, {N}, bs.data())},
+               QuantAttrs{0, 0, true, DType::kFloat32, DType::kFloat32});
+  } else {
+    bv = b.constant("bias", DType::kFloat32, {N}, bias.data());
+  }
+  b.output(b.add(p, bv), "y");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+HostTensor randomUInt8(const Shape& s, uint32_t seed) {
+  HostTensor t(DType::kUInt8, s);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(0, 255);
+  for (int64_t i = 0; i < t.size(); ++i) static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(u(rng));
+  return t;
+}
+
+TEST(PatternQbmmAdd, QuantisedMatMulPlusBiasBecomesQuantBatchMatMul) {
+  for (bool int32_bias : {false, true}) {
+    for (bool per_column : {true, false}) {
+      const ir::Graph g = qbmmAddGraph(int32_bias, per_column);
+      for (const char* flags : {"--fusion_profile=ascend", "--opt_level=2 --enable_pass=inference_qbmm_add_fusion"}) {
+        auto f = compiled(g, flags);
+        ASSERT_TRUE(f.ok()) << f.status().message();
+        EXPECT_EQ(countOp(*f, "QuantBatchMatMul"), 1) << flags;
+        EXPECT_EQ(countOp(*f, "MatMul") + countOp(*f, "MatMulBiasAdd") + countOp(*f, "DequantizeLinear"), 0) << flags;
+        const HostTensor a = randomUInt8({5, 24}, 9);
+        auto want = testing::runGraph(g, {a}, "reference", testing::optLevel(0));
+        ASSERT_TRUE(want.ok()) << want.status().message();
+        for (const char* backend : {"reference", "cpu"}) {
+          auto got = testing::runGraph(g, {a}, backend, *parseFusionFlags(flags));
+          ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
+          // int32 sums against float sums; a float bias rounded to int32 at as*ws moves by at
+          // most half of that step (0.5 * 0.03 * 0.02 = 3e-4); an int32 bias is exact.
+          EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-5, int32_bias ? 1e-5 : 3.1e-4), "")
+              << backend << " " << flags << " int32 bias " << int32_bias << " per column " << per_column;
+        }
+      }
+    }
+  }
+}
+
+TEST(PatternQbmmAdd, OffUnderCpuAndSwitchable) {
+  const ir::Graph g = qbmmAddGraph(false);
+  auto cpu = compiled(g, "--opt_level=2");  // off under cpu: oneDNN's float GEMM with the bias
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EXPECT_EQ(countOp(*cpu, "QuantBatchMatMul"), 0);
+  EXPECT_EQ(countOp(*cpu, "MatMulBiasAdd"), 1);
+  for (const char* name : {"inference_qbmm_add_fusion", "fusion_group_19_inference_qbmm_add_fusion"}) {
+    auto f = compiled(g, std::string("--fusion_profile=ascend --disable_pass=") + name);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(countOp(*f, "QuantBatchMatMul"), 0) << name;
+    EXPECT_EQ(countOp(*f, "MatMulBiasAdd"), 1) << name;  // matmul_elem_biasadd_fusion takes it then
+  }
+}
+
+TEST(PatternQbmmAdd, NearMissesAreLeftAlone) {
+  // A product with a second reader, and a bias the shape of the whole product, do not fuse.
+  GraphBuilder b;
+  Value a = b.input("a", DType::kUInt8, {2, 4});
+  const int8_t w[4 * 3] = {1, -2, 3, 4, -5, 6, 7, 8, -9, 10, 11, 12};
+  const float as = 0.1f, ws = 0.05f, full[2 * 3] = {1, 2, 3, 4, 5, 6};
+  const uint8_t azp = 0;
+  const int8_t wzp = 0;
+  QuantAttrs qa{1, 0, true, DType::kFloat32, DType::kFloat32};
+  Value af = b.op1("DequantizeLinear", {a, b.constant("as", DType::kFloat32, {}, &as), b.constant("azp", DType::kUInt8, {}, &azp)}, qa);
+  Value wf = b.op1("DequantizeLinear", {b.constant("w", DType::kInt8, {4, 3}, w), b.constant("ws", DType::kFloat32, {}, &ws),
+                                        b.constant("wzp", DType::kInt8, {}, &wzp)}, qa);
+  Value p = b.op1("MatMul", {af, wf}, MatMulAttrs{});
+  b.output(b.add(p, b.constant("full", DType::kFloat32, {2, 3}, full)), "y");
+  Value p2 = b.op1("MatMul", {af, wf}, MatMulAttrs{});
+  const float bias[3] = {1, 2, 3};
+  b.output(b.add(p2, b.constant("bias", DType::kFloat32, {3}, bias)), "z");
+  b.output(p2, "p2");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto f = compiled(*g, "--fusion_profile=ascend --disable_pass=CommonSubexpressionElimination");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(countOp(*f, "QuantBatchMatMul"), 0);
+}
+
+}  // namespace
+}  // namespace gkrt

@@ -3,7 +3,9 @@
 // block_size, saturate, output_dtype, precision; the integer and QLinear ops
 // (runtime/ir/ops/quant_linear.cc): MatMulInteger, ConvInteger, QLinearMatMul,
 // QLinearConv and onnxruntime's com.microsoft QLinearAdd / QLinearMul.
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "tools/onnx/onnx_converter_helpers.h"
 
@@ -79,9 +81,32 @@ std::vector<Value> inputsOf(Context& c, const Node& n) {
 // height of 1 (x and w at inputs xk and wk).
 Status quantConv(Context& c, const Node& n, Outs& o, const char* op, int xk, int wk) {
   std::vector<Value> ins = inputsOf(c, n);
+  if (static_cast<int>(ins.size()) <= std::max(xk, wk) || !c.present(n, xk) || !c.present(n, wk)) {
+    return makeError(StatusCode::kInvalidModel, n.op_type(), " '", n.name(), "' needs its input ", xk, " (x) and ",
+                     wk, " (w), got ", ins.size(), " inputs");
+  }
   const Shape xs = shapeOf(c, ins[xk]), ws = shapeOf(c, ins[wk]);
   const bool one_d = xs.size() == 3;
   if (xs.size() != 4 && !one_d) return unsupported(n, "only 1-D and 2-D convolution are supported, got " + shapeToString(xs));
+  if (ws.size() != xs.size()) {
+    return makeError(StatusCode::kInvalidModel, n.op_type(), " '", n.name(), "': weights ", shapeToString(ws),
+                     " need the rank of x ", shapeToString(xs));
+  }
+  const size_t spatial = one_d ? 1 : 2;
+  for (const char* name : {"strides", "dilations", "pads", "kernel_shape"}) {
+    const Ints v = attrInts(n, name, {});
+    const size_t want = std::string(name) == "pads" ? 2 * spatial : spatial;
+    if (!v.empty() && v.size() != want) {
+      return makeError(StatusCode::kInvalidModel, n.op_type(), " '", n.name(), "': ", name, " has ", v.size(),
+                       " values, a ", spatial, "-D convolution needs ", want);
+    }
+    for (int64_t e : v) {
+      if (e < (std::string(name) == "pads" ? 0 : 1) || e > (int64_t{1} << 31)) {
+        return makeError(StatusCode::kInvalidModel, n.op_type(), " '", n.name(), "': ", name, " value ", e,
+                         " is out of range");
+      }
+    }
+  }
   auto with1 = [](Shape s) { s.insert(s.begin() + 2, 1); return s; };
   if (one_d) {
     ins[xk] = c.op1("Reshape", {ins[xk]}, ShapeAttrs{with1(xs)});

@@ -15,6 +15,10 @@ Status checkList(const Ints& v, size_t n, const char* what, int64_t min) {
   }
   for (int64_t x : v) {
     if (x < min) return makeError(StatusCode::kInvalidArgument, "ConvTranspose ", what, " value ", x, " is below ", min);
+    // |value| <= 2^31 with dims of at most 2^40 elements keeps the output length in int64
+    if (x > (int64_t{1} << 31) || x < -(int64_t{1} << 31)) {
+      return makeError(StatusCode::kInvalidArgument, "ConvTranspose ", what, " value ", x, " is beyond 2^31");
+    }
   }
   return Status::Ok();
 }
@@ -49,8 +53,13 @@ Status shapeConvTranspose(const ir::Node& n, const In& in, std::vector<Shape>& o
   }
   Shape y{x[0], m};
   for (size_t d = 0; d < sp; ++d) {
-    const int64_t len = a.strides[d] * (x[2 + d] - 1) + a.output_padding[d] + a.dilations[d] * (w[2 + d] - 1) + 1 -
-                        a.pads[d] - a.pads[d + sp];
+    int64_t reach = 0, span = 0, len = 0;
+    if (__builtin_mul_overflow(a.strides[d], x[2 + d] - 1, &reach) ||
+        __builtin_mul_overflow(a.dilations[d], w[2 + d] - 1, &span) ||
+        __builtin_add_overflow(reach, span, &len)) {
+      return makeError(StatusCode::kInvalidArgument, "ConvTranspose output axis ", d, " overflows int64");
+    }
+    len += a.output_padding[d] + 1 - a.pads[d] - a.pads[d + sp];
     if (len <= 0) {
       return makeError(StatusCode::kInvalidArgument, "ConvTranspose output axis ", d, " would have length ", len,
                        "; the pads are larger than the output");

@@ -152,10 +152,13 @@ Status fullyConnectedKernel(const KernelContext& c) {
 }
 
 // ---- Conv2D and pooling -----------------------------------------------------------
+// Window attributes (strides, dilations, pads, kernel sizes) between `min` and 2^31: with
+// dims of at most 2^40 elements the shape arithmetic then stays inside int64.
 Status checkPairs(const char* op, const Ints& v, size_t n, const char* what, int64_t min) {
   if (v.size() != n) return makeError(StatusCode::kInvalidArgument, op, " ", what, " needs ", n, " values, got ", v.size());
   for (int64_t x : v) {
     if (x < min) return makeError(StatusCode::kInvalidArgument, op, " ", what, " value ", x, " is below ", min);
+    if (x > (int64_t{1} << 31)) return makeError(StatusCode::kInvalidArgument, op, " ", what, " value ", x, " is above 2^31");
   }
   return Status::Ok();
 }
@@ -182,7 +185,12 @@ Status shapeConv2D(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   }
   Shape y{x[0], w[0], 0, 0};
   for (int d = 0; d < 2; ++d) {
-    const int64_t span = a.dilations[d] * (w[2 + d] - 1) + 1;
+    int64_t span = 0;
+    if (__builtin_mul_overflow(a.dilations[d], w[2 + d] - 1, &span)) {
+      return makeError(StatusCode::kInvalidArgument, "Conv2D dilation ", a.dilations[d], " times kernel ", w[2 + d],
+                       " overflows int64");
+    }
+    ++span;
     const int64_t padded = x[2 + d] + a.pads[d] + a.pads[d + 2];
     if (padded < span) {
       return makeError(StatusCode::kInvalidArgument, "Conv2D kernel span ", span, " exceeds padded input ", padded);

@@ -4,6 +4,8 @@
 //   QLinearMatMul(a, as, azp, b, bs, bzp, ys, yzp)    y = sat(rint(acc * as*bs/ys) + yzp)
 //   QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, B?)  y = sat(rint((acc + B) * xs*ws/ys) + yzp)
 //   QLinearAdd / QLinearMul (com.microsoft)           c = sat(rint(deq(a) (+|*) deq(b) / cs) + czp)
+//   QuantBatchMatMul(a, as, azp, b, bs, bzp, B?)      float32 y = (acc + B) * as*bs   (gkrt: MindSpore's
+//       QuantBatchMatmul with its bias, made by inference_qbmm_add_fusion; B int32 per column)
 // Reference kernels follow onnx.reference: integer accumulation in int32 (exact here in
 // int64), the rescale multiplier computed in the scales' float type step by step, round
 // half to even, saturation to the output type. Scales and zero points are per tensor
@@ -165,6 +167,49 @@ Status qlinearMatMulKernel(const KernelContext& c) {
   return Status::Ok();
 }
 
+// QuantBatchMatMul: inputs a, a_scale, a_zp, b, b_scale, b_zp, bias_int32?; float32 out.
+Status dtypeQuantBatchMatMul(const ir::Node& n, const In& in, std::vector<DType>& out) {
+  RETURN_IF_ERROR(requireInt8(n, in, 0, "a"));
+  RETURN_IF_ERROR(requireInt8(n, in, 3, "b"));
+  for (size_t k : {1, 4}) RETURN_IF_ERROR(requireFloat(n, in[k], k));
+  RETURN_IF_ERROR(requireZeroPointType(n, in, 0, 2));
+  RETURN_IF_ERROR(requireZeroPointType(n, in, 3, 5));
+  if (in.size() > 6 && in[6] && in[6]->dtype != DType::kInt32) {
+    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias (input 6) must be int32, got ",
+                     dtypeName(in[6]->dtype));
+  }
+  out = {DType::kFloat32};
+  return Status::Ok();
+}
+Status shapeQuantBatchMatMul(const ir::Node& n, const In& in, std::vector<Shape>& out) {
+  Shape y;
+  RETURN_IF_ERROR(matMulShape(n, in[0]->shape, in[3]->shape, y));
+  const int64_t N = y.back();
+  RETURN_IF_ERROR(requireParamCount(n, in, 1, 1, "a scale"));
+  RETURN_IF_ERROR(requireParamCount(n, in, 2, 1, "a zero point"));
+  RETURN_IF_ERROR(requireParamCount(n, in, 4, N, "b scale"));
+  RETURN_IF_ERROR(requireParamCount(n, in, 5, N, "b zero point"));
+  if (in.size() > 6 && in[6] && numElements(in[6]->shape) != N) {
+    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias has ", numElements(in[6]->shape),
+                     " elements; it needs one per output column (", N, ")");
+  }
+  out = {y};
+  return Status::Ok();
+}
+// The int32 sum plus the bias, times as*bs[j] rounded to float32 (the dequantization scale
+// MindSpore's kernel takes), in float32.
+Status quantBatchMatMulKernel(const KernelContext& c) {
+  const TensorView &as = c.in(1), &bs = c.in(4);
+  const TensorView* bias = optionalIn(c, 6);
+  const MutableTensorView& y = c.out(0);
+  integerMatMul(c.in(0), c.in(3), &c.in(2), &c.in(5), y.shape, [&](int64_t i, int64_t acc, int64_t, int64_t col) {
+    const float scale = static_cast<float>(scaleAt(as, 0) * scaleAt(bs, col));
+    const int64_t sum = acc + (bias ? loadIndex(*bias, col) : 0);
+    y.as<float>()[i] = static_cast<float>(sum) * scale;
+  });
+  return Status::Ok();
+}
+
 // ---- convolution ----------------------------------------------------------------
 // Calls fn(output index, int32 sum, output channel) for every output element.
 template <class Fn>
@@ -285,6 +330,9 @@ void registerQuantLinearOps(std::vector<OpDef>& t) {
   if constexpr (opSelected("QLinearMatMul")) t.push_back({"QLinearMatMul", OpClass::kOpaque, 8, 8, 1, 1, AttrKind::kNone,
                dtypeQLinearMatMul, shapeQLinearMatMul, qlinearMatMulKernel,
                "y = sat(rint((a - azp) @ (b - bzp) * as*bs/ys) + yzp); b per tensor or column"});
+  if constexpr (opSelected("QuantBatchMatMul")) t.push_back({"QuantBatchMatMul", OpClass::kOpaque, 6, 7, 1, 1, AttrKind::kNone,
+               dtypeQuantBatchMatMul, shapeQuantBatchMatMul, quantBatchMatMulKernel,
+               "float32 y = ((a - azp) @ (b - bzp) + B) * as*bs; a per tensor, b per tensor or column, B int32"});
   if constexpr (opSelected("QLinearConv")) t.push_back({"QLinearConv", OpClass::kOpaque, 8, 9, 1, 1, AttrKind::kConv2D,
                dtypeQLinearConv, shapeQLinearConv, qlinearConvKernel,
                "y = sat(rint((conv(x - xzp, w - wzp) + B) * xs*ws/ys) + yzp); w per tensor or output channel"});
