@@ -2,7 +2,9 @@
 // add_rms_norm_quant_fusion turn RmsNorm (+ beta) -> QuantizeLinear and
 // Add -> RmsNorm -> QuantizeLinear into RmsNormQuant / AddRmsNormQuant; near misses are
 // left alone; `disable_pass` keeps the unfused ops; the int8 outputs equal the unfused
-// graph's exactly on reference and cpu (both compute the row in double in one order).
+// graph's exactly on every backend (reference and cpu compute the row in double in one
+// order; opencl and cuda decline the ops, which run on the host). inference_qbmm_add_fusion
+// turns the QDQ form of QuantBatchMatmul + Add into QuantBatchMatMul.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -86,7 +88,7 @@ void expectExact(const ir::Graph& g, const std::string& flags, int q_steps = 0) 
   const auto in = inputsFor(g);
   auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
   ASSERT_TRUE(want.ok()) << want.status().message();
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const std::string& backend : availableBackends()) {  // opencl/cuda decline the ops: they run on cpu
     auto got = testing::runGraph(g, in, backend, *parseFusionFlags(flags));
     ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
     ASSERT_EQ(got->size(), want->size());
@@ -101,7 +103,7 @@ void expectExact(const ir::Graph& g, const std::string& flags, int q_steps = 0) 
       const std::vector<float> x = a.toFloats(), y = b.toFloats();
       float worst = 0.0f;
       for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
-      EXPECT_LE(worst, std::string(backend) == "cpu" ? q_steps : 0) << backend << " output " << k;
+      EXPECT_LE(worst, backend == "reference" ? 0 : q_steps) << backend << " output " << k;
     }
   }
 }
@@ -247,7 +249,7 @@ TEST(PatternQbmmAdd, QuantisedMatMulPlusBiasBecomesQuantBatchMatMul) {
         const HostTensor a = randomUInt8({5, 24}, 9);
         auto want = testing::runGraph(g, {a}, "reference", testing::optLevel(0));
         ASSERT_TRUE(want.ok()) << want.status().message();
-        for (const char* backend : {"reference", "cpu"}) {
+        for (const std::string& backend : availableBackends()) {
           auto got = testing::runGraph(g, {a}, backend, *parseFusionFlags(flags));
           ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
           // int32 sums against float sums; a float bias rounded to int32 at as*ws moves by at
