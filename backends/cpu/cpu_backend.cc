@@ -11,6 +11,7 @@
 #include "backends/cpu/matmul_kernel.h"
 #include "backends/cpu/norm_kernels.h"
 #include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/int8_gemm.h"
 #include "backends/cpu/onednn_int8.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/onednn_pool_concat.h"
@@ -162,9 +163,10 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node);
   if (cpu::canRunOneDnnInt8(g, node, options_.cpu_int8_saturating)) {
     auto k = cpu::compileOneDnnInt8(g, node, options_.cpu_int8_saturating);
-    if (k.ok()) return k;  // else the reference kernel
-    GKRT_LOG_INFO("cpu: ", node.name, " runs its reference kernel: ", k.status().message());
+    if (k.ok()) return k;  // else our own int8 GEMM or the reference kernel
+    GKRT_LOG_INFO("cpu: oneDNN declines ", node.name, ": ", k.status().message());
   }
+  if (cpu::canRunInt8Gemm(g, node)) return cpu::compileInt8Gemm(g, node, *pool_);
   if (cpu::canRunMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
   if (cpu::canRunNorm(g, node)) return cpu::compileNorm(g, node, *pool_);
