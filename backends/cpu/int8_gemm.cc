@@ -48,6 +48,17 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
   out->N = N;
   const int64_t panels = (N + kInt8PanelWidth - 1) / kInt8PanelWidth;
   out->panels.assign(static_cast<size_t>(panels * K * kInt8PanelWidth), 0);
+  std::vector<int8_t> shifted(static_cast<size_t>(K * N));
+  bool fits = true;
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t col = 0; col < N; ++col) {
+      const int32_t v = loadInt8(b, type, k * N + col) - (bzp.size() == 1 ? bzp[0] : bzp[col]);
+      fits = fits && v >= -128 && v <= 127;
+      shifted[static_cast<size_t>(k * N + col)] = static_cast<int8_t>(v);
+    }
+  }
+  out->dot = fits && cpuHasDotProd();
+  if (out->dot) packDotProdB(shifted.data(), K, N, &out->dot_b);
   for (int64_t p = 0; p < panels; ++p) {
     for (int64_t k = 0; k < K; ++k) {
       for (int64_t j = 0; j < kInt8PanelWidth && p * kInt8PanelWidth + j < N; ++j) {
@@ -65,6 +76,17 @@ void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt
   const int64_t work_per_block = kRows * K * N;
   pool.parallelFor(blocks, 1, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(work_per_block, 1)),
                    [&](int, int64_t begin, int64_t end) {
+    if (b.dot) {  // SDOT: a enters as int8 (uint8 shifted by 128), corrected by the column sums
+      std::vector<int8_t> a_pack(static_cast<size_t>(16 * b.dot_b.k_groups));
+      const bool is_unsigned = type == DType::kUInt8;
+      const int32_t correction = (is_unsigned ? 128 : 0) - azp;
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t r0 = blk * kRows, rows = std::min(kRows, M - r0);
+        dotProdRows(static_cast<const uint8_t*>(a) + r0 * K, is_unsigned, rows, correction, b.dot_b, c + r0 * N,
+                    a_pack.data());
+      }
+      return;
+    }
     std::vector<int16_t> a16(static_cast<size_t>(kRows * K));  // this range's rows of a - azp
     for (int64_t blk = begin; blk < end; ++blk) {
       const int64_t r0 = blk * kRows, rows = std::min(kRows, M - r0);
@@ -153,7 +175,10 @@ class Int8GemmKernel final : public Kernel {
     });
     return Status::Ok();
   }
-  std::string detail() const override { return "own int8 GEMM, K=" + std::to_string(K_) + " N=" + std::to_string(N_); }
+  std::string detail() const override {
+    return std::string("own int8 GEMM (") + (packed_.dot ? "sdot" : "portable") + "), K=" + std::to_string(K_) +
+           " N=" + std::to_string(N_);
+  }
 
  private:
   ThreadPool& pool_;

@@ -9,7 +9,8 @@
 // int16 (b - bzp) panels of 16 columns. The int32 sums are exact and the rescale is the
 // reference kernel's (runtime/ir/ops/quant_linear.cc), so the results are bit-identical.
 // The inner loop widens int16 products into int32 lanes: the compiler's vector MACs
-// (NEON smlal, AVX2 vpmaddwd/vpmulld); rows over the threads.
+// (NEON smlal, AVX2 vpmulld); on aarch64 cores with the dot-product instructions SDOT
+// instead (int8_gemm_dotprod.cc, picked at run time); rows over the threads.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/int8_gemm_dotprod.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace gkrt::cpu {
@@ -26,6 +28,8 @@ constexpr int64_t kInt8PanelWidth = 16;
 struct PackedInt8B {
   int64_t K = 0, N = 0;
   std::vector<int16_t> panels;  // ceil(N / 16) panels of K x 16 (b - bzp), zero-padded columns
+  bool dot = false;             // aarch64 SDOT path: the CPU has it and every b - bzp fits int8
+  DotProdB dot_b;
 };
 
 // b: K x N row-major of `type` (int8 or uint8); bzp: one value or N.

@@ -3,7 +3,8 @@
 // MatMulInteger, QLinearMatMul and QuantBatchMatMul, with uint8 and int8 activations,
 // per-tensor and per-column weight zero points and scales, a run-time activation zero
 // point, odd sizes (K and N not multiples of the 16-column panels, M not of 4) and batch
-// dims folded into the rows.
+// dims folded into the rows; on aarch64 both its SDOT path (symmetric weights) and the
+// portable one (run under qemu -cpu cortex-a53 for a core without SDOT).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -38,6 +39,7 @@ struct Case {
   DType a_type;
   bool per_column;
   bool runtime_azp;  // MatMulInteger only: the zero point as a graph input
+  bool zero_wzp = false;  // symmetric weights: every b - bzp fits int8 (the aarch64 SDOT path)
 };
 
 // a [2, 5, K] @ constant b [K, N] with the op's parameters.
@@ -46,7 +48,7 @@ ir::Graph caseGraph(const Case& c, int64_t K, int64_t N) {
   Value a = b.input("a", c.a_type, {2, 5, K});
   const auto w = randomInts<int8_t>(static_cast<size_t>(K * N), -128, 127, 3);
   const int64_t params = c.per_column ? N : 1;
-  const auto wzp = randomInts<int8_t>(static_cast<size_t>(params), -4, 4, 4);
+  const auto wzp = randomInts<int8_t>(static_cast<size_t>(params), c.zero_wzp ? 0 : -4, c.zero_wzp ? 0 : 4, 4);
   std::vector<float> ws(static_cast<size_t>(params));
   for (int64_t j = 0; j < params; ++j) ws[j] = 0.001f + 0.0007f * static_cast<float>(j % 7);
   const uint8_t azp_u = 121;
@@ -81,7 +83,8 @@ TEST(Int8Gemm, EqualsTheReferenceKernels) {
       {"MatMulInteger", DType::kUInt8, true, false}, {"MatMulInteger", DType::kInt8, false, true},
       {"MatMulInteger", DType::kUInt8, false, true}, {"QLinearMatMul", DType::kUInt8, true, false},
       {"QLinearMatMul", DType::kInt8, false, false}, {"QuantBatchMatMul", DType::kUInt8, true, false},
-      {"QuantBatchMatMul", DType::kInt8, false, false},
+      {"QuantBatchMatMul", DType::kInt8, false, false}, {"MatMulInteger", DType::kUInt8, true, true, true},
+      {"QLinearMatMul", DType::kUInt8, true, false, true}, {"QLinearMatMul", DType::kInt8, false, false, true},
   };
   cpu::ThreadPool pool(2);
   for (const Case& c : cases) {
@@ -112,14 +115,16 @@ TEST(Int8Gemm, EqualsTheReferenceKernels) {
 }
 
 TEST(Int8Gemm, TheCpuBackendRunsQuantBatchMatMulOnIt) {
-  const ir::Graph g = caseGraph({"QuantBatchMatMul", DType::kUInt8, true, false}, 37, 19);
+  const ir::Graph g = caseGraph({"QuantBatchMatMul", DType::kUInt8, true, false, true}, 37, 19);
   SessionOptions opts;
   opts.backend = "cpu";
   auto s = Session::create(g, opts);
   ASSERT_TRUE(s.ok()) << s.status().message();
   bool found = false;
-  for (const auto& k : (*s)->kernelInfos()) found = found || k.detail.find("own int8 GEMM") != std::string::npos;
-  EXPECT_TRUE(found);
+  // aarch64 cores with the dot-product instructions (qemu's default cpu has them) take SDOT.
+  const std::string path = cpu::cpuHasDotProd() ? "own int8 GEMM (sdot)" : "own int8 GEMM (portable)";
+  for (const auto& k : (*s)->kernelInfos()) found = found || k.detail.find(path) != std::string::npos;
+  EXPECT_TRUE(found) << path;
 }
 
 }  // namespace
