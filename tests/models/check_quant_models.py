@@ -29,7 +29,9 @@ On a board (--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu", a cross-built GKR
 host build's converted .gkm files and its outputs (out_<name>_<backend>_<fusion>/) are
 used, and each output must also equal the host's: integer outputs exactly, float outputs
 within rtol 1e-5 + atol of 1% of one quantization step (the same int8 arithmetic; only a
-float rounding order, e.g. a fused multiply-add, may differ).
+float rounding order, e.g. a fused multiply-add, may differ). Except the fake-quant float
+path (a QDQ file on cpu with fusion off: float GEMMs between QuantizeLinear nodes), held
+to the onnxruntime tolerance: another float summation order may flip a rounding edge.
 
     python tests/models/check_quant_models.py GKRT MODEL_DIR [--backends reference,cpu] [--fusion off,on] [--models a_qdq,b_dyn] [--runner CMD]"""
 import argparse
@@ -113,13 +115,23 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
                 if runner:  # the board against the host: the same model, backend and flags
                     host = np.load(os.path.join(host_dir, os.path.basename(got_path)))
                     host_diff = float(np.max(np.abs(got.astype(np.float64) - host))) if got.size else 0.0
-                    if np.issubdtype(want.dtype, np.integer):
+                    # A QDQ file without fusion on cpu runs the fake-quant float path: float
+                    # GEMMs of another summation order (oneDNN on the host, the own NEON GEMM
+                    # on the board) may put a value on the other side of a QuantizeLinear
+                    # rounding edge, as two float implementations do; there the board is held
+                    # to the onnxruntime tolerance instead. Integer paths must be identical.
+                    float_path = name.endswith("_qdq") and fusion == "off" and backend != "reference"
+                    q_step = (float(host.max()) - float(host.min())) / 255.0 if host.size else 0.0
+                    if float_path:
+                        same = host.shape == got.shape and host_diff <= max(ATOL_STEPS * q_step, ATOL_OF_MAX * float(
+                            np.max(np.abs(host)))) and cosine(got, host) >= COSINE
+                    elif np.issubdtype(want.dtype, np.integer):
                         same = host.shape == got.shape and host_diff == 0
                     else:
-                        q_step = (float(host.max()) - float(host.min())) / 255.0
                         same = host.shape == got.shape and np.allclose(got, host, rtol=1e-5, atol=0.01 * q_step + 1e-7)
                     good = good and same
-                    host_note = f"; vs host max abs {host_diff:.2e} {'same' if same else 'DIFFERENT'}"
+                    host_note = f"; vs host max abs {host_diff:.2e} " + \
+                        (("within tolerance (float path)" if float_path else "same") if same else "DIFFERENT")
                 ok = ok and good
                 runs += 1
                 print(f"{name:24s} {backend:9s} fusion {fusion:3s} max abs err {err:.2e} ({note}); vs optimized "
