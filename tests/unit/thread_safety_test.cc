@@ -23,6 +23,10 @@ ir::Graph testModel() {
   std::string path;
   if (const char* m = std::getenv("GKRT_THREAD_TEST_MODEL")) path = m;
   else if (const char* z = std::getenv("GKRT_ZOO_DIR")) path = std::string(z) + "/transformer_block.gkm";
+  if (std::getenv("GKRT_THREAD_TEST_MODEL") && !std::filesystem::exists(path)) {
+    ADD_FAILURE() << "GKRT_THREAD_TEST_MODEL names " << path << ", which does not exist; convert it first "
+                  << "(gkrt convert build/zoo/transformer_block.onnx -o " << path << ")";
+  }
   if (!path.empty() && std::filesystem::exists(path)) {
     auto g = loadModelFile(path);
     if (g.ok()) return std::move(g).value();

@@ -269,6 +269,10 @@ template <bool kLog> Status softmax(Context& c, const Node& n, Outs& o) {
   }
   int64_t axis = attrInt(n, "axis", 1);  // before 13: coerce to 2-D at axis
   if (axis < 0) axis += static_cast<int64_t>(xs.size());
+  if (axis < 0 || axis > static_cast<int64_t>(xs.size()) || !isStatic(xs)) {
+    return makeError(StatusCode::kInvalidModel, n.op_type(), " '", n.name(), "': axis ", attrInt(n, "axis", 1),
+                     " does not fit input ", shapeToString(xs), " (opset ", c.opset(), " coerces to 2-D at the axis)");
+  }
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= xs[d];
   Value flat = c.op1("Reshape", {x}, ShapeAttrs{{outer, numElements(xs) / std::max<int64_t>(outer, 1)}});

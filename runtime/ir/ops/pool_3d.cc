@@ -32,6 +32,10 @@ Status checkList(const ir::Node& n, const Ints& v, size_t count, const char* wha
   }
   for (int64_t x : v) {
     if (x < min) return makeError(StatusCode::kInvalidArgument, n.op->name, " '", n.name, "': ", what, " value ", x, " is below ", min);
+    // at most 2^31: with dims of at most 2^40 elements the window arithmetic stays in int64
+    if (x > (int64_t{1} << 31)) {
+      return makeError(StatusCode::kInvalidArgument, n.op->name, " '", n.name, "': ", what, " value ", x, " is above 2^31");
+    }
   }
   return Status::Ok();
 }
