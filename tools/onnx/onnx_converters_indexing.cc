@@ -91,6 +91,9 @@ Status trilu(Context& c, const Node& n, Outs& o) {
   }
   const bool upper = attrInt(n, "upper", 1) != 0;
   const int64_t rows = xs[xs.size() - 2], cols = xs.back();
+  if (rows < 0 || cols < 0 || rows * cols > (int64_t{1} << 26)) {  // dims are at most 2^40: no overflow
+    return unsupported(n, "the mask of the last two dims " + shapeToString(xs) + " must be static and at most 2^26 elements");
+  }
   HostTensor mask(DType::kBool, {rows, cols});
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) mask.as<uint8_t>()[i * cols + j] = upper ? j - i >= k : j - i <= k;
@@ -107,6 +110,9 @@ Status eyeLike(Context& c, const Node& n, Outs& o) {
     ASSIGN_OR_RETURN(dt, onnxDType(n, attrInt(n, "dtype", 1)));
   }
   const int64_t k = attrInt(n, "k", 0);
+  if (!isStatic(xs) || xs[0] * xs[1] > (int64_t{1} << 26)) {
+    return unsupported(n, "the input must be static and at most 2^26 elements, got " + shapeToString(xs));
+  }
   HostTensor eye(dt, xs);
   for (int64_t i = 0; i < xs[0]; ++i)
     for (int64_t j = 0; j < xs[1]; ++j) ops::storeF(eye.data(), dt, i * xs[1] + j, j - i == k ? 1.0f : 0.0f);

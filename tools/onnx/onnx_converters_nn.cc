@@ -94,6 +94,7 @@ Status conv(Context& c, const Node& n, Outs& o) {
   o = {c.op1("Conv2D", ins, a)};
   if (one_d) {
     Shape ys = shapeOf(c, o[0]);
+    if (ys.size() < 3) return Status::Ok();  // the builder refused the convolution; its error follows the node
     ys.erase(ys.begin() + 2);
     o = {c.op1("Reshape", {o[0]}, ShapeAttrs{ys})};
   } else {

@@ -146,6 +146,10 @@ Status quantConv(Context& c, const Node& n, Outs& o, const char* op, int xk, int
 // 1-D operands of the matmuls (numpy rules) as 2-D, the added dim dropped after.
 Status quantMatMul(Context& c, const Node& n, Outs& o, const char* op, int ak, int bk) {
   std::vector<Value> ins = inputsOf(c, n);
+  if (static_cast<int>(ins.size()) <= std::max(ak, bk) || !c.present(n, ak) || !c.present(n, bk)) {
+    return makeError(StatusCode::kInvalidModel, n.op_type(), " '", n.name(), "' needs its inputs ", ak, " (a) and ", bk,
+                     " (b), got ", ins.size(), " inputs");
+  }
   const Shape sa = shapeOf(c, ins[ak]), sb = shapeOf(c, ins[bk]);
   if (sa.empty() || sb.empty()) return unsupported(n, "scalar operands");
   const bool va = sa.size() == 1, vb = sb.size() == 1;
@@ -154,6 +158,10 @@ Status quantMatMul(Context& c, const Node& n, Outs& o, const char* op, int ak, i
   Value y = c.op1(op, ins);
   if (va || vb) {
     Shape s = shapeOf(c, y);
+    if (s.size() < 2) {  // the builder refused the product; its error is reported after the node
+      o = {y};
+      return Status::Ok();
+    }
     if (vb) s.erase(s.end() - 1);
     if (va) s.erase(s.end() - (vb ? 1 : 2));
     y = c.op1("Reshape", {y}, ShapeAttrs{s});
