@@ -1,4 +1,9 @@
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "gkm_generated.h"
@@ -84,12 +89,24 @@ StatusOr<std::vector<uint8_t>> serializeModel(const ir::Graph& g) {
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 
+// Written to a temporary file beside `path` and renamed over it: a reader (another
+// process converting the same model, a session loading it) sees the old file or the new
+// one, never half of one, and a failed write (a full disk) leaves no truncated model.
 Status saveModelFile(const ir::Graph& g, const std::string& path) {
   ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serializeModel(g));
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return makeError(StatusCode::kIoError, "cannot write '", path, "'");
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp" + std::to_string(static_cast<long>(::getpid())) + "_" +
+                          std::to_string(counter.fetch_add(1));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return makeError(StatusCode::kIoError, "cannot write '", path, "': ", std::strerror(errno));
   const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !ok) return makeError(StatusCode::kIoError, "writing '", path, "' failed");
+  std::string why = ok ? "" : std::strerror(errno);
+  if (std::fclose(f) != 0 && why.empty()) why = std::strerror(errno);
+  if (why.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) why = std::strerror(errno);
+  if (!why.empty()) {
+    std::remove(tmp.c_str());
+    return makeError(StatusCode::kIoError, "writing '", path, "' failed: ", why);
+  }
   return Status::Ok();
 }
 
