@@ -43,7 +43,7 @@ Status shapeConvTranspose(const ir::Node& n, const In& in, std::vector<Shape>& o
   RETURN_IF_ERROR(checkList(a.dilations, sp, "dilations", 1));
   RETURN_IF_ERROR(checkList(a.pads, 2 * sp, "pads", INT64_MIN));  // negative: output beyond the input's reach
   RETURN_IF_ERROR(checkList(a.output_padding, sp, "output_padding", 0));
-  if (a.groups < 1 || x[1] % a.groups != 0 || w[0] != x[1]) {
+  if (a.groups < 1 || a.groups > (int64_t{1} << 31) || x[1] % a.groups != 0 || w[0] != x[1]) {
     return makeError(StatusCode::kInvalidArgument, "ConvTranspose groups=", a.groups, " and weights ", shapeToString(w),
                      " do not fit ", x[1], " input channels (weights are {C, M/groups, k...})");
   }

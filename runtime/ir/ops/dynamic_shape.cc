@@ -105,8 +105,12 @@ Status lowerResize(const ir::Node& n, const In& in, LoweredOp& out) {
   } else if (sizes.size() == 2) {
     a.sizes = sizes;
   } else if (sizes.empty() && a.scale_h > 0 && a.scale_w > 0) {
-    a.sizes = {static_cast<int64_t>(std::floor(static_cast<double>(xs[2]) * a.scale_h)),
-               static_cast<int64_t>(std::floor(static_cast<double>(xs[3]) * a.scale_w))};
+    const double h = std::floor(static_cast<double>(xs[2]) * a.scale_h), w = std::floor(static_cast<double>(xs[3]) * a.scale_w);
+    if (!(h < 1e15 && w < 1e15)) {  // a cast of a larger (or NaN) double to int64 is undefined
+      return makeError(StatusCode::kInvalidArgument, "DynamicResize scales ", a.scale_h, "/", a.scale_w,
+                       " make an output beyond 1e15 on an axis");
+    }
+    a.sizes = {static_cast<int64_t>(h), static_cast<int64_t>(w)};
   } else {
     return makeError(StatusCode::kInvalidArgument, "DynamicResize needs sizes of 4 or 2 values or both scales, got ",
                      sizes.size(), " sizes");

@@ -126,7 +126,9 @@ Status shapePad(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   Shape s(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
     const int64_t b = a.pads[d], e = a.pads[d + x.size()];
-    s[d] = x[d] + b + e;
+    if (__builtin_add_overflow(x[d], b, &s[d]) || __builtin_add_overflow(s[d], e, &s[d])) {
+      return makeError(StatusCode::kInvalidArgument, "Pad of ", b, "/", e, " on axis ", d, " overflows int64");
+    }
     if (s[d] < 0) return makeError(StatusCode::kInvalidArgument, "Pad makes axis ", d, " negative");
     if (a.mode == PadMode::kReflect && (b >= x[d] || e >= x[d]) && (b > 0 || e > 0)) {
       return makeError(StatusCode::kInvalidArgument, "reflect Pad of ", b, "/", e, " needs axis ", d,

@@ -236,7 +236,9 @@ Status shapeTile(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   const size_t lead = m.size() - x.size();
   for (size_t d = 0; d < m.size(); ++d) {
     if (m[d] < 0) return makeError(StatusCode::kInvalidArgument, "Tile multiple ", m[d], " is negative");
-    s[d] = (d < lead ? 1 : x[d - lead]) * m[d];
+    if (__builtin_mul_overflow(d < lead ? int64_t{1} : x[d - lead], m[d], &s[d])) {
+      return makeError(StatusCode::kInvalidArgument, "Tile multiple ", m[d], " of axis ", d, " overflows int64");
+    }
   }
   out = {s};
   return Status::Ok();
@@ -257,7 +259,9 @@ Status shapeRepeat(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(a.axis, static_cast<int64_t>(in[0]->shape.size())));
   if (a.repeats < 0) return makeError(StatusCode::kInvalidArgument, "RepeatInterleaveInt repeats ", a.repeats, " < 0");
   Shape s = in[0]->shape;
-  s[axis] *= a.repeats;
+  if (__builtin_mul_overflow(s[axis], a.repeats, &s[axis])) {
+    return makeError(StatusCode::kInvalidArgument, "RepeatInterleaveInt repeats ", a.repeats, " overflow int64");
+  }
   out = {s};
   return Status::Ok();
 }

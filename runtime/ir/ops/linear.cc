@@ -176,7 +176,8 @@ Status shapeConv2D(const ir::Node& n, const In& in, std::vector<Shape>& out) {
     return makeError(StatusCode::kInvalidArgument, "Conv2D needs NCHW input and OIHW weights, got ",
                      shapeToString(x), " and ", shapeToString(w));
   }
-  if (a.groups < 1 || x[1] % a.groups != 0 || w[0] % a.groups != 0 || w[1] * a.groups != x[1]) {
+  if (a.groups < 1 || a.groups > (int64_t{1} << 31) || x[1] % a.groups != 0 || w[0] % a.groups != 0 ||
+      w[1] * a.groups != x[1]) {
     return makeError(StatusCode::kInvalidArgument, "Conv2D groups=", a.groups, " do not fit input channels ", x[1],
                      " and weights ", shapeToString(w), " (weights need ", x[1], "/groups input channels)");
   }
