@@ -71,20 +71,23 @@ def time_cuda(torch, fn, iterations, warmup):
 
 
 def in_cuda_graph(torch, fn, example):
-    """fn captured once in a CUDA graph; the returned callable copies its input in and replays."""
-    static_in = example.clone()
+    """fn captured once in a CUDA graph; the returned callable copies its inputs in and replays.
+    `example` is one tensor or a list of them (fn then takes them as separate arguments)."""
+    many = isinstance(example, (list, tuple))
+    static_in = [t.clone() for t in example] if many else [example.clone()]
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         for _ in range(3):
-            fn(static_in)
+            fn(*static_in)
     torch.cuda.current_stream().wait_stream(s)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        static_out = fn(static_in)
+        static_out = fn(*static_in)
 
-    def run(x):
-        static_in.copy_(x)
+    def run(*xs):
+        for dst, src in zip(static_in, xs):
+            dst.copy_(src)
         graph.replay()
         return static_out
     return run
@@ -111,14 +114,15 @@ def block_fn(torch, w):
     return block
 
 
-def gkrt_bench(gkrt, model, iterations, warmup, inputs=()):
+def gkrt_bench(gkrt, model, iterations, warmup, inputs=(), flags=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         cmd = [gkrt, "bench", model, "--backend", "cuda", "--fusion", "on", "--iterations", str(iterations),
                "--warmup", str(warmup), "--json", out]
         for name_file in inputs:
             cmd += ["--input", name_file]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        env = dict(os.environ, MS_DEV_GRAPH_KERNEL_FLAGS=flags) if flags else None
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode != 0:
             return None, (r.stdout + r.stderr).strip()
         row = json.load(open(out))[0]
@@ -136,6 +140,7 @@ def main():
     ap.add_argument("--expected", default="build/zoo/transformer_block_expected_0.npy")
     ap.add_argument("--myop-gkm", help="the seeds' MyOp on 16M floats (bench/run_benchmarks.py writes myop_16m)")
     ap.add_argument("--resnet-gkm")
+    ap.add_argument("--mobilenet-gkm")
     ap.add_argument("--minilm-gkm")
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
@@ -165,16 +170,18 @@ def main():
             peers["torch.compile (CUDA graphs)"] = time_cuda(torch, lambda: compiled(x), a.iterations, a.warmup)
         except Exception as e:  # Triton or a compiler missing: say so, keep the other rows
             print("torch.compile failed:", str(e).splitlines()[0])
-    row, why = gkrt_bench(a.gkrt, a.block_gkm, a.iterations, a.warmup, [f"x={a.input}"])
     best = min(peers.values())
     print("\ntransformer block, batch 1        ms      vs best PyTorch")
     for name, ms in peers.items():
         print(f"  PyTorch {name:<28} {ms:8.4f}  {ms / best:6.2f}")
-    if row:
-        print(f"  gkrt cuda ({row['kernels']} kernels)            {row['p50_ms']:8.4f}  {row['p50_ms'] / best:6.2f}"
-              f"   (target <= 0.80; compile cold {row['compile_ms']:.0f} ms, warm {row['warm_compile_ms']:.0f} ms)")
-    else:
-        print("  gkrt cuda: failed:", why)
+    epilogues = "--opt_level=3 --enable_pass=matmul_elem_biasadd_fusion,matmul_elem_add_fusion"
+    for label, flags in (("opt_level 2", None), ("opt_level 3", "--opt_level=3"), ("opt 3 + GEMM epilogues", epilogues)):
+        row, why = gkrt_bench(a.gkrt, a.block_gkm, a.iterations, a.warmup, [f"x={a.input}"], flags)
+        if row:
+            print(f"  gkrt cuda {label} ({row['kernels']} kernels) {row['p50_ms']:8.4f}  {row['p50_ms'] / best:6.2f}"
+                  f"   (target <= 0.80; compile cold {row['compile_ms']:.0f} ms, warm {row['warm_compile_ms']:.0f} ms)")
+        else:
+            print(f"  gkrt cuda {label}: failed:", why)
 
     if a.myop_gkm:  # fused chain vs a device-to-device copy of the same bytes
         n = 16 << 20
@@ -195,25 +202,35 @@ def main():
                 print(f"  gkrt MyOp 16M fusion {fusion}: {row['p50_ms']:.4f} ms, {row['kernels']} kernels, fused "
                       f"{row['fused_gbps']:.0f} GB/s = {row['fused_gbps'] / copy_gbps:.2f} of the copy (target >= 0.9 fused)")
 
-    for name, gkm in (("ResNet-50", a.resnet_gkm), ("MiniLM", a.minilm_gkm)):
+    # Models made by tests/cuda/make_gpu_models.py: NAME.gkm beside NAME.pt (the same PyTorch
+    # module, same weights) and NAME_input_*.npy.
+    for name, gkm in (("ResNet-50", a.resnet_gkm), ("MobileNet-v3-small", a.mobilenet_gkm), ("MiniLM", a.minilm_gkm)):
         if not gkm:
             continue
-        row, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup)
-        print(f"\n{name}: gkrt cuda " + (f"{row['p50_ms']:.4f} ms ({row['kernels']} kernels)" if row else "failed: " + why))
-        if name == "ResNet-50":
-            try:
-                import torchvision
-                net = torchvision.models.resnet50().cuda().eval()
-                img = torch.randn(1, 3, 224, 224, device="cuda")
-                with torch.no_grad():
-                    g = in_cuda_graph(torch, net, img)
-                    print(f"  PyTorch eager + CUDA graph (torchvision, random weights): "
-                          f"{time_cuda(torch, lambda: g(img), a.iterations, a.warmup):.4f} ms")
-            except ImportError:
-                print("  PyTorch side not measured: torchvision is not installed")
-        else:
-            print("  PyTorch side not measured: no MiniLM in PyTorch here (needs transformers)")
-
+        stem = os.path.splitext(gkm)[0].removesuffix(".cuda")
+        files = sorted(f for f in os.listdir(os.path.dirname(stem) or ".")
+                       if f.startswith(os.path.basename(stem) + "_input_") and f.endswith(".npy"))
+        inputs = [(f[len(os.path.basename(stem) + "_input_"):-4], os.path.join(os.path.dirname(stem), f)) for f in files]
+        row, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs])
+        print(f"\n{name}, batch 1: gkrt cuda " + (f"{row['p50_ms']:.4f} ms ({row['kernels']} kernels)" if row else "failed: " + why))
+        if not os.path.exists(stem + ".pt"):
+            print("  PyTorch side not measured: no", stem + ".pt")
+            continue
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "make_gpu_models", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cuda", "make_gpu_models.py"))
+        makers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(makers)
+        net = makers.build(os.path.basename(stem))
+        net.load_state_dict(torch.load(stem + ".pt"))
+        net = net.cuda().eval()
+        args = [torch.from_numpy(np.load(p)).cuda() for _, p in inputs]
+        with torch.no_grad():
+            eager = time_cuda(torch, lambda: net(*args), a.iterations, a.warmup)
+            graphed = in_cuda_graph(torch, lambda *xs: net(*xs), args)
+            graph_ms = time_cuda(torch, lambda: graphed(*args), a.iterations, a.warmup)
+        print(f"  PyTorch eager {eager:.4f} ms; eager + CUDA graph {graph_ms:.4f} ms"
+              + (f"; gkrt / (eager + CUDA graph) = {row['p50_ms'] / graph_ms:.2f}" if row else ""))
 
 if __name__ == "__main__":
     main()

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "fusion/area_graph.h"
 #include "fusion/fusion_context.h"
 #include "fusion/graph_text.h"
 #include "fusion/mindspore_pass_names.h"
@@ -155,6 +156,36 @@ bool matchesAnyPass(const std::string& pattern) {
   return false;
 }
 
+namespace {
+
+// A fused cluster its backend cannot run (the renderer cannot spell it) would fall back
+// to the host whole; dissolved into its ops, each may still run on the backend.
+StatusOr<size_t> dissolveUnsupportedClusters(ir::Graph& g, const std::function<bool(const ir::Node&)>& supports) {
+  std::set<int> rejected;  // by the fused node's rank among the fused nodes
+  int rank = 0;
+  for (const ir::Node& n : g.nodes) {
+    if (!n.subgraph) continue;
+    if (!supports(n)) {
+      rejected.insert(rank);
+      GKRT_LOG_INFO("the backend cannot run fused node '", n.name, "'; its ", n.subgraph->nodes.size(), " ops run one by one");
+    }
+    ++rank;
+  }
+  if (rejected.empty()) return size_t{0};
+  std::vector<int> label;
+  RETURN_IF_ERROR(inlineFusedNodes(g, &label));
+  std::map<int, std::vector<int>> kept;
+  for (size_t i = 0; i < label.size(); ++i) {
+    if (label[i] >= 0 && !rejected.count(label[i])) kept[label[i]].push_back(static_cast<int>(i));
+  }
+  std::vector<std::vector<int>> groups;
+  for (auto& [l, nodes] : kept) groups.push_back(std::move(nodes));
+  RETURN_IF_ERROR(outlineGroups(g, groups, "fused_"));
+  return rejected.size();
+}
+
+}  // namespace
+
 StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, FusionColumn column,
                                          const std::function<bool(const ir::Node&)>& supports) {
   FusionReport report;
@@ -189,6 +220,9 @@ StatusOr<FusionReport> runFusionPipeline(ir::Graph& g, const FusionOptions& o, F
     report.passes.push_back(rec);
     if (rec.changed) recordNewNodes(g, p.name, &report.node_origin_pass);
     if (o.dump_as_text) RETURN_IF_ERROR(writeDump(o, dump_counter++, rec.name, g, &report.dump_files));
+  }
+  if (supports) {
+    ASSIGN_OR_RETURN(report.dissolved, dissolveUnsupportedClusters(g, supports));
   }
   RETURN_IF_ERROR(ir::validateGraph(g).withContext("after fusion"));
   RETURN_IF_ERROR(ir::inferShapes(g).withContext("after fusion"));

@@ -33,6 +33,7 @@ struct FusionReport {
   size_t ops_before = 0, ops_after = 0;  // basic ops, counting inside fused nodes
   size_t clusters = 0;                   // Fused nodes
   size_t kernels = 0;                    // top-level nodes to launch
+  size_t dissolved = 0;                  // clusters the backend could not run, split back into their ops
   std::vector<PassRecord> passes;
   std::vector<std::string> dump_files;
   // The pass that made each named node (top level and inside fused subgraphs), by bare

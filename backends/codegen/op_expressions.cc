@@ -142,6 +142,11 @@ std::optional<std::string> typedExpression(const std::string& op, const Args& a,
     if (op == "LogicalXor" && a.size() == 2) return "(" + bool_t + ")((" + a[0] + " != 0) != (" + a[1] + " != 0))";
     if (op == "LogicalNot" && a.size() == 1) return "(" + bool_t + ")(!" + a[0] + ")";
   }
+  if (a.size() == 1 && types[0] == DType::kFloat32 && out == DType::kBool) {  // no fast-math: x != x holds for NaN
+    if (op == "IsNan") return "(" + bool_t + ")(" + a[0] + " != " + a[0] + ")";
+    if (op == "IsInf") return "(" + bool_t + ")(" + a[0] + " == GK_INF || " + a[0] + " == -GK_INF)";
+    if (op == "IsFinite") return "(" + bool_t + ")(" + a[0] + " == " + a[0] + " && " + a[0] + " != GK_INF && " + a[0] + " != -GK_INF)";
+  }
   if (op == "Select" && a.size() == 3 && types[0] == DType::kBool && types[1] == out && types[2] == out) {
     return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
   }

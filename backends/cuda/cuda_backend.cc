@@ -53,21 +53,82 @@ CudaBackend::~CudaBackend() {
     if (e.second) stream_->dev->cu->eventDestroy(e.second);
   }
   if (staging_) stream_->dev->cu->memFreeHost(staging_);
+  if (fault_) stream_->dev->cu->memFreeHost(fault_);
+}
+
+bool CudaBackend::cudnnUsable() const {
+  if (!cuda::cudnnBuilt()) return false;
+  if (cudnn_state_ == 0) {
+#ifdef GKRT_HAVE_CUDNN
+    auto dnn = cuda::openCudnn(stream_->dev);
+    if (dnn.ok()) {
+      cudnn_ = *dnn;
+      cudnn_state_ = 1;
+    } else {
+      GKRT_LOG_WARNING(dnn.status().message(), "; convolutions fall back to the cpu backend");
+      cudnn_state_ = -1;
+    }
+#endif
+  }
+  return cudnn_state_ == 1;
+}
+
+Status CudaBackend::takeFault() {
+  if (!fault_ || fault_->kernel == 0) return Status::Ok();
+  const int id = fault_->kernel - 1;
+  const std::string what = id >= 0 && size_t(id) < fault_what_.size() ? fault_what_[size_t(id)] : "a kernel";
+  const Status s = makeError(StatusCode::kInvalidArgument, "cuda: ", what, ": index ", fault_->value, " at position ",
+                             fault_->position, " is out of range (the output is not valid)");
+  *fault_ = cuda::FaultRecord{};
+  return s;
 }
 
 bool CudaBackend::supports(const ir::Graph& g, const ir::Node& node) const {
-  return cuda::cudaKernelKind(g, node) != cuda::CudaKernelKind::kNone;
+  const bool conv = cuda::convPlanFor(g, node).ok();  // only a convolution needs cuDNN loaded
+  return cuda::cudaKernelKind(g, node, nullptr, conv ? cudnnUsable() : true) != cuda::CudaKernelKind::kNone;
 }
 
 std::string CudaBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
   std::string why;
-  cuda::cudaKernelKind(g, node, &why);
+  const bool conv = cuda::convPlanFor(g, node).ok();
+  cuda::cudaKernelKind(g, node, &why, conv ? cudnnUsable() : true);
   return why;
 }
 
 StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const ir::Node& node) {
   RETURN_IF_ERROR(stream_->dev->makeCurrent());
-  switch (cuda::cudaKernelKind(g, node)) {
+  const bool conv = cuda::convPlanFor(g, node).ok();
+  switch (cuda::cudaKernelKind(g, node, nullptr, conv ? cudnnUsable() : true)) {
+    case cuda::CudaKernelKind::kCudnnConv: {
+#ifdef GKRT_HAVE_CUDNN
+      ASSIGN_OR_RETURN(cuda::ConvPlan plan, cuda::convPlanFor(g, node));
+      return cuda::makeCudnnConv(cudnn_, stream_, plan, describe(g, node), precision_);
+#else
+      break;
+#endif
+    }
+    case cuda::CudaKernelKind::kLibrary: {
+      auto slot = std::make_shared<cuda::KernelSlot>();
+      slot->entry = "gk" + std::to_string(next_kernel_++);
+      slot->what = describe(g, node);
+      std::vector<CUdeviceptr> extra;
+      const int fault_id = static_cast<int>(fault_what_.size());
+      if (cuda::usesFaultRecord(node)) {
+        if (!fault_) {
+          void* p = nullptr;
+          RETURN_IF_ERROR(cuda::check(*stream_->dev->cu, stream_->dev->cu->memAllocHost(&p, sizeof(cuda::FaultRecord)),
+                                      "allocating the fault record"));
+          fault_ = static_cast<cuda::FaultRecord*>(p);
+          *fault_ = cuda::FaultRecord{};
+        }
+        fault_what_.push_back(slot->what);
+        extra.push_back(reinterpret_cast<CUdeviceptr>(fault_));  // unified addressing: the host pointer is the device's
+      }
+      ASSIGN_OR_RETURN(codegen::RenderedKernel k, cuda::renderLibraryKernel(g, node, slot->entry, fault_id));
+      slot->source = k.source;
+      pending_.push_back(slot);
+      return cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot), std::move(extra));
+    }
     case cuda::CudaKernelKind::kCopy:
       return cuda::makeCopyKernel(stream_);
     case cuda::CudaKernelKind::kCublasLt: {
@@ -190,11 +251,12 @@ Status CudaBackend::copyToHost(void* dst, const void* src, size_t bytes) {
                               "copying " + std::to_string(bytes) + " bytes from the device"));
   RETURN_IF_ERROR(cuda::check(cu, cu.streamSynchronize(stream_->stream), "copying " + std::to_string(bytes) + " bytes from the device"));
   std::memcpy(dst, staging_, bytes);
-  return Status::Ok();
+  return takeFault();
 }
 
 Status CudaBackend::synchronize() {
-  return cuda::check(*stream_->dev->cu, stream_->dev->cu->streamSynchronize(stream_->stream), "waiting for the device");
+  RETURN_IF_ERROR(cuda::check(*stream_->dev->cu, stream_->dev->cu->streamSynchronize(stream_->stream), "waiting for the device"));
+  return takeFault();
 }
 
 Status CudaBackend::runLaunches(const std::function<Status()>& launch_all, bool replayable) {

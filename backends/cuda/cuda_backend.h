@@ -15,6 +15,8 @@
 #include "backends/backend.h"
 #include "backends/cuda/cublaslt_matmul.h"
 #include "backends/cuda/cuda_kernels.h"
+#include "backends/cuda/cuda_library_kernels.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/program_cache.h"
 
@@ -57,9 +59,17 @@ class CudaBackend : public Backend {
       : stream_(std::move(stream)), cache_(std::move(cache_dir), "cuda", ".cubin"), graphs_(graphs) {}
   StatusOr<std::vector<unsigned char>> moduleImage(const std::string& source, const std::vector<cuda::SourcePart>& parts);
   Status stage(size_t bytes);
+  // cuDNN, opened at the first convolution; false (reason logged once) when it cannot be.
+  bool cudnnUsable() const;
+  // Ok, or the error a library kernel recorded in the fault record during the last run.
+  Status takeFault();
 
   std::shared_ptr<cuda::CudaStream> stream_;
   std::shared_ptr<cuda::CublasLt> cublaslt_;  // opened by the first GEMM
+  mutable std::shared_ptr<cuda::Cudnn> cudnn_;  // opened by the first convolution
+  mutable int cudnn_state_ = 0;                 // 0 not tried, 1 usable, -1 not loadable
+  cuda::FaultRecord* fault_ = nullptr;          // pinned, written by the device
+  std::vector<std::string> fault_what_;         // by fault id: the kernel's node and ops
   ProgramCache cache_;
   std::vector<std::shared_ptr<cuda::KernelSlot>> pending_;
   int next_kernel_ = 0;

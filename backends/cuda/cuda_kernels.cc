@@ -32,8 +32,9 @@ CUdeviceptr ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 class GeneratedKernel final : public Kernel {
  public:
-  GeneratedKernel(std::shared_ptr<CudaStream> stream, codegen::RenderedKernel k, std::shared_ptr<KernelSlot> slot)
-      : s_(std::move(stream)), k_(std::move(k)), slot_(std::move(slot)) {}
+  GeneratedKernel(std::shared_ptr<CudaStream> stream, codegen::RenderedKernel k, std::shared_ptr<KernelSlot> slot,
+                  std::vector<CUdeviceptr> extra)
+      : s_(std::move(stream)), k_(std::move(k)), slot_(std::move(slot)), extra_(std::move(extra)) {}
   ~GeneratedKernel() override {
     for (CUdeviceptr c : constants_) s_->dev->cu->memFree(c);
   }
@@ -60,6 +61,7 @@ class GeneratedKernel final : public Kernel {
     for (const MutableTensorView& v : out) args_.push_back(ptr(v.data));
     for (const TensorView& v : in) args_.push_back(ptr(v.data));
     for (CUdeviceptr c : constants_) args_.push_back(c);
+    for (CUdeviceptr e : extra_) args_.push_back(e);
     params_.clear();
     for (CUdeviceptr& a : args_) params_.push_back(&a);
     if (k_.items <= 0) return Status::Ok();
@@ -84,6 +86,7 @@ class GeneratedKernel final : public Kernel {
   codegen::RenderedKernel k_;
   std::shared_ptr<KernelSlot> slot_;
   std::vector<CUdeviceptr> constants_;
+  std::vector<CUdeviceptr> extra_;
   std::vector<CUdeviceptr> args_;  // sized at the first launch, reused after
   std::vector<void*> params_;
 };
@@ -92,6 +95,8 @@ class CopyKernel final : public Kernel {
  public:
   explicit CopyKernel(std::shared_ptr<CudaStream> s) : s_(std::move(s)) {}
   std::string detail() const override { return "device copy"; }
+  // The plan may hand the output the input's bytes (input dying here): then nothing moves.
+  int inPlaceInput() const override { return 0; }
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const size_t bytes = static_cast<size_t>(in[0].size()) * dtypeSize(in[0].dtype);
     if (bytes == 0 || in[0].data == out[0].data) return Status::Ok();
@@ -106,8 +111,8 @@ class CopyKernel final : public Kernel {
 }  // namespace
 
 StatusOr<std::unique_ptr<Kernel>> makeGeneratedKernel(std::shared_ptr<CudaStream> stream, codegen::RenderedKernel k,
-                                                      std::shared_ptr<KernelSlot> slot) {
-  auto kernel = std::make_unique<GeneratedKernel>(std::move(stream), std::move(k), std::move(slot));
+                                                      std::shared_ptr<KernelSlot> slot, std::vector<CUdeviceptr> extra) {
+  auto kernel = std::make_unique<GeneratedKernel>(std::move(stream), std::move(k), std::move(slot), std::move(extra));
   RETURN_IF_ERROR(kernel->uploadConstants());
   return std::unique_ptr<Kernel>(std::move(kernel));
 }

@@ -43,8 +43,9 @@ struct KernelSlot {
   CUfunction function = nullptr;
 };
 
+// `extra`: arguments after the kernel's constants (a library kernel's fault record).
 StatusOr<std::unique_ptr<Kernel>> makeGeneratedKernel(std::shared_ptr<CudaStream> stream, codegen::RenderedKernel k,
-                                                      std::shared_ptr<KernelSlot> slot);
+                                                      std::shared_ptr<KernelSlot> slot, std::vector<CUdeviceptr> extra = {});
 // Reshape, ExpandDims, Squeeze: the bytes move unchanged.
 std::unique_ptr<Kernel> makeCopyKernel(std::shared_ptr<CudaStream> stream);
 

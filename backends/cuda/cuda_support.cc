@@ -2,11 +2,21 @@
 
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/cuda/cublaslt_matmul.h"
+#include "backends/cuda/cuda_library_kernels.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt::cuda {
 
-CudaKernelKind cudaKernelKind(const ir::Graph& g, const ir::Node& node, std::string* why) {
+bool cudnnBuilt() {
+#ifdef GKRT_HAVE_CUDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
+CudaKernelKind cudaKernelKind(const ir::Graph& g, const ir::Node& node, std::string* why, bool with_cudnn) {
   auto no = [&](const std::string& reason) {
     if (why) *why = reason;
     return CudaKernelKind::kNone;
@@ -20,6 +30,15 @@ CudaKernelKind cudaKernelKind(const ir::Graph& g, const ir::Node& node, std::str
   }
   auto gemm = gemmPlanFor(g, node);
   if (gemm.ok()) return CudaKernelKind::kCublasLt;
+  auto conv = convPlanFor(g, node);
+  if (conv.ok()) {
+    if (with_cudnn) return CudaKernelKind::kCudnnConv;
+    return no(cudnnBuilt() ? "cuDNN could not be loaded" : "this build has no cuDNN (the CUDA toolkit had no cudnn.h)");
+  }
+  if (conv.status().message() != "not a convolution") return no(conv.status().message());
+  auto lib = renderLibraryKernel(g, node, "probe", 0);
+  if (lib.ok()) return CudaKernelKind::kLibrary;
+  if (lib.status().message() != "not a library kernel") return no(lib.status().message());
   auto k = codegen::renderCluster(g, node, "probe", codegen::cudaDialect());
   if (!k.ok()) {
     if (gemm.status().message() != "not a GEMM") return no(gemm.status().message());

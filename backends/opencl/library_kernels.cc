@@ -126,15 +126,19 @@ void gk_layernorm(__global float* Y, __global float* mean_out, __global float* v
   const int lid = get_local_id(0);
   for (int r = get_group_id(0); r < rows; r += get_num_groups(0)) {
     __global const float* x = X + (long)r * cols;
+    // The mean of the row shifted by its first element: a constant row gets its value back
+    // exactly (x - mean == 0, not a rounding residue that 1/sqrt(eps) would amplify), and
+    // a row far from zero loses fewer bits to the sum.
+    const float shift = x[0];
     float s = 0.0f;
-    for (int k = lid; k < cols; k += 64) s += x[k];
+    for (int k = lid; k < cols; k += 64) s += x[k] - shift;
     red[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = 32; h > 0; h >>= 1) {
       if (lid < h) red[lid] += red[lid + h];
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float mean = red[0] / (float)cols;
+    const float mean = shift + red[0] / (float)cols;
     barrier(CLK_LOCAL_MEM_FENCE);
     s = 0.0f;
     for (int k = lid; k < cols; k += 64) s += (x[k] - mean) * (x[k] - mean);
@@ -168,11 +172,12 @@ void gk_add_norm(__global float* Y, __global float* S, __global const float* X1,
   const int lid = get_local_id(0);
   for (int r = get_group_id(0); r < rows; r += get_num_groups(0)) {
     const long base = (long)r * cols;
+    const float shift = (flags & 16) ? 0.0f : X1[base] + X2[base];  // as in gk_layernorm
     float acc = 0.0f;
     for (int k = lid; k < cols; k += 64) {
       const float v = X1[base + k] + X2[base + k];
       S[base + k] = v;
-      acc += v;
+      acc += v - shift;
     }
     red[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -180,7 +185,7 @@ void gk_add_norm(__global float* Y, __global float* S, __global const float* X1,
       if (lid < h) red[lid] += red[lid + h];
       barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float mean = (flags & 16) ? 0.0f : red[0] / (float)cols;
+    const float mean = (flags & 16) ? 0.0f : shift + red[0] / (float)cols;
     barrier(CLK_LOCAL_MEM_FENCE);
     acc = 0.0f;
     for (int k = lid; k < cols; k += 64) acc += (S[base + k] - mean) * (S[base + k] - mean);

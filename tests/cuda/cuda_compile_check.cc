@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/cuda/cuda_library_kernels.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "fusion/fusion_options.h"
@@ -70,7 +71,7 @@ struct Kernel {
 };
 
 struct Counts {
-  int models = 0, not_loaded = 0, rendered = 0, cublaslt = 0;
+  int models = 0, not_loaded = 0, rendered = 0, cublaslt = 0, cudnn = 0;
   std::map<std::string, int> declined;  // op -> nodes the cuda backend leaves to the cpu fallback
 };
 
@@ -122,11 +123,19 @@ Status collect(const std::string& path, const ir::Graph& model, bool by_structur
     auto supports = [&g](const ir::Node& n) { return cuda::cudaKernelKind(g, n) != cuda::CudaKernelKind::kNone; };
     RETURN_IF_ERROR(runFusionPipeline(g, options, FusionColumn::kGpu, supports).status());
     for (const ir::Node& node : g.nodes) {
-      const cuda::CudaKernelKind kind = cuda::cudaKernelKind(g, node);
-      if (kind == cuda::CudaKernelKind::kNone && node.op) ++counts.declined[node.subgraph ? "a fused cluster" : node.op->name];
+      std::string why;
+      const cuda::CudaKernelKind kind = cuda::cudaKernelKind(g, node, &why);
+      if (kind == cuda::CudaKernelKind::kNone && node.op) {
+        std::string ops;
+        if (node.subgraph) for (const ir::Node& n : node.subgraph->nodes) ops += (ops.empty() ? "" : "+") + std::string(n.op->name);
+        ++counts.declined[(node.subgraph ? "a fused cluster " + ops : node.op->name) + (" (" + why + ")")];
+      }
       if (kind == cuda::CudaKernelKind::kCublasLt) ++counts.cublaslt;
-      if (kind != cuda::CudaKernelKind::kGenerated) continue;
-      ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, node, kPlaceholder, codegen::cudaDialect()));
+      if (kind == cuda::CudaKernelKind::kCudnnConv) ++counts.cudnn;
+      if (kind != cuda::CudaKernelKind::kGenerated && kind != cuda::CudaKernelKind::kLibrary) continue;
+      ASSIGN_OR_RETURN(codegen::RenderedKernel k, kind == cuda::CudaKernelKind::kLibrary
+                                                      ? cuda::renderLibraryKernel(g, node, kPlaceholder, 0)
+                                                      : codegen::renderCluster(g, node, kPlaceholder, codegen::cudaDialect()));
       ++counts.rendered;
       std::string ops;
       if (node.subgraph) for (const ir::Node& n : node.subgraph->nodes) ops += (ops.empty() ? "" : "+") + std::string(n.op->name);
@@ -221,7 +230,8 @@ int main(int argc, char** argv) {
               by_structure ? "structures (sources up to number literals)" : "sources", render_s);
   std::string declined;
   for (const auto& [op, n] : counts.declined) declined += (declined.empty() ? "" : ", ") + op + " " + std::to_string(n);
-  std::printf("%d GEMM nodes on cuBLASLt; declined (cpu fallback): %s\n", counts.cublaslt, declined.empty() ? "none" : declined.c_str());
+  std::printf("%d GEMM nodes on cuBLASLt, %d convolutions on cuDNN; declined (cpu fallback): %s\n", counts.cublaslt, counts.cudnn,
+              declined.empty() ? "none" : declined.c_str());
   // Batches of every architecture, shared by two threads (NVRTC is thread-safe).
   std::vector<std::pair<int, size_t>> jobs;
   for (int cc : archs) for (size_t b = 0; b < list.size(); b += size_t(batch)) jobs.push_back({cc, b});

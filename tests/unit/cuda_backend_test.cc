@@ -227,7 +227,7 @@ TEST(CudaBackend, UnsupportedNodesFallBackToCpuWithCopies) {
   Value x = b.input("x", DType::kFloat32, {1, 3, 12, 12});
   const HostTensor wt = randomTensor({4, 3, 3, 3}, 7);
   Conv2DAttrs ca;
-  ca.pads = {1, 1, 1, 1};
+  ca.pads = {1, 0, 0, 1};  // asymmetric: cuDNN pads both sides alike, so cuda declines it
   Value y = b.op1("Conv2D", {x, b.constant("w", DType::kFloat32, {4, 3, 3, 3}, wt.data())}, ca);
   b.output(b.op1("Exp", {b.mul(y, 0.1f)}), "y");
   auto g = b.finish();
@@ -237,7 +237,94 @@ TEST(CudaBackend, UnsupportedNodesFallBackToCpuWithCopies) {
   std::vector<std::string> backends;
   for (const auto& k : (*s)->kernelInfos()) backends.push_back(k.backend);
   EXPECT_EQ(backends, (std::vector<std::string>{"cpu", "cuda"}));
-  expectMatchesReference(*g, {randomTensor({1, 3, 12, 12}, 8)}, optLevel(2), 1e-4, "Conv2D on cpu, Exp on cuda");
+  expectMatchesReference(*g, {randomTensor({1, 3, 12, 12}, 8)}, optLevel(2), 1e-4, "asymmetric Conv2D on cpu, Exp on cuda");
+}
+
+// Conv2D through cuDNN: bias or not, stride, dilation, groups (depthwise too), float32 math.
+TEST(CudaBackend, CudnnConvolutionsMatchReference) {
+  SKIP_WITHOUT_CUDA();
+  struct Case { Shape x, w; int64_t stride, dilation, groups, pad; bool bias; };
+  for (const Case& c : std::vector<Case>{{{1, 3, 17, 15}, {8, 3, 3, 3}, 1, 1, 1, 1, true},
+                                         {{2, 16, 20, 20}, {32, 16, 1, 1}, 1, 1, 1, 0, false},
+                                         {{1, 8, 21, 19}, {12, 8, 5, 3}, 2, 1, 1, 2, true},
+                                         {{1, 8, 16, 16}, {8, 4, 3, 3}, 1, 2, 2, 2, true},
+                                         {{1, 24, 14, 14}, {24, 1, 3, 3}, 2, 1, 24, 1, true}}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, c.x);
+    const HostTensor wt = randomTensor(c.w, 21), bias = randomTensor({c.w[0]}, 22);
+    Conv2DAttrs a;
+    a.strides = {c.stride, c.stride};
+    a.dilations = {c.dilation, c.dilation};
+    a.pads = {c.pad, c.pad, c.pad, c.pad};
+    a.groups = c.groups;
+    std::vector<Value> ins = {x, b.constant("w", DType::kFloat32, c.w, wt.data())};
+    if (c.bias) ins.push_back(b.constant("b", DType::kFloat32, {c.w[0]}, bias.data()));
+    b.output(b.op1("Conv2D", ins, a), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::string what = "Conv2D " + shapeToString(c.x) + " * " + shapeToString(c.w) + " groups " + std::to_string(c.groups);
+    auto s = cudaSession(*g, optLevel(0));
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    EXPECT_EQ((*s)->kernelInfos()[0].backend, "cuda") << what << " fell back";
+    expectMatchesReference(*g, {randomTensor(c.x, 23)}, optLevel(0), 1e-4, what);
+  }
+}
+
+// The hand-written kernels: pooling with ceil_mode and asymmetric pads, GlobalAvgPool, Gather.
+TEST(CudaBackend, LibraryKernelsMatchReference) {
+  SKIP_WITHOUT_CUDA();
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {2, 3, 11, 13});
+  PoolAttrs mp;
+  mp.kernel = {3, 3}, mp.strides = {2, 2}, mp.pads = {1, 0, 0, 1}, mp.ceil_mode = true;
+  b.output(b.op1("MaxPool", {x}, mp), "max");
+  PoolAttrs ap = mp;
+  ap.count_include_pad = true;
+  b.output(b.op1("AvgPool", {x}, ap), "avg_pad");
+  ap.count_include_pad = false;
+  b.output(b.op1("AvgPool", {x}, ap), "avg");
+  b.output(b.op1("GlobalAvgPool", {x}), "gap");
+  Value table = b.input("table", DType::kFloat32, {10, 7});
+  Value ids = b.input("ids", DType::kInt64, {2, 4});
+  b.output(b.op1("Gather", {table, ids}, AxisAttrs{0, false}), "rows");
+  b.output(b.op1("Gather", {table, b.input("cols", DType::kInt32, {3})}, AxisAttrs{1, false}), "cols");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  HostTensor id(DType::kInt64, {2, 4}), col(DType::kInt32, {3});
+  const int64_t id_values[] = {0, 9, -1, 3, -10, 4, 4, 2};
+  const int32_t col_values[] = {6, -7, 2};
+  std::copy(std::begin(id_values), std::end(id_values), static_cast<int64_t*>(id.data()));
+  std::copy(std::begin(col_values), std::end(col_values), static_cast<int32_t*>(col.data()));
+  auto s = cudaSession(*g, optLevel(0));
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  for (const auto& k : (*s)->kernelInfos()) EXPECT_EQ(k.backend, "cuda") << k.name << " fell back";
+  expectMatchesReference(*g, {randomTensor({2, 3, 11, 13}, 31), randomTensor({10, 7}, 32), id, col}, optLevel(0), 1e-5,
+                         "pooling and Gather");
+}
+
+// An index out of range is found on the device, reported when the run ends, and the
+// next run with good indices succeeds.
+TEST(CudaBackend, GatherIndexOutOfRangeIsAnError) {
+  SKIP_WITHOUT_CUDA();
+  GraphBuilder b;
+  b.output(b.op1("Gather", {b.input("table", DType::kFloat32, {10, 4}), b.input("ids", DType::kInt64, {3})}, AxisAttrs{0, false}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  auto s = cudaSession(*g, optLevel(0));
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  HostTensor ids(DType::kInt64, {3});
+  int64_t* p = static_cast<int64_t*>(ids.data());
+  p[0] = 1, p[1] = 10, p[2] = 2;
+  ASSERT_TRUE((*s)->setInput("table", randomTensor({10, 4}, 41)).ok());
+  ASSERT_TRUE((*s)->setInput("ids", ids).ok());
+  Status run = (*s)->run();
+  ASSERT_FALSE(run.ok()) << "an out-of-range index ran";
+  EXPECT_NE(run.message().find("index 10 at position 1 is out of range"), std::string::npos) << run.message();
+  EXPECT_NE(run.message().find("Gather"), std::string::npos) << run.message();
+  p[1] = -10;
+  ASSERT_TRUE((*s)->setInput("ids", ids).ok());
+  run = (*s)->run();
+  EXPECT_TRUE(run.ok()) << run.toString();
 }
 
 TEST(CudaBackend, UnknownDeviceIsAClearError) {

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "fusion/pass_manager.h"
+#include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {
@@ -126,6 +127,44 @@ TEST(FusionOptLevels, SameOutputsDifferentPipelines) {
                 << ", " << kernel_counts[1] << ", " << kernel_counts[2] << ", " << kernel_counts[3] << "\n";
     }
   }
+}
+
+// A cluster the backend's supports() refuses is split back into its ops (each of which
+// the backend may run) instead of falling back to the host whole; clusters it accepts stay.
+TEST(FusionPipeline, ClustersTheBackendRefusesAreDissolved) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {8, 16});
+  Value a = b.op1("Exp", {b.mul(b.add(x, 1.0f), 2.0f)});  // one elementwise cluster
+  Value r = b.op1("ReduceSum", {b.op1("Abs", {a})}, AxesAttrs{{1}, true});
+  b.output(a, "a");
+  b.output(r, "r");
+  ir::Graph base = *b.finish();
+  auto opts = parseFusionFlags("--opt_level=2");
+  ASSERT_TRUE(opts.ok());
+  ir::Graph all = ir::cloneGraph(base);
+  auto kept = runFusionPipeline(all, *opts, FusionColumn::kGpu, [](const ir::Node&) { return true; });
+  ASSERT_TRUE(kept.ok()) << kept.status().toString();
+  ASSERT_GE(kept->clusters, 1u);
+  EXPECT_EQ(kept->dissolved, 0u);
+  // Refuse every fused node that holds an Exp: that cluster's ops come back one by one.
+  auto holds_exp = [](const ir::Node& n) {
+    if (!n.subgraph) return false;
+    for (const ir::Node& m : n.subgraph->nodes) if (std::string(m.op->name) == "Exp") return true;
+    return false;
+  };
+  ir::Graph some = ir::cloneGraph(base);
+  auto split = runFusionPipeline(some, *opts, FusionColumn::kGpu, [&](const ir::Node& n) { return !holds_exp(n); });
+  ASSERT_TRUE(split.ok()) << split.status().toString();
+  EXPECT_GE(split->dissolved, 1u);
+  EXPECT_GT(split->kernels, kept->kernels);
+  for (const ir::Node& n : some.nodes) EXPECT_FALSE(holds_exp(n)) << n.name << " still holds the refused cluster";
+  EXPECT_EQ(split->ops_after, kept->ops_after);  // the same ops, only ungrouped
+  // The result still computes the same thing.
+  const std::vector<HostTensor> in = {testing::randomTensor({8, 16}, 3)};
+  auto want = testing::runGraph(base, in, "reference", testing::optLevel(0));
+  auto got = testing::runGraph(some, in, "reference", testing::optLevel(0));
+  ASSERT_TRUE(want.ok() && got.ok());
+  for (size_t k = 0; k < want->size(); ++k) EXPECT_EQ(testing::compareTensors((*got)[k], (*want)[k], 1e-5, 1e-6), "");
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // by tests/golden/make_op_cases.py. The data directory comes from GKRT_GOLDEN_DIR.
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <set>
 
 #include "backends/backend.h"
@@ -54,16 +56,39 @@ TEST(OpGolden, EveryOpHasACase) {
   }
 }
 
+// GKRT_GOLDEN_BACKENDS=cuda,cpu limits the backends; GKRT_GOLDEN_SHARD=K/N runs the
+// cases whose index is K modulo N (the GPU machine runs the cuda cases in parallel shards);
+// GKRT_GOLDEN_PROGRESS=1 names each case on stderr before it runs.
+std::vector<std::string> goldenBackends() {
+  std::vector<std::string> all = availableBackends(), chosen;
+  const char* env = std::getenv("GKRT_GOLDEN_BACKENDS");
+  if (!env || !*env) return all;
+  const std::string list = std::string(",") + env + ",";
+  for (const std::string& b : all) if (list.find("," + b + ",") != std::string::npos) chosen.push_back(b);
+  return chosen;
+}
+
 TEST(OpGolden, AllCasesOnAllBackends) {
   std::string dir;
   nlohmann::json m = loadManifest(&dir);
   ASSERT_FALSE(m.is_null()) << "no golden data in '" << dir << "'";
+  int shard = 0, shards = 1;
+  if (const char* env = std::getenv("GKRT_GOLDEN_SHARD")) {
+    ASSERT_EQ(std::sscanf(env, "%d/%d", &shard, &shards), 2) << "GKRT_GOLDEN_SHARD takes K/N";
+    ASSERT_TRUE(shards > 0 && shard >= 0 && shard < shards) << "GKRT_GOLDEN_SHARD takes K/N with 0 <= K < N";
+  }
+  const std::vector<std::string> backends = goldenBackends();
+  const bool progress = std::getenv("GKRT_GOLDEN_PROGRESS") != nullptr;  // each case named before it runs
+  ASSERT_FALSE(backends.empty()) << "GKRT_GOLDEN_BACKENDS names no available backend";
   int passed = 0, failed = 0;
-  for (const std::string& backend : availableBackends()) {
+  for (const std::string& backend : backends) {
    for (const FusionConfig& config : kConfigs) {
     auto fusion = parseFusionFlags(config.flags);
     ASSERT_TRUE(fusion.ok()) << fusion.status().toString();
+    int index = -1;
     for (const auto& c : m["cases"]) {
+      if (++index % shards != shard) continue;
+      if (progress) std::cerr << "case " << c["name"].get<std::string>() << " on " << backend << ", " << config.name << std::endl;
       const std::string name = c["name"];
       SCOPED_TRACE(name + " on " + backend + ", " + config.name);
       const OpDef* op = findOp(c["op"].get<std::string>());

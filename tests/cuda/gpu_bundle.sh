@@ -1,0 +1,47 @@
+#!/bin/bash
+# Packs what the GPU machine needs to run gkrt's cuda suites (tests/cuda/gpu_suite.sh)
+# into .gpu/bundle.tar.xz: the host build's binaries, the shared libraries that machine
+# lacks (oneDNN, SLEEF, protobuf/ONNX, the OpenCL loader), and the test data that fits
+# the device tool's 64 MiB carry limit (golden cases, ONNX node tests, the small zoo
+# models, the MyOp 16M model). The big models (ResNet-50, MiniLM) are made there by
+# tests/cuda/make_gpu_models.py from torchvision/transformers with random weights.
+#
+#   tests/cuda/gpu_bundle.sh [BUILD_DIR]      (after cmake --build --preset host and ctest's fixtures)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib" "$stage/build/zoo" .gpu
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+for b in tools/gkrt tests/gkrt_unit_tests tests/gkrt_cuda_backend_tests tests/onnx_conformance tests/fuzz_fusion; do
+  strip -o "$stage/bin/$(basename $b)" "$build/$b"
+done
+for l in libdnnl.so.2 libsleef.so.3 libOpenCL.so.1 libonnx_proto.so.1 libprotobuf.so.32 libgomp.so.1; do
+  cp -L "/lib/x86_64-linux-gnu/$l" "$stage/lib/"
+done
+cp -r "$build/examples" "$build/golden" "$build/onnx_node_tests" "$stage/build/"
+for f in "$build"/zoo/*; do
+  case "$(basename "$f")" in minilm*|*.gkm) ;; *) cp "$f" "$stage/build/zoo/" ;; esac
+done
+python=${PYTHON:-.venv/bin/python}
+$python bench/cuda_vs_torch.py --export-weights "$stage/build/zoo/transformer_block_weights.npz" \
+  --onnx "$build/zoo/transformer_block.onnx" > /dev/null
+$python - "$stage/build/bench" <<'PY'
+import os, sys
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import numpy as np
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+n = 16 << 20
+s = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["a"]), helper.make_node("Pow", ["a", "three"], ["c"]),
+                       helper.make_node("Sub", ["c", "y"], ["d"]), helper.make_node("Mul", ["d", "c"], ["r"])], "myop_16m",
+                      [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in ("x", "y")],
+                      [helper.make_tensor_value_info("r", TensorProto.FLOAT, [n])], [s("two", 2), s("three", 3)])
+onnx.save(helper.make_model(g, ir_version=9, opset_imports=[helper.make_opsetid("", 20)]), os.path.join(out, "myop_16m.onnx"))
+PY
+"$build/tools/gkrt" convert "$stage/build/bench/myop_16m.onnx" -o "$stage/build/bench/myop_16m.gkm" > /dev/null
+tar -C "$stage" -cJf .gpu/bundle.tar.xz bin lib build
+ls -la .gpu/bundle.tar.xz
