@@ -287,13 +287,8 @@ class SoftmaxKernel final : public ClKernel {
 
 // A norm over axes [axis, rank) of input 0 as rows of `cols` elements.
 void normRows(const ir::Graph& g, const ir::Node& node, int* rows, int* cols) {
-  const Shape& s = g.tensors[node.inputs[0]].shape;
-  const int64_t rank = static_cast<int64_t>(s.size());
-  const int64_t axis = node.attrs.get<NormAttrs>().axis < 0 ? node.attrs.get<NormAttrs>().axis + rank
-                                                           : node.attrs.get<NormAttrs>().axis;
-  int64_t r = 1, c = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? r : c) *= s[d];
-  *rows = int(r), *cols = int(c);
+  const auto r = ops::normRowsOf(node, g.tensors[node.inputs[0]].shape);  // validated at shape inference
+  *rows = r.ok() ? int(r->rows) : 0, *cols = r.ok() ? int(r->cols) : 0;
 }
 
 class LayerNormKernel final : public ClKernel {

@@ -7,6 +7,7 @@
 #include "fusion/passes/pattern_match.h"
 #include "fusion/passes/pattern_passes.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::passes {
 namespace {
@@ -14,15 +15,6 @@ namespace {
 bool unread(const PatternGraph& pg, const ir::Node& n, size_t from_output) {
   for (size_t k = from_output; k < n.outputs.size(); ++k) if (pg.uses(n.outputs[k]) > 0) return false;
   return true;
-}
-
-// Rows and columns of a norm over [axis, rank) of shape s; nullopt for a bad axis.
-std::optional<std::pair<int64_t, int64_t>> rowsAndCols(const ir::Node& norm, const Shape& s) {
-  auto axis = normalizeAxis(norm.attrs.get<NormAttrs>().axis, static_cast<int64_t>(s.size()));
-  if (!axis.ok()) return std::nullopt;
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < *axis ? rows : cols) *= s[d];
-  return std::make_pair(rows, cols);
 }
 
 // The Add making `x`: two operands of one shape and dtype (no broadcast), else null.
@@ -207,8 +199,8 @@ StatusOr<bool> fuseOneRmsNormQuant(FusionContext& ctx) {
         const int r = add->inputs[side], b = add->inputs[1 - side];
         const ir::Node* rms = pg.producer(r, {"RmsNorm"});
         if (!rms || !g.tensors[b].isConstant() || !isPatternDType(g.tensors[b].dtype)) continue;
-        auto cols = rowsAndCols(*rms, g.tensors[rms->inputs[0]].shape);
-        if (!cols || numElements(g.tensors[b].shape) != cols->second ||
+        auto split = ops::normRowsOf(*rms, g.tensors[rms->inputs[0]].shape);
+        if (!split.ok() || numElements(g.tensors[b].shape) != split->cols ||
             g.tensors[add->outputs[0]].shape != g.tensors[r].shape) {
           continue;
         }

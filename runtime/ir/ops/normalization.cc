@@ -75,12 +75,10 @@ template <bool kLog> Status softmaxGradKernel(const KernelContext& c) {
 
 // ---- LayerNorm / RmsNorm: normalise over axes [axis, rank) -------------------------
 Status normSplit(const ir::Node& n, const Shape& s, int64_t* rows, int64_t* cols, int64_t* axis_out) {
-  auto a = normalizeAxis(n.attrs.get<NormAttrs>().axis, static_cast<int64_t>(s.size()));
-  if (!a.ok()) return a.status().withContext(n.op->name);
-  *rows = 1;
-  *cols = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < *a ? *rows : *cols) *= s[d];
-  if (axis_out) *axis_out = *a;
+  ASSIGN_OR_RETURN(NormRows r, normRowsOf(n, s));
+  *rows = r.rows;
+  *cols = r.cols;
+  if (axis_out) *axis_out = r.axis;
   return Status::Ok();
 }
 

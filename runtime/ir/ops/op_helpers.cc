@@ -160,4 +160,12 @@ AxisSplit splitAtAxis(const Shape& shape, int64_t axis) {
   return s;
 }
 
+StatusOr<NormRows> normRowsOf(const ir::Node& n, const Shape& shape) {
+  auto axis = normalizeAxis(n.attrs.get<NormAttrs>().axis, static_cast<int64_t>(shape.size()));
+  if (!axis.ok()) return axis.status().withContext(n.op ? n.op->name : "norm");
+  NormRows r{1, 1, *axis};
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) (d < *axis ? r.rows : r.cols) *= shape[d];
+  return r;
+}
+
 }  // namespace gkrt::ops

@@ -189,6 +189,11 @@ StatusOr<std::vector<SliceWindow>> sliceWindows(const ir::Node& n, const Shape& 
 struct AxisSplit { int64_t outer, extent, inner; };
 AxisSplit splitAtAxis(const Shape& shape, int64_t axis);
 
+// A norm over axes [axis, rank) of `shape` (NormAttrs of `n`) as rows of `cols`
+// elements; an error names the op when the axis does not fit the rank.
+struct NormRows { int64_t rows, cols, axis; };
+StatusOr<NormRows> normRowsOf(const ir::Node& n, const Shape& shape);
+
 }  // namespace gkrt::ops
 
 namespace gkrt::ops {

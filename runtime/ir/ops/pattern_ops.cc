@@ -31,20 +31,13 @@ Status dtypeAddNorm(const ir::Node& n, const In& in, std::vector<DType>& out) {
 }
 
 // ---- AddLayerNorm / AddRmsNorm: (x1, x2, gamma?, beta?) -> (norm(x1 + x2), x1 + x2) ----
-struct NormRows { int64_t rows, cols; };
-StatusOr<NormRows> normRows(const ir::Node& n, const Shape& s) {
-  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(n.attrs.get<NormAttrs>().axis, static_cast<int64_t>(s.size())));
-  NormRows r{1, 1};
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < axis ? r.rows : r.cols) *= s[d];
-  return r;
-}
 
 Status shapeAddNorm(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   if (in[1]->shape != in[0]->shape) {
     return makeError(StatusCode::kInvalidArgument, n.op->name, " adds x1 ", shapeToString(in[0]->shape), " and x2 ",
                      shapeToString(in[1]->shape), ": they need one shape");
   }
-  ASSIGN_OR_RETURN(NormRows r, normRows(n, in[0]->shape));
+  ASSIGN_OR_RETURN(NormRows r, normRowsOf(n, in[0]->shape));
   for (size_t k = 2; k < in.size(); ++k) {
     if (in[k] && numElements(in[k]->shape) != r.cols) {
       return makeError(StatusCode::kInvalidArgument, n.op->name, k == 2 ? " gamma" : " beta", " has ",
@@ -57,7 +50,7 @@ Status shapeAddNorm(const ir::Node& n, const In& in, std::vector<Shape>& out) {
 
 template <bool kRms> Status addNormKernel(const KernelContext& c) {
   const TensorView &x1 = c.in(0), &x2 = c.in(1);
-  ASSIGN_OR_RETURN(NormRows r, normRows(c.node, x1.shape));
+  ASSIGN_OR_RETURN(NormRows r, normRowsOf(c.node, x1.shape));
   const float eps = c.node.attrs.get<NormAttrs>().epsilon;
   const TensorView* gamma = c.inputs.size() > 2 && c.in(2).present() ? &c.in(2) : nullptr;
   const TensorView* beta = c.inputs.size() > 3 && c.in(3).present() ? &c.in(3) : nullptr;

@@ -41,12 +41,6 @@ Status dtypeNormQuant(const ir::Node& n, const In& in, std::vector<DType>& out) 
   return Status::Ok();
 }
 
-StatusOr<std::pair<int64_t, int64_t>> rowsCols(const ir::Node& n, const Shape& s) {
-  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(n.attrs.get<NormAttrs>().axis, static_cast<int64_t>(s.size())));
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) (d < axis ? rows : cols) *= s[d];
-  return std::make_pair(rows, cols);
-}
 
 Status shapeNormQuant(const ir::Node& n, const In& in, std::vector<Shape>& out) {
   const Layout l = layoutOf(n);
@@ -54,11 +48,11 @@ Status shapeNormQuant(const ir::Node& n, const In& in, std::vector<Shape>& out) 
     return makeError(StatusCode::kInvalidArgument, n.op->name, " adds x1 ", shapeToString(in[0]->shape), " and x2 ",
                      shapeToString(in[1]->shape), ": they need one shape");
   }
-  ASSIGN_OR_RETURN(auto rc, rowsCols(n, in[0]->shape));
+  ASSIGN_OR_RETURN(NormRows rc, normRowsOf(n, in[0]->shape));
   for (int k : {l.gamma, l.beta}) {
-    if (k >= 0 && static_cast<size_t>(k) < in.size() && in[k] && numElements(in[k]->shape) != rc.second) {
+    if (k >= 0 && static_cast<size_t>(k) < in.size() && in[k] && numElements(in[k]->shape) != rc.cols) {
       return makeError(StatusCode::kInvalidArgument, n.op->name, k == l.gamma ? " gamma" : " beta", " has ",
-                       numElements(in[k]->shape), " elements, the normalised axes hold ", rc.second);
+                       numElements(in[k]->shape), " elements, the normalised axes hold ", rc.cols);
     }
   }
   for (int k : {l.scale, l.zp}) {
@@ -75,8 +69,8 @@ Status shapeNormQuant(const ir::Node& n, const In& in, std::vector<Shape>& out) 
 Status normQuantKernel(const KernelContext& c) {
   const Layout l = layoutOf(c.node);
   const TensorView& x = c.in(0);
-  ASSIGN_OR_RETURN(auto rc, rowsCols(c.node, x.shape));
-  const int64_t rows = rc.first, cols = rc.second;  // not a structured binding: clang 14 cannot capture one
+  ASSIGN_OR_RETURN(NormRows rc, normRowsOf(c.node, x.shape));
+  const int64_t rows = rc.rows, cols = rc.cols;  // copies: a lambda below captures them
   const float eps = c.node.attrs.get<NormAttrs>().epsilon;
   const TensorView& gamma = c.in(l.gamma);
   const TensorView* beta = !l.add && static_cast<int>(c.inputs.size()) > l.beta && c.in(l.beta).present()
