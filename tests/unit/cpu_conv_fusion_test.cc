@@ -223,16 +223,6 @@ TEST(ConvFusion, ExportedHardSwishJoinsItsConvolution) {
   }
 }
 
-// Ops named `op` in g and in its fused nodes' bodies.
-int countOps(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (const ir::Node& node : g.nodes) {
-    n += op == node.op->name;
-    if (node.subgraph) n += countOps(*node.subgraph, op);
-  }
-  return n;
-}
-
 // A DenseNet block as Caffe exports it: BatchNormalization then Scale (two per-channel
 // Mul+Add pairs) and ReLU before each convolution, each layer's features concatenated to
 // the block's. The affine pairs fold into one Mul and one Add (fusion/passes/
@@ -255,12 +245,12 @@ TEST(ConvFusion, DenseBlockFoldsAffineChainsAndCopiesConcats) {
   ir::Graph fused = *g;
   auto report = runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; });
   ASSERT_TRUE(report.ok()) << report.status().toString();
-  EXPECT_EQ(countOps(fused, "Mul"), 2);  // one per layer
-  EXPECT_EQ(countOps(fused, "Add"), 2);
-  EXPECT_EQ(countOps(fused, "Sub"), 0);
+  EXPECT_EQ(testing::countOpsDeep(fused, "Mul"), 2);  // one per layer
+  EXPECT_EQ(testing::countOpsDeep(fused, "Add"), 2);
+  EXPECT_EQ(testing::countOpsDeep(fused, "Sub"), 0);
   ir::Graph unfolded = *g;
   ASSERT_TRUE(runFusionPipeline(unfolded, optLevel(1), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
-  EXPECT_EQ(countOps(unfolded, "Mul"), 4);  // level 1 runs no ArithmeticSimplify
+  EXPECT_EQ(testing::countOpsDeep(unfolded, "Mul"), 4);  // level 1 runs no ArithmeticSimplify
   const std::vector<HostTensor> in{randomTensor({1, 8, 10, 10}, 71)};
   const SessionRun blocked = runOn(*g, in, "cpu", 2, true, 2);
   EXPECT_NE(blocked.details.find("block copies"), std::string::npos) << blocked.details;

@@ -62,16 +62,11 @@ HostTensor flag(bool v) {
   return t;
 }
 
-size_t countOps(const ir::Graph& g, const char* op) {
-  size_t n = 0;
-  for (const ir::Node& node : g.nodes) n += std::string(node.op->name) == op;
-  return n;
-}
 
 TEST(OnnxControlFlow, IfIsKeptWithCapturesAsInputs) {
   auto g = import(ifModel());
   ASSERT_TRUE(g.ok()) << g.status().toString();
-  ASSERT_EQ(countOps(*g, "If"), 1u);
+  ASSERT_EQ(testing::countOps(*g, "If"), 1);
   const ir::Node* node = nullptr;
   for (const ir::Node& n : g->nodes) if (std::string(n.op->name) == "If") node = &n;
   // {flag, x, x2}: x read by both branches, x2 by the else branch only; the constant
@@ -102,9 +97,9 @@ TEST(OnnxControlFlow, IfOnAFrozenConditionIsInlined) {
     o.frozen_inputs["flag"] = flag(taken);
     auto g = import(ifModel(), o);
     ASSERT_TRUE(g.ok()) << g.status().toString();
-    EXPECT_EQ(countOps(*g, "If"), 0u);
-    EXPECT_EQ(countOps(*g, taken ? "Mul" : "Sub"), 1u);
-    EXPECT_EQ(countOps(*g, taken ? "Sub" : "Mul"), 0u);
+    EXPECT_EQ(testing::countOps(*g, "If"), 0);
+    EXPECT_EQ(testing::countOps(*g, taken ? "Mul" : "Sub"), 1);
+    EXPECT_EQ(testing::countOps(*g, taken ? "Sub" : "Mul"), 0);
     auto out = testing::runGraph(*g, {HostTensor::fromFloats({3}, {1, -2, 3})}, "cpu");
     ASSERT_TRUE(out.ok()) << out.status().toString();
     EXPECT_EQ((*out)[0].toFloats(), taken ? (std::vector<float>{3, -5, 13}) : (std::vector<float>{3, -3, 7}));
@@ -143,7 +138,7 @@ onnx::ModelProto loopModel(bool constant_trips) {
 TEST(OnnxControlFlow, LoopWithAConstantTripCountRuns) {
   auto g = import(loopModel(true));
   ASSERT_TRUE(g.ok()) << g.status().toString();
-  ASSERT_EQ(countOps(*g, "Loop"), 1u);
+  ASSERT_EQ(testing::countOps(*g, "Loop"), 1);
   for (const char* backend : {"reference", "cpu"}) {
     auto r = testing::runGraph(*g, {HostTensor::fromFloats({2}, {1, 10}), HostTensor::fromFloats({2}, {0, 5})}, backend);
     ASSERT_TRUE(r.ok()) << r.status().toString();
@@ -288,7 +283,7 @@ TEST(OnnxControlFlow, ASliceByTheLoopCounterReadsItsStartAtRun) {
   ASSERT_TRUE(g.ok()) << g.status().toString();
   size_t slices = 0;
   for (const ir::Node& n : g->nodes) {
-    for (const auto& body : n.subgraphs) slices += countOps(*body, "SliceAtRun");
+    for (const auto& body : n.subgraphs) slices += testing::countOps(*body, "SliceAtRun");
   }
   EXPECT_EQ(slices, 1u);
   for (const std::string& backend : availableBackends()) {

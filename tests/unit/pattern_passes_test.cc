@@ -37,11 +37,6 @@ StatusOr<Fused> fuse(const ir::Graph& g, const std::string& flags, const std::st
   return f;
 }
 
-int countOp(const ir::Graph& g, const char* op) {
-  int n = 0;
-  for (const ir::Node& node : g.nodes) n += std::string(node.op->name) == op;
-  return n;
-}
 
 // Uniform in [-2, 2), in each input's dtype (float32, float16 or float64).
 std::vector<HostTensor> randomInputs(const ir::Graph& g, uint32_t seed) {
@@ -134,7 +129,7 @@ TEST(PatternFlashAttention, V2TakesTheUnmaskedBlockWithItsHeadLayout) {
   const ir::Graph g = attentionGraph({});
   auto f = fuse(g, "");
   ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1);
+  EXPECT_EQ(testing::countOps(f->graph, "FlashAttention"), 1);
   EXPECT_EQ(f->kernels, 1u);  // reshapes, transposes, both matmuls, scale and softmax: one kernel
   EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_1_FlashAttentionFusionV2"});
   EXPECT_EQ(f->graph.nodes[0].attrs.get<AttentionAttrs>().layout, AttentionLayout::kBSH);
@@ -151,7 +146,7 @@ TEST(PatternFlashAttention, V1TakesTheMaskedBlockInBnsd) {
   const ir::Graph g = attentionGraph(s);
   auto f = fuse(g, "");
   ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1);
+  EXPECT_EQ(testing::countOps(f->graph, "FlashAttention"), 1);
   EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_0_FlashAttentionFusionV1"});
   const auto& a = f->graph.nodes.back().attrs.get<AttentionAttrs>();
   EXPECT_EQ(a.layout, AttentionLayout::kBNSD);
@@ -174,7 +169,7 @@ TEST(PatternFlashAttention, NearMissesAreLeftAlone) {
     const ir::Graph g = attentionGraph(s);
     auto f = fuse(g, "");
     ASSERT_TRUE(f.ok()) << f.status().message();
-    EXPECT_EQ(countOp(f->graph, "FlashAttention"), 0);
+    EXPECT_EQ(testing::countOps(f->graph, "FlashAttention"), 0);
     EXPECT_TRUE(f->fired.empty());
   }
 }
@@ -187,13 +182,13 @@ TEST(PatternPasses, SwitchedByEveryNameFormAndProfile) {
                             "--fusion_profile=cpu"}) {
     auto f = fuse(g, flags);
     ASSERT_TRUE(f.ok()) << flags << ": " << f.status().message();
-    EXPECT_EQ(countOp(f->graph, "FlashAttention"), 0) << flags;
+    EXPECT_EQ(testing::countOps(f->graph, "FlashAttention"), 0) << flags;
   }
   for (const char* flags : {"--fusion_profile=ascend", "--fusion_profile=gpu --enable_pass=FlashAttentionFusionV2",
                             "--fusion_profile=cpu --enable_pass=fusion_group.1"}) {
     auto f = fuse(g, flags);
     ASSERT_TRUE(f.ok()) << flags << ": " << f.status().message();
-    EXPECT_EQ(countOp(f->graph, "FlashAttention"), 1) << flags;
+    EXPECT_EQ(testing::countOps(f->graph, "FlashAttention"), 1) << flags;
   }
   auto bad = parseFusionFlags("--disable_pass=FlashAttentionFusionV9");
   ASSERT_FALSE(bad.ok());
@@ -261,7 +256,7 @@ TEST(PatternAddNorm, NearMissesAreLeftAlone) {
     auto f = fuse(addNormGraph(s), "");
     ASSERT_TRUE(f.ok()) << f.status().message();
     EXPECT_TRUE(f->fired.empty());
-    EXPECT_EQ(countOp(f->graph, "AddLayerNorm"), 0);
+    EXPECT_EQ(testing::countOps(f->graph, "AddLayerNorm"), 0);
   }
 }
 
@@ -295,7 +290,7 @@ TEST(PatternSwiGLU, SplitSiluMulBecomesOneKernel) {
   auto f = fuse(swigluGraph(0), "");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_5_inference_swiglu_fusion"});
-  EXPECT_EQ(countOp(f->graph, "SwiGLU"), 1);
+  EXPECT_EQ(testing::countOps(f->graph, "SwiGLU"), 1);
   EXPECT_EQ(f->kernels, 1u);
   expectSameOutputs(swigluGraph(0), 1e-5, 1e-6);
   auto other = fuse(swigluGraph(1), "");  // SiLU on the second half: not Swiglu's order
@@ -313,7 +308,7 @@ TEST(PatternSplitConcat, BecomesReshapeTransposeReshape) {
   auto f = fuse(*g, "--fusion_profile=cpu --enable_pass=split_concat_fusion");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(f->fired, std::vector<std::string>{"fusion_group_14_split_concat_fusion"});
-  EXPECT_EQ(countOp(f->graph, "Split") + countOp(f->graph, "Concat"), 0);
+  EXPECT_EQ(testing::countOps(f->graph, "Split") + testing::countOps(f->graph, "Concat"), 0);
   SessionOptions opts;
   opts.fusion = *parseFusionFlags("--enable_pass=split_concat_fusion");
   const std::vector<HostTensor> in = randomInputs(*g, 1);
@@ -365,7 +360,7 @@ TEST(PatternMatMul, EachEpilogueBecomesOneKernel) {
     const ir::Graph g = matmulGraph(e);
     auto f = fuse(g, "");
     ASSERT_TRUE(f.ok()) << op << ": " << f.status().message();
-    EXPECT_EQ(countOp(f->graph, op), 1) << op;
+    EXPECT_EQ(testing::countOps(f->graph, op), 1) << op;
     EXPECT_EQ(f->kernels, 1u) << op;
     EXPECT_NE(std::find(f->fired.begin(), f->fired.end(), pass), f->fired.end()) << op;
     expectSameOutputs(g, 1e-4, 1e-5);
@@ -399,13 +394,13 @@ TEST(PatternRecognize, DecomposedLayerNormAndErfGeluReachThePatterns) {
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto f = fuse(*g, "");
   ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_EQ(countOp(f->graph, "AddLayerNorm"), 1) << graphToText(f->graph);
-  EXPECT_EQ(countOp(f->graph, "MatMulGelu"), 1);
+  EXPECT_EQ(testing::countOps(f->graph, "AddLayerNorm"), 1) << graphToText(f->graph);
+  EXPECT_EQ(testing::countOps(f->graph, "MatMulGelu"), 1);
   EXPECT_EQ(f->kernels, 2u);
   expectSameOutputs(*g, 1e-4, 1e-5);
   auto kept = fuse(*g, "--disable_pass=RecognizeExportedPatterns");
   ASSERT_TRUE(kept.ok());
-  EXPECT_EQ(countOp(kept->graph, "AddLayerNorm"), 0);
+  EXPECT_EQ(testing::countOps(kept->graph, "AddLayerNorm"), 0);
 }
 
 // The opencl backend runs AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention (V1 masked and
@@ -441,7 +436,7 @@ TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
     const ir::Graph& compiled = (*session)->compiledGraph();
     const auto infos = (*session)->kernelInfos();
     for (const char* op : ops) {
-      EXPECT_EQ(countOp(compiled, op), 1) << op;
+      EXPECT_EQ(testing::countOps(compiled, op), 1) << op;
       bool on_device = false;
       for (size_t k = 0; k < compiled.nodes.size() && k < infos.size(); ++k) {
         if (std::string(compiled.nodes[k].op->name) == op) on_device = infos[k].backend == "opencl";

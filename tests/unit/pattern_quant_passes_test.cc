@@ -59,11 +59,6 @@ ir::Graph quantNormGraph(const QuantNormSpec& s) {
   return *g;
 }
 
-int countOp(const ir::Graph& g, const char* op) {
-  int n = 0;
-  for (const ir::Node& node : g.nodes) n += std::string(node.op->name) == op;
-  return n;
-}
 
 StatusOr<ir::Graph> compiled(const ir::Graph& g, const std::string& flags, const std::string& backend = "cpu") {
   SessionOptions opts;
@@ -117,8 +112,8 @@ TEST(PatternQuantNorm, RmsNormWithBetaThenQuantizeBecomesRmsNormQuant) {
       const ir::Graph g = quantNormGraph(s);
       auto f = compiled(g, "--fusion_profile=ascend");
       ASSERT_TRUE(f.ok()) << f.status().message();
-      EXPECT_EQ(countOp(*f, "RmsNormQuant"), 1) << "beta " << beta;
-      EXPECT_EQ(countOp(*f, "QuantizeLinear") + countOp(*f, "RmsNorm"), 0);
+      EXPECT_EQ(testing::countOps(*f, "RmsNormQuant"), 1) << "beta " << beta;
+      EXPECT_EQ(testing::countOps(*f, "QuantizeLinear") + testing::countOps(*f, "RmsNorm"), 0);
       EXPECT_EQ(f->nodes.size(), 1u);
       expectExact(g, "--fusion_profile=ascend");
     }
@@ -133,7 +128,7 @@ TEST(PatternQuantNorm, AddRmsNormThenQuantizeBecomesAddRmsNormQuant) {
     const ir::Graph g = quantNormGraph(s);
     auto f = compiled(g, "--fusion_profile=ascend");
     ASSERT_TRUE(f.ok()) << f.status().message();
-    EXPECT_EQ(countOp(*f, "AddRmsNormQuant"), 1);
+    EXPECT_EQ(testing::countOps(*f, "AddRmsNormQuant"), 1);
     EXPECT_EQ(f->nodes.size(), 1u);
     expectExact(g, "--fusion_profile=ascend");
   }
@@ -150,8 +145,8 @@ TEST(PatternQuantNorm, NearMissesAreLeftAlone) {
     const ir::Graph g = quantNormGraph(s);
     auto f = compiled(g, "--fusion_profile=ascend");
     ASSERT_TRUE(f.ok()) << f.status().message();
-    EXPECT_EQ(countOp(*f, "RmsNormQuant") + countOp(*f, "AddRmsNormQuant"), 0);
-    EXPECT_EQ(countOp(*f, "QuantizeLinear"), 1);
+    EXPECT_EQ(testing::countOps(*f, "RmsNormQuant") + testing::countOps(*f, "AddRmsNormQuant"), 0);
+    EXPECT_EQ(testing::countOps(*f, "QuantizeLinear"), 1);
     expectExact(g, "--fusion_profile=ascend", 1);
   }
 }
@@ -164,18 +159,18 @@ TEST(PatternQuantNorm, DisablePassKeepsTheUnfusedOpsAndCpuRunsThemByDefault) {
     // Without it, rms_norm_quant_fusion takes RmsNorm -> Quantize and the Add stays apart.
     auto f = compiled(g, std::string("--fusion_profile=ascend --disable_pass=") + name);
     ASSERT_TRUE(f.ok()) << f.status().message();
-    EXPECT_EQ(countOp(*f, "AddRmsNormQuant"), 0) << name;
-    EXPECT_EQ(countOp(*f, "RmsNormQuant"), 1) << name;
+    EXPECT_EQ(testing::countOps(*f, "AddRmsNormQuant"), 0) << name;
+    EXPECT_EQ(testing::countOps(*f, "RmsNormQuant"), 1) << name;
     expectExact(g, std::string("--fusion_profile=ascend --disable_pass=") + name);
   }
   auto both = compiled(g, "--fusion_profile=ascend --disable_pass=add_rms_norm_quant_fusion,rms_norm_quant_fusion");
   ASSERT_TRUE(both.ok()) << both.status().message();
-  EXPECT_EQ(countOp(*both, "QuantizeLinear"), 1);
-  EXPECT_EQ(countOp(*both, "RmsNormQuant") + countOp(*both, "AddRmsNormQuant"), 0);
+  EXPECT_EQ(testing::countOps(*both, "QuantizeLinear"), 1);
+  EXPECT_EQ(testing::countOps(*both, "RmsNormQuant") + testing::countOps(*both, "AddRmsNormQuant"), 0);
   // On by default under the cpu profile (measured faster: README, Pattern passes).
   auto f = compiled(g, "--opt_level=2");
   ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_EQ(countOp(*f, "AddRmsNormQuant"), 1);
+  EXPECT_EQ(testing::countOps(*f, "AddRmsNormQuant"), 1);
   expectExact(g, "--opt_level=2");
 }
 
@@ -244,8 +239,8 @@ TEST(PatternQbmmAdd, QuantisedMatMulPlusBiasBecomesQuantBatchMatMul) {
       for (const char* flags : {"--fusion_profile=ascend", "--opt_level=2 --enable_pass=inference_qbmm_add_fusion"}) {
         auto f = compiled(g, flags);
         ASSERT_TRUE(f.ok()) << f.status().message();
-        EXPECT_EQ(countOp(*f, "QuantBatchMatMul"), 1) << flags;
-        EXPECT_EQ(countOp(*f, "MatMul") + countOp(*f, "MatMulBiasAdd") + countOp(*f, "DequantizeLinear"), 0) << flags;
+        EXPECT_EQ(testing::countOps(*f, "QuantBatchMatMul"), 1) << flags;
+        EXPECT_EQ(testing::countOps(*f, "MatMul") + testing::countOps(*f, "MatMulBiasAdd") + testing::countOps(*f, "DequantizeLinear"), 0) << flags;
         const HostTensor a = randomUInt8({5, 24}, 9);
         auto want = testing::runGraph(g, {a}, "reference", testing::optLevel(0));
         ASSERT_TRUE(want.ok()) << want.status().message();
@@ -266,13 +261,13 @@ TEST(PatternQbmmAdd, OffUnderCpuAndSwitchable) {
   const ir::Graph g = qbmmAddGraph(false);
   auto cpu = compiled(g, "--opt_level=2");  // off under cpu: oneDNN's float GEMM with the bias
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
-  EXPECT_EQ(countOp(*cpu, "QuantBatchMatMul"), 0);
-  EXPECT_EQ(countOp(*cpu, "MatMulBiasAdd"), 1);
+  EXPECT_EQ(testing::countOps(*cpu, "QuantBatchMatMul"), 0);
+  EXPECT_EQ(testing::countOps(*cpu, "MatMulBiasAdd"), 1);
   for (const char* name : {"inference_qbmm_add_fusion", "fusion_group_19_inference_qbmm_add_fusion"}) {
     auto f = compiled(g, std::string("--fusion_profile=ascend --disable_pass=") + name);
     ASSERT_TRUE(f.ok()) << f.status().message();
-    EXPECT_EQ(countOp(*f, "QuantBatchMatMul"), 0) << name;
-    EXPECT_EQ(countOp(*f, "MatMulBiasAdd"), 1) << name;  // matmul_elem_biasadd_fusion takes it then
+    EXPECT_EQ(testing::countOps(*f, "QuantBatchMatMul"), 0) << name;
+    EXPECT_EQ(testing::countOps(*f, "MatMulBiasAdd"), 1) << name;  // matmul_elem_biasadd_fusion takes it then
   }
 }
 
@@ -298,7 +293,7 @@ TEST(PatternQbmmAdd, NearMissesAreLeftAlone) {
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto f = compiled(*g, "--fusion_profile=ascend --disable_pass=CommonSubexpressionElimination");
   ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_EQ(countOp(*f, "QuantBatchMatMul"), 0);
+  EXPECT_EQ(testing::countOps(*f, "QuantBatchMatMul"), 0);
 }
 
 }  // namespace

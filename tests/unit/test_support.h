@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/builder.h"
+#include "runtime/ir/op_def.h"
 #include "runtime/session.h"
 
 namespace gkrt::testing {
@@ -93,6 +94,18 @@ inline StatusOr<ir::Graph> normsAndReductionsGraph(const Shape& s) {
   b.output(b.op1("ReduceMean", {b.mul(x, x)}, AxesAttrs{{}, false}), "mean_all");
   b.output(b.op1("LogSoftmax", {x}, AxisAttrs{0, false}), "log_softmax0");
   return b.finish();
+}
+
+// Nodes of `g` running op `op`: top level only, or (deep) inside fused nodes' bodies too.
+inline int countOps(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes) n += op == node.op->name;
+  return n;
+}
+inline int countOpsDeep(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes) n += (op == node.op->name) + (node.subgraph ? countOpsDeep(*node.subgraph, op) : 0);
+  return n;
 }
 
 inline FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
