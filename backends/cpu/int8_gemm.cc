@@ -70,14 +70,23 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
   }
 }
 
-void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt8B& b, int32_t* c, ThreadPool& pool) {
+Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads) {
+  Int8GemmScratch s;
+  const size_t n = static_cast<size_t>(std::max(threads, 1));
+  if (b.dot) s.a_pack.assign(n, std::vector<int8_t>(static_cast<size_t>(16 * b.dot_b.k_groups)));
+  else s.a16.assign(n, std::vector<int16_t>(static_cast<size_t>(kRows * b.K)));
+  return s;
+}
+
+void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt8B& b, int32_t* c, ThreadPool& pool,
+              Int8GemmScratch& scratch) {
   const int64_t K = b.K, N = b.N, panels = (N + kInt8PanelWidth - 1) / kInt8PanelWidth;
   const int64_t blocks = (M + kRows - 1) / kRows;
   const int64_t work_per_block = kRows * K * N;
   pool.parallelFor(blocks, 1, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(work_per_block, 1)),
-                   [&](int, int64_t begin, int64_t end) {
+                   [&](int thread, int64_t begin, int64_t end) {
     if (b.dot) {  // SDOT: a enters as int8 (uint8 shifted by 128), corrected by the column sums
-      std::vector<int8_t> a_pack(static_cast<size_t>(16 * b.dot_b.k_groups));
+      std::vector<int8_t>& a_pack = scratch.a_pack[static_cast<size_t>(thread)];
       const bool is_unsigned = type == DType::kUInt8;
       const int32_t correction = (is_unsigned ? 128 : 0) - azp;
       for (int64_t blk = begin; blk < end; ++blk) {
@@ -87,7 +96,7 @@ void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt
       }
       return;
     }
-    std::vector<int16_t> a16(static_cast<size_t>(kRows * K));  // this range's rows of a - azp
+    std::vector<int16_t>& a16 = scratch.a16[static_cast<size_t>(thread)];  // this range's rows of a - azp
     for (int64_t blk = begin; blk < end; ++blk) {
       const int64_t r0 = blk * kRows, rows = std::min(kRows, M - r0);
       for (int64_t r = 0; r < rows; ++r) {
@@ -134,18 +143,19 @@ class Int8GemmKernel final : public Kernel {
       for (size_t j = 0; j < bzp.size(); ++j) bzp[j] = loadInt8(z->constant->data, z->dtype, static_cast<int64_t>(j));
     }
     packInt8B(b.constant->data, b.dtype, K_, N_, bzp, &packed_);
-    if (op_ != Int8Op::kMatMulInteger) sums_.resize(static_cast<size_t>(M_ * N_));
+    scratch_ = makeInt8GemmScratch(packed_, pool_.size());
+    if (op_ != Int8Op::kMatMulInteger) sums_.resize(static_cast<size_t>(M_ * N_)), scale_.resize(static_cast<size_t>(N_));
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const int32_t azp = in_.azp >= 0 && static_cast<int>(in.size()) > in_.azp && in[in_.azp].present()
                             ? loadInt8(in[in_.azp].data, in[in_.azp].dtype, 0) : 0;
     int32_t* sums = op_ == Int8Op::kMatMulInteger ? static_cast<int32_t*>(out[0].data) : sums_.data();
-    int8Gemm(M_, in[in_.a].data, a_type_, azp, packed_, sums, pool_);
+    int8Gemm(M_, in[in_.a].data, a_type_, azp, packed_, sums, pool_, scratch_);
     if (op_ == Int8Op::kMatMulInteger) return Status::Ok();
     // The rescale per column, as the reference kernel rounds it (float32 scales).
     const TensorView &as = in[in_.as], &bs = in[in_.bs];
-    std::vector<double> scale(static_cast<size_t>(N_));
+    std::vector<double>& scale = scale_;
     for (int64_t j = 0; j < N_; ++j) {
       const float ab = static_cast<float>(static_cast<double>(as.as<float>()[0]) * bs.as<float>()[bs.size() == 1 ? 0 : j]);
       scale[j] = op_ == Int8Op::kQLinearMatMul ? static_cast<double>(static_cast<float>(ab / in[in_.ys].as<float>()[0]))
@@ -187,7 +197,9 @@ class Int8GemmKernel final : public Kernel {
   DType a_type_ = DType::kUInt8;
   int64_t M_ = 0, K_ = 0, N_ = 0;
   PackedInt8B packed_;
+  Int8GemmScratch scratch_;
   std::vector<int32_t> sums_;
+  std::vector<double> scale_;  // the rescale per column, recomputed each launch (scales are inputs)
 };
 
 bool opOf(const ir::Node& n, Int8Op* op) {

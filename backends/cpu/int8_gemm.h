@@ -35,8 +35,17 @@ struct PackedInt8B {
 // b: K x N row-major of `type` (int8 or uint8); bzp: one value or N.
 void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vector<int32_t>& bzp, PackedInt8B* out);
 
-// c (M x N, ldc = N) = (a - azp) @ B'; a: M x K row-major of `type`.
-void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt8B& b, int32_t* c, ThreadPool& pool);
+// Per-thread buffers of int8Gemm, sized once at compile (a launch allocates nothing).
+struct Int8GemmScratch {
+  std::vector<std::vector<int16_t>> a16;    // portable path: a block of rows of a - azp
+  std::vector<std::vector<int8_t>> a_pack;  // SDOT path: one row group of a, packed
+};
+Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads);
+
+// c (M x N, ldc = N) = (a - azp) @ B'; a: M x K row-major of `type`. `scratch` from
+// makeInt8GemmScratch(b, pool.size()).
+void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt8B& b, int32_t* c, ThreadPool& pool,
+              Int8GemmScratch& scratch);
 
 bool canRunInt8Gemm(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compileInt8Gemm(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
