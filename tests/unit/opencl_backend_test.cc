@@ -87,6 +87,33 @@ TEST(OpenClBackend, SeedNetworksRunAsOneOpenClKernelEach) {
 // prologue, the row's value broadcast back, and an epilogue; plus reductions over
 // outer and middle axes, ReduceMean without keep_dims, NaN through ReduceMax, rows
 // longer than a work-group, and single ops with fusion off.
+// The hand-written LayerNorm on a constant row far from zero: the mean is taken around
+// the row's first element, so x - mean is exactly 0 (a plain float sum left a residue
+// that 1/sqrt(eps) turned into 1.5e-3 of error: fuzz seed 104569). AddLayerNorm likewise.
+TEST(OpenClBackend, LayerNormOfAConstantRowIsExact) {
+  SKIP_WITHOUT_OPENCL();
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {3, 33});
+  Value r = b.input("r", DType::kFloat32, {3, 33});
+  const HostTensor gamma = randomTensor({33}, 51), beta = randomTensor({33}, 52);
+  Value g = b.constant("g", DType::kFloat32, {33}, gamma.data()), be = b.constant("be", DType::kFloat32, {33}, beta.data());
+  b.output(b.op("LayerNorm", {x, g, be}, NormAttrs{-1, 1e-5f}, 1)[0], "ln");
+  b.output(b.op("AddLayerNorm", {x, r, g, be}, NormAttrs{-1, 1e-5f}, 2)[0], "add_ln");
+  auto graph = b.finish();
+  ASSERT_TRUE(graph.ok()) << graph.status().toString();
+  HostTensor xs(DType::kFloat32, {3, 33}), rs(DType::kFloat32, {3, 33});
+  float* xp = static_cast<float*>(xs.data());
+  float* rp = static_cast<float*>(rs.data());
+  const float rows[3] = {53.598148f, 0.3f, 123.456f};  // every row constant, in x and in x + r
+  for (int k = 0; k < 99; ++k) xp[k] = rows[k / 33], rp[k] = 0.0f;
+  auto want = testing::runGraph(*graph, {xs, rs}, "reference", optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  auto s = openclSession(*graph, 0);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  const auto got = runSession(**s, {xs, rs});
+  for (size_t k = 0; k < want->size(); ++k) EXPECT_EQ(testing::compareTensors(got[k], (*want)[k], 1e-5, 1e-5), "") << "output " << k;
+}
+
 TEST(OpenClBackend, ReduceClustersMatchReference) {
   SKIP_WITHOUT_OPENCL();
   for (const Shape& s : {Shape{3, 7, 33}, Shape{2, 700}, Shape{5, 1}}) {
