@@ -1,11 +1,11 @@
 #include "backends/cuda/cublaslt_matmul.h"
 
 #include <cublasLt.h>
-#include <dlfcn.h>
 
 #include <cstring>
 #include <mutex>
 
+#include "backends/cuda/cuda_library.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt::cuda {
@@ -116,19 +116,10 @@ StatusOr<std::shared_ptr<CublasLt>> openCublasLt(const std::shared_ptr<CudaDevic
   std::lock_guard<std::mutex> lock(mutex);
   if (auto alive = open.lock(); alive && alive->dev == dev) return alive;
   const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) lib = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    return makeError(StatusCode::kUnsupported, "cuda: cannot load ", name, " (", why ? why : "not found",
-                     "); install cuBLAS (CUDA toolkit) or add its lib64 to LD_LIBRARY_PATH");
-  }
+  ASSIGN_OR_RETURN(void* lib, openLibrary({name.c_str(), "libcublasLt.so"},
+                                          "install cuBLAS (CUDA toolkit) or add its lib64 to LD_LIBRARY_PATH"));
   auto lt = std::make_shared<CublasLt>();
-  bool ok = true;
-  auto sym = [&](auto& fn, const char* s) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, s));
-    ok = ok && fn;
-  };
+  Symbols sym{lib, ""};
   sym(lt->create, "cublasLtCreate");
   sym(lt->destroy, "cublasLtDestroy");
   sym(lt->getVersion, "cublasLtGetVersion");
@@ -143,7 +134,9 @@ StatusOr<std::shared_ptr<CublasLt>> openCublasLt(const std::shared_ptr<CudaDevic
   sym(lt->prefSet, "cublasLtMatmulPreferenceSetAttribute");
   sym(lt->heuristic, "cublasLtMatmulAlgoGetHeuristic");
   sym(lt->matmul, "cublasLtMatmul");
-  if (!ok) return makeError(StatusCode::kUnsupported, "cuda: ", name, " lacks cuBLASLt entry points; update the CUDA toolkit");
+  if (!sym.missing.empty()) {
+    return makeError(StatusCode::kUnsupported, "cuda: ", name, " lacks ", sym.missing, "; update the CUDA toolkit");
+  }
   RETURN_IF_ERROR(dev->makeCurrent());
   RETURN_IF_ERROR(ltCheck(lt->create(&lt->handle), "creating a handle"));
   lt->dev = dev;

@@ -83,22 +83,24 @@ Status CudaBackend::takeFault() {
   return s;
 }
 
-bool CudaBackend::supports(const ir::Graph& g, const ir::Node& node) const {
+cuda::CudaKernelKind CudaBackend::kindOf(const ir::Graph& g, const ir::Node& node, std::string* why) const {
   const bool conv = cuda::convPlanFor(g, node).ok();  // only a convolution needs cuDNN loaded
-  return cuda::cudaKernelKind(g, node, nullptr, conv ? cudnnUsable() : true) != cuda::CudaKernelKind::kNone;
+  return cuda::cudaKernelKind(g, node, why, conv ? cudnnUsable() : true);
+}
+
+bool CudaBackend::supports(const ir::Graph& g, const ir::Node& node) const {
+  return kindOf(g, node) != cuda::CudaKernelKind::kNone;
 }
 
 std::string CudaBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
   std::string why;
-  const bool conv = cuda::convPlanFor(g, node).ok();
-  cuda::cudaKernelKind(g, node, &why, conv ? cudnnUsable() : true);
+  kindOf(g, node, &why);
   return why;
 }
 
 StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const ir::Node& node) {
   RETURN_IF_ERROR(stream_->dev->makeCurrent());
-  const bool conv = cuda::convPlanFor(g, node).ok();
-  switch (cuda::cudaKernelKind(g, node, nullptr, conv ? cudnnUsable() : true)) {
+  switch (kindOf(g, node)) {
     case cuda::CudaKernelKind::kCudnnConv: {
 #ifdef GKRT_HAVE_CUDNN
       ASSIGN_OR_RETURN(cuda::ConvPlan plan, cuda::convPlanFor(g, node));

@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_library_kernels.h"
 #include "backends/cuda/cudnn_conv.h"
+#include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "backends/program_cache.h"
 
@@ -61,6 +62,8 @@ class CudaBackend : public Backend {
   Status stage(size_t bytes);
   // cuDNN, opened at the first convolution; false (reason logged once) when it cannot be.
   bool cudnnUsable() const;
+  // How this backend runs `node` (cuda_support.h), with cuDNN's availability settled.
+  cuda::CudaKernelKind kindOf(const ir::Graph& g, const ir::Node& node, std::string* why = nullptr) const;
   // Ok, or the error a library kernel recorded in the fault record during the last run.
   Status takeFault();
 

@@ -1,7 +1,5 @@
 #include "backends/cuda/cudnn_conv.h"
 
-#include <dlfcn.h>
-
 #include <cstring>
 #include <mutex>
 
@@ -11,7 +9,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include <cudnn.h>
 
-#include "runtime/ir/op_def.h"
+#include "backends/cuda/cuda_library.h"
 
 namespace gkrt::cuda {
 
@@ -64,18 +62,9 @@ StatusOr<std::shared_ptr<Cudnn>> openCudnn(const std::shared_ptr<CudaDevice>& de
   std::lock_guard<std::mutex> lock(mutex);
   if (auto alive = open.lock(); alive && alive->dev == dev) return alive;
   const std::string name = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
-  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    return unsupported("cannot load " + name + " (" + (why ? why : "not found") +
-                       "); install cuDNN 9 or add its lib folder to LD_LIBRARY_PATH");
-  }
+  ASSIGN_OR_RETURN(void* lib, openLibrary({name.c_str()}, "install cuDNN 9 or add its lib folder to LD_LIBRARY_PATH"));
   auto d = std::make_shared<Cudnn>();
-  std::string missing;
-  auto sym = [&](auto& fn, const char* s) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, s));
-    if (!fn) missing += (missing.empty() ? "" : ", ") + std::string(s);
-  };
+  Symbols sym{lib, ""};
   sym(d->create, "cudnnCreate");
   sym(d->destroy, "cudnnDestroy");
   sym(d->getVersion, "cudnnGetVersion");
@@ -98,9 +87,9 @@ StatusOr<std::shared_ptr<Cudnn>> openCudnn(const std::shared_ptr<CudaDevice>& de
   sym(d->workspaceSize, "cudnnGetConvolutionForwardWorkspaceSize");
   sym(d->forward, "cudnnConvolutionForward");
   sym(d->addTensor, "cudnnAddTensor");
-  if (!missing.empty()) return unsupported(name + " lacks " + missing + "; install cuDNN 9");
+  if (!sym.missing.empty()) return unsupported("cuda: " + name + " lacks " + sym.missing + "; install cuDNN 9");
   if (d->getVersion() / 10000 != CUDNN_MAJOR) {
-    return unsupported(name + " is version " + std::to_string(d->getVersion()) + ", built against " + std::to_string(CUDNN_VERSION));
+    return unsupported("cuda: " + name + " is version " + std::to_string(d->getVersion()) + ", built against " + std::to_string(CUDNN_VERSION));
   }
   RETURN_IF_ERROR(dev->makeCurrent());
   RETURN_IF_ERROR(dnnCheck(*d, d->create(&d->handle), "creating a handle"));

@@ -175,6 +175,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1], expected_path = argv[2];
+  if (gkrt::conformanceBackends().empty()) {  // a filter naming nothing available would pass every test vacuously
+    std::string available;
+    for (const std::string& b : gkrt::availableBackends()) available += (available.empty() ? "" : ", ") + b;
+    std::cerr << "GKRT_CONFORMANCE_BACKENDS=" << std::getenv("GKRT_CONFORMANCE_BACKENDS")
+              << " names no available backend; available here: " << available << "\n";
+    return 2;
+  }
   const bool update = argc > 3 && std::string(argv[3]) == "--update";
   int shard = 0, shards = 1;  // --shard K/N: only the tests whose index is K modulo N
   if (argc > 4 && std::string(argv[3]) == "--shard" && std::sscanf(argv[4], "%d/%d", &shard, &shards) != 2) shards = 0;
