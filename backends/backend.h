@@ -58,6 +58,9 @@ struct BackendOptions {
   // (backends/cpu/blocked_layout.h); off for a device backend's cpu fallback, whose
   // graph has nodes other backends run. GKRT_CPU_LAYOUT=plain also turns it off.
   bool cpu_blocked_layout = true;
+  // cpu: 3x3 stride-1 convolutions on blocked activations as Winograd F(4x4, 3x3)
+  // (backends/cpu/winograd_kernel.h) where it pays off; GKRT_CPU_WINOGRAD=off too.
+  bool cpu_winograd = true;
   // cpu, int8 GEMMs/convolutions on CPUs without VNNI: oneDNN's u8s8 kernels, which
   // saturate 16-bit pair sums as onnxruntime's do (GKRT_CPU_INT8=saturating), instead of
   // the exact float32 path (backends/cpu/onednn_int8.h).

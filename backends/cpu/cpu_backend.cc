@@ -22,6 +22,7 @@
 #include "backends/cpu/resize_kernel.h"
 #include "backends/cpu/split_kernel.h"
 #include "backends/cpu/transpose_kernel.h"
+#include "backends/cpu/winograd_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/log.h"
@@ -36,6 +37,9 @@ CpuBackend::CpuBackend(const BackendOptions& options)
   }
   if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
     options_.cpu_blocked_layout = false;
+  }
+  if (const char* env = std::getenv("GKRT_CPU_WINOGRAD"); env && std::string(env) == "off") {
+    options_.cpu_winograd = false;
   }
   bf16_ = cpu::cpuUsesBf16(options_);
 }
@@ -121,6 +125,10 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   for (int t : node.inputs) touches_blocked |= layout.isBlocked(t);
   for (int t : node.outputs) touches_blocked |= layout.isBlocked(t);
   if (cpu::canRunOneDnnConv(g, node)) {
+    if (options_.cpu_winograd) {
+      auto w = cpu::compileWinogradConv(g, node, layout, *pool_);
+      if (w.ok()) return w;  // else oneDNN's direct convolution
+    }
     auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/false);
     if (k.ok()) return k;
     // A slow epilogue (e.g. a residual in plain layout): the convolution alone, in the

@@ -6,7 +6,7 @@
 #include "runtime/ir/op_def.h"
 
 #ifdef GKRT_HAVE_DNNL
-#include "backends/cpu/onednn_post_ops.h"
+#include "backends/cpu/onednn_conv_plan.h"
 
 namespace gkrt::cpu {
 namespace {
@@ -15,20 +15,16 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 using dims = dnnl::memory::dims;
 
-struct ConvPlan {
-  const ir::Graph* body = nullptr;
-  const ir::Node* conv = nullptr;
-  Source x;
-  const void* weights = nullptr;
-  bool has_bias = false;
-  Source bias;
-  std::vector<float> folded_bias;  // conv bias + a constant per-channel Add, made at compile
-  std::vector<PostOp> posts;
-  int output = -1;  // the node's output tensor (in g)
-  int x_tensor = -1;
-};
-
 bool isF32(const ir::Tensor& t) { return t.dtype == DType::kFloat32; }
+
+}  // namespace
+
+bool isPerChannel(const Shape& s, int64_t channels) {
+  if (s.size() > 4 || s.size() < 3 || numElements(s) != channels) return false;
+  const size_t c = s.size() - 3;  // axis 1 of the right-aligned 4-D view
+  for (size_t k = 0; k < s.size(); ++k) if (k != c && s[k] != 1) return false;
+  return true;
+}
 
 bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
   const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
@@ -57,7 +53,7 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
   // A constant per-channel Add first: into the bias.
   const int64_t C = yt.shape[1];
   if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_add &&
-      p->posts[0].src.constant && numElements(p->posts[0].t->shape) == C &&
+      p->posts[0].src.constant && isPerChannel(p->posts[0].t->shape, C) &&
       (!p->has_bias || p->bias.constant)) {
     const float* add = static_cast<const float*>(p->posts[0].src.constant);
     const float* b = p->has_bias ? static_cast<const float*>(p->bias.constant) : nullptr;
@@ -69,6 +65,8 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
   }
   return true;
 }
+
+namespace {
 
 tag blockedTag(int block) { return block == 16 ? tag::nChw16c : tag::nChw8c; }
 

@@ -1,0 +1,293 @@
+// The cpu backend's Winograd F(4x4, 3x3) convolution (backends/cpu/winograd_conv.h):
+// the engine against a direct convolution computed in double on blocked (nChw8c)
+// tensors, in both of its work splits, with every epilogue step; then in sessions,
+// where it must be picked for the 3x3 stride-1 convolutions it pays off on, with their
+// epilogues in the same kernel, and match the reference backend.
+//
+// Tolerance: Winograd's transforms add and subtract partial sums up to ~10x the output
+// (points 0, +-1, +-2), so in float32 the error is a few ulps of those: measured
+// <= 1e-5 of the largest output for C <= 256; the tests allow 1e-4 of it.
+#include "backends/cpu/winograd_conv.h"
+
+#include <cmath>
+#include <random>
+
+#include "backends/cpu/blocked_layout.h"
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+using cpu::WinogradConv;
+using cpu::WinogradShape;
+using cpu::WinogradStep;
+
+std::vector<float> randomFloats(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+// Plain NCHW <-> nChw8c.
+std::vector<float> toBlocked(const std::vector<float>& x, int64_t N, int64_t C, int64_t HW) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < HW; ++i) y[((n * (C / 8) + c / 8) * HW + i) * 8 + c % 8] = x[(n * C + c) * HW + i];
+  return y;
+}
+
+// Direct convolution in double, NCHW; bias added.
+std::vector<double> directConv(const WinogradShape& s, const std::vector<float>& x, const std::vector<float>& w,
+                               const std::vector<float>& b) {
+  std::vector<double> y(static_cast<size_t>(s.N * s.K * s.OH * s.OW));
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t k = 0; k < s.K; ++k)
+      for (int64_t oh = 0; oh < s.OH; ++oh)
+        for (int64_t ow = 0; ow < s.OW; ++ow) {
+          double acc = b.empty() ? 0.0 : b[k];
+          for (int64_t c = 0; c < s.C; ++c)
+            for (int64_t r = 0; r < 3; ++r)
+              for (int64_t q = 0; q < 3; ++q) {
+                const int64_t ih = oh + r - s.pad_top, iw = ow + q - s.pad_left;
+                if (ih < 0 || iw < 0 || ih >= s.H || iw >= s.W) continue;
+                acc += double(x[((n * s.C + c) * s.H + ih) * s.W + iw]) * w[((k * s.C + c) * 3 + r) * 3 + q];
+              }
+          y[((n * s.K + k) * s.OH + oh) * s.OW + ow] = acc;
+        }
+  return y;
+}
+
+double applyRef(const WinogradStep& st, double v, double full, double chan) {
+  const double a = st.alpha, b = st.beta;
+  switch (st.kind) {
+    case WinogradStep::kRelu: return v > 0 ? v : a * v;
+    case WinogradStep::kClip: return std::min(std::max(v, a), b);
+    case WinogradStep::kLinear: return a * v + b;
+    case WinogradStep::kSigmoid: return 1 / (1 + std::exp(-v));
+    case WinogradStep::kSwish: return v / (1 + std::exp(-a * v));
+    case WinogradStep::kHardSwish: return v * std::min(std::max(v + 3, 0.0), 6.0) / 6;
+    case WinogradStep::kHardSigmoid: return std::min(std::max(a * v + b, 0.0), 1.0);
+    case WinogradStep::kTanh: return std::tanh(v);
+    case WinogradStep::kGeluErf: return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case WinogradStep::kGeluTanh: return 0.5 * v * (1 + std::tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+    case WinogradStep::kAbs: return std::fabs(v);
+    case WinogradStep::kSquare: return v * v;
+    case WinogradStep::kSqrt: return std::sqrt(v);
+    case WinogradStep::kExp: return std::exp(v);
+    case WinogradStep::kBinary: {
+      const double o = st.operand == WinogradStep::kFull ? full : st.operand == WinogradStep::kChannel ? chan : a;
+      switch (st.op) {
+        case WinogradStep::kAdd: return v + o;
+        case WinogradStep::kSub: return v - o;
+        case WinogradStep::kMul: return v * o;
+        case WinogradStep::kMax: return std::max(v, o);
+        case WinogradStep::kMin: return std::min(v, o);
+      }
+    }
+  }
+  return v;
+}
+
+// Runs the engine on blocked tensors and compares with the direct convolution (plus
+// the steps applied in double). Returns the largest error relative to max |y|.
+double checkEngine(const WinogradShape& s, const std::vector<WinogradStep>& steps, int threads, bool* whole_image,
+                   WinogradConv::Split split = WinogradConv::Split::kAuto, int64_t* cols = nullptr) {
+  const auto x = randomFloats(static_cast<size_t>(s.N * s.C * s.H * s.W), 1, 1.0f);
+  const auto w = randomFloats(static_cast<size_t>(s.K * s.C * 9), 2, 1.0f / std::sqrt(9.0f * s.C));
+  const auto b = randomFloats(static_cast<size_t>(s.K), 3, 0.5f);
+  const size_t out = static_cast<size_t>(s.N * s.K * s.OH * s.OW);
+  const auto residual = randomFloats(out, 4, 1.0f);
+  const auto channel = randomFloats(static_cast<size_t>(s.K), 5, 1.0f);
+  std::vector<double> want = directConv(s, x, w, b);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const int64_t k = static_cast<int64_t>(i) / (s.OH * s.OW) % s.K;
+    for (const WinogradStep& st : steps) want[i] = applyRef(st, want[i], residual[i], channel[k]);
+  }
+  std::vector<WinogradStep> bound = steps;  // operands: input 0 = residual, channel as a constant
+  for (WinogradStep& st : bound) {
+    if (st.operand == WinogradStep::kFull) st.input = 0;
+    if (st.operand == WinogradStep::kChannel) st.channel = channel.data();
+  }
+  cpu::ThreadPool pool(threads);
+  WinogradConv conv(s, w.data(), b.data(), bound, threads, split);
+  *whole_image = conv.wholeImage();
+  if (cols) *cols = conv.tileColsPerTask();
+  std::vector<char> ws(conv.workspaceBytes());
+  const auto xb = toBlocked(x, s.N, s.C, s.H * s.W);
+  const auto rb = toBlocked(residual, s.N, s.K, s.OH * s.OW);
+  std::vector<float> yb(out, std::nanf(""));
+  conv.run(xb.data(), yb.data(), {rb.data()}, ws.data(), pool);
+  std::vector<double> wb(want.size());
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t k = 0; k < s.K; ++k)
+      for (int64_t i = 0; i < s.OH * s.OW; ++i)
+        wb[((n * (s.K / 8) + k / 8) * s.OH * s.OW + i) * 8 + k % 8] = want[(n * s.K + k) * s.OH * s.OW + i];
+  double max_y = 1e-30, max_err = 0;
+  for (size_t i = 0; i < out; ++i) {
+    max_y = std::max(max_y, std::fabs(wb[i]));
+    const double e = std::fabs(yb[i] - wb[i]);
+    if (!(e <= max_err)) max_err = std::isnan(e) ? INFINITY : e;
+  }
+  return max_err / max_y;
+}
+
+struct EngineCase {
+  WinogradShape s;
+  const char* what;
+};
+
+TEST(WinogradConv, MatchesDirectConvolutionInBothWorkSplits) {
+  const EngineCase cases[] = {
+      {{2, 16, 13, 17, 24, 13, 17, 1, 1}, "two images, partial tiles, K not a multiple of 16"},
+      {{1, 64, 56, 56, 64, 56, 56, 1, 1}, "ResNet stage 1"},
+      {{1, 256, 14, 14, 256, 14, 14, 1, 1}, "ResNet stage 3"},
+      {{1, 64, 12, 100, 256, 12, 100, 1, 1}, "a wide row: tile blocks split a row of tiles"},
+      {{1, 32, 10, 9, 16, 10, 9, 0, 2}, "asymmetric padding: 0 top, 2 left, 2 bottom, 0 right"},
+      {{1, 16, 9, 11, 32, 7, 9, 0, 0}, "no padding"},
+  };
+  for (const EngineCase& c : cases) {
+    for (int threads : {1, 2}) {
+      for (auto split : {WinogradConv::Split::kWholeImage, WinogradConv::Split::kTileBlocks}) {
+        bool whole = false;
+        int64_t cols = 0;
+        const double err = checkEngine(c.s, {}, threads, &whole, split, &cols);
+        EXPECT_EQ(whole, split == WinogradConv::Split::kWholeImage);
+        if (c.s.W == 100 && !whole) EXPECT_LT(cols, (c.s.OW + 3) / 4) << "the row was not split";
+        EXPECT_LE(err, 1e-4) << c.what << ", " << threads << " threads, whole image " << whole;
+      }
+    }
+  }
+}
+
+TEST(WinogradConv, EveryEpilogueStep) {
+  using S = WinogradStep;
+  auto eltwise = [](S::Kind k, float a = 0, float b = 0) {
+    S s;
+    s.kind = k;
+    s.alpha = a;
+    s.beta = b;
+    return s;
+  };
+  auto binary = [](S::Op op, S::Operand o, float scalar = 0) {
+    S s;
+    s.kind = S::kBinary;
+    s.op = op;
+    s.operand = o;
+    s.alpha = scalar;
+    return s;
+  };
+  const std::vector<std::vector<S>> chains = {
+      {eltwise(S::kRelu)},
+      {binary(S::kAdd, S::kFull), eltwise(S::kRelu)},  // ResNet's residual block
+      {eltwise(S::kSwish, 1.0f)},                        // YOLO's SiLU
+      {eltwise(S::kHardSwish), binary(S::kMul, S::kChannel)},
+      {eltwise(S::kClip, 0.0f, 6.0f), eltwise(S::kLinear, 0.5f, -1.0f)},
+      {eltwise(S::kRelu, 0.1f), eltwise(S::kSigmoid)},
+      {eltwise(S::kHardSigmoid, 0.2f, 0.5f), binary(S::kSub, S::kFull)},
+      {eltwise(S::kTanh), binary(S::kMax, S::kScalar, 0.1f), binary(S::kMin, S::kChannel)},
+      {eltwise(S::kGeluErf)},
+      {eltwise(S::kGeluTanh), eltwise(S::kAbs), eltwise(S::kSqrt)},
+      {eltwise(S::kSquare), eltwise(S::kLinear, -1.0f, 0.0f), eltwise(S::kExp)},
+  };
+  for (size_t i = 0; i < chains.size(); ++i) {
+    for (auto split : {WinogradConv::Split::kWholeImage, WinogradConv::Split::kTileBlocks}) {
+      const WinogradShape s{2, 16, 18, 19, 24, 18, 19, 1, 1};
+      bool whole = false;
+      EXPECT_LE(checkEngine(s, chains[i], 2, &whole, split), 1e-4) << "chain " << i << ", whole image " << whole;
+    }
+  }
+}
+
+TEST(WinogradConv, WorthItOnlyWhereItPaysOff) {
+  EXPECT_TRUE(WinogradConv::worthIt({1, 64, 56, 56, 64, 56, 56, 1, 1}));
+  EXPECT_FALSE(WinogradConv::worthIt({1, 512, 7, 7, 512, 7, 7, 1, 1}));  // 4 tiles: weights dominate
+  EXPECT_FALSE(WinogradConv::worthIt({1, 8, 56, 56, 64, 56, 56, 1, 1}));  // too few input channels
+  EXPECT_FALSE(WinogradConv::worthIt({1, 64, 56, 56, 12, 56, 56, 1, 1}));  // not a multiple of 8
+}
+
+// ---- In sessions -------------------------------------------------------------------
+
+Value weight(GraphBuilder& b, const Shape& s, uint32_t seed, float scale) {
+  std::vector<float> v = testing::randomTensor(s, seed).toFloats();
+  for (float& f : v) f *= scale;
+  return b.constant(s, v);
+}
+
+Value conv3x3(GraphBuilder& b, Value x, int64_t cin, int64_t cout, uint32_t seed, int64_t stride = 1) {
+  Conv2DAttrs a;
+  a.pads = {1, 1, 1, 1};
+  a.strides = {stride, stride};
+  return b.op1("Conv2D", {x, weight(b, {cout, cin, 3, 3}, seed, 1.0f / std::sqrt(9.0f * cin)),
+                          weight(b, {cout, 1, 1, 1}, seed + 1, 0.3f)}, a);
+}
+
+struct CpuRun {
+  std::vector<HostTensor> outputs;
+  std::string details;
+  int winograd = 0;
+};
+
+CpuRun runCpu(const ir::Graph& g, const HostTensor& x, int threads, bool winograd) {
+  SessionOptions o;
+  o.backend = "cpu";
+  o.backend_options.num_threads = threads;
+  o.backend_options.cpu_winograd = winograd;
+  auto s = Session::create(g, o);
+  EXPECT_TRUE(s.ok()) << s.status().toString();
+  CpuRun r;
+  if (!s.ok()) return r;
+  EXPECT_TRUE((*s)->setInput((*s)->inputs()[0].name, x).ok());
+  const Status st = (*s)->run();
+  EXPECT_TRUE(st.ok()) << st.toString();
+  for (const TensorInfo& t : (*s)->outputs()) r.outputs.push_back(*(*s)->output(t.name));
+  for (const auto& info : (*s)->kernelInfos()) {
+    r.details += info.name + " [" + info.detail + "]\n";
+    r.winograd += info.detail.find("Winograd") != std::string::npos;
+  }
+  return r;
+}
+
+// A stem, a residual block (conv+bias+ReLU, conv+bias+Add+ReLU), SiLU, HardSwish and
+// ReLU6 epilogues, a per-channel Mul, a strided 3x3 (oneDNN's) and a 1x1 on 24x24.
+ir::Graph vggResidualGraph() {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 16, 24, 24});
+  Value stem = b.relu(conv3x3(b, x, 16, 32, 1));
+  Value y = b.relu(conv3x3(b, stem, 32, 32, 3));
+  y = b.relu(b.add(conv3x3(b, y, 32, 32, 5), stem));
+  Value silu = conv3x3(b, y, 32, 32, 7);
+  silu = b.mul(silu, b.op1("Sigmoid", {silu}));
+  Value hs = b.op1("HSwish", {conv3x3(b, silu, 32, 48, 9)});
+  Value r6 = b.op1("Clip", {conv3x3(b, hs, 48, 32, 11)}, ClipAttrs{0.0f, 6.0f});
+  Value scaled = b.mul(conv3x3(b, r6, 32, 32, 13), weight(b, {1, 32, 1, 1}, 15, 1.0f));
+  Value down = b.relu(conv3x3(b, scaled, 32, 32, 17, 2));
+  Conv2DAttrs one;
+  b.output(b.op1("Conv2D", {down, weight(b, {8, 32, 1, 1}, 19, 0.2f)}, one), "y");
+  return *b.finish();
+}
+
+TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesReference) {
+  if (cpu::preferredBlock() != cpu::kWinogradBlock) GTEST_SKIP() << "needs nChw8c (an AVX2 machine without AVX-512)";
+  const ir::Graph g = vggResidualGraph();
+  const HostTensor x = testing::randomTensor({1, 16, 24, 24}, 21);
+  auto ref = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  double max_ref = 0;
+  for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
+  for (int threads : {1, 2}) {
+    const CpuRun on = runCpu(g, x, threads, true);
+    // Six of the seven stride-1 3x3 convolutions, each with its whole epilogue in the
+    // kernel; the stem reads the plain graph input (oneDNN's).
+    EXPECT_EQ(on.winograd, 6) << on.details;
+    EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "") << on.details;
+    const CpuRun off = runCpu(g, x, threads, false);
+    EXPECT_EQ(off.winograd, 0) << off.details;
+    EXPECT_EQ(testing::compareTensors(off.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
+  }
+}
+
+}  // namespace
+}  // namespace gkrt
