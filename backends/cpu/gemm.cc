@@ -52,9 +52,11 @@ __attribute__((target("avx512f"))) void microKernel8(int64_t K, const float* a, 
                                                       int64_t rows, int64_t cols, const float* bias) {
   microKernelBody<8>(K, a, b, c, ldc, rows, cols, bias);
 }
-__attribute__((target_clones("arch=haswell", "default"))) void microKernel4(int64_t K, const float* a, const float* b,
-                                                                             float* c, int64_t ldc, int64_t rows,
-                                                                             int64_t cols, const float* bias) {
+// (Clones by feature: "arch=haswell" is chosen by CPU model, so every AMD and later Intel
+// CPU got the SSE2 clone.)
+__attribute__((target_clones("avx2,fma", "default"))) void microKernel4(int64_t K, const float* a, const float* b,
+                                                                         float* c, int64_t ldc, int64_t rows,
+                                                                         int64_t cols, const float* bias) {
   microKernelBody<4>(K, a, b, c, ldc, rows, cols, bias);
 }
 int64_t detectMR() {

@@ -14,11 +14,9 @@ namespace {
 
 constexpr int64_t kNR = 16;  // output channels per GEMM panel (two 8-float vectors)
 constexpr int64_t kMR = 6;   // tiles per micro-kernel call (12 accumulators + 2 panel vectors + 1 broadcast)
-// Work split (measured on a 2-core AVX2 VM with 512 KiB L2 and 32 MiB L3 per socket):
-// whole-image passes while V + M of the image fit well inside L3; else tasks of about
-// 1 MiB of V + M (larger blocks keep the micro-kernel's rows full and read U less often,
-// which outweighed staying inside L2).
-constexpr int64_t kWholeImageBytes = 4 << 20;
+// Tile blocks of about 1 MiB of V + M (measured on a 2-core AVX2 VM with 512 KiB L2:
+// larger blocks keep the micro-kernel's rows full and read U less often, which
+// outweighed staying inside L2).
 constexpr int64_t kTaskBytes = 1 << 20;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -292,21 +290,27 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   threads_ = std::max(1, threads);
   tmp_floats_ = static_cast<size_t>(s.OW * 8);
   // Two ways to split the work:
-  //  - whole image: the input transform over all tiles, then the 36 GEMMs split by
-  //    (point, panel), then the output transform, each pass over the pool; U is read
-  //    once, V and M go through L3.
-  //  - tile blocks, when V and M of the image are larger: each task of the pool
-  //    transforms, multiplies and writes a block of tile rows (or part of one row);
-  //    every task reads all of U.
+  //  - tile blocks: each task of the pool transforms, multiplies and writes a block of
+  //    tile rows (or part of one row), in the core's own caches; every task reads all
+  //    of U.
+  //  - whole image, when U is larger than V and M of the image (deep layers on small
+  //    maps): the input transform over all tiles, then the 36 GEMMs split by (point,
+  //    panel), then the output transform, each pass over the pool; U is read once
+  //    (its reads shared by the threads), V and M cross between cores through L3.
   const int64_t per_tile = 36 * (C + k_panels_ * kNR) * 4;
-  whole_image_ = split == Split::kAuto ? per_tile * tiles_h_ * tiles_w_ <= kWholeImageBytes : split == Split::kWholeImage;
+  const int64_t u_bytes = 36 * C * k_panels_ * kNR * 4;
+  whole_image_ = split == Split::kAuto ? u_bytes > per_tile * tiles_h_ * tiles_w_ : split == Split::kWholeImage;
   const int64_t tiles_fit = std::max<int64_t>(kMR, kTaskBytes / per_tile);
   if (whole_image_) {
     rows_per_task_ = tiles_h_;
     cols_per_task_ = tiles_w_;
   } else if (tiles_fit >= tiles_w_) {
-    const int64_t by_threads = std::max<int64_t>(1, tiles_h_ * s.N / threads_);
-    rows_per_task_ = std::min({tiles_fit / tiles_w_, by_threads, tiles_h_});
+    // Row blocks in a multiple of the thread count (a balanced split: 7 rows on 2
+    // threads as 4 + 3, not 3 + 3 + 1), as few as fit the budget.
+    const int64_t rows_fit = std::max<int64_t>(1, tiles_fit / tiles_w_);
+    int64_t parts = s.N >= threads_ ? 1 : threads_;
+    while ((tiles_h_ + parts - 1) / parts > rows_fit) parts += s.N >= threads_ ? 1 : threads_;
+    rows_per_task_ = std::max<int64_t>(1, (tiles_h_ + parts - 1) / parts);
     cols_per_task_ = tiles_w_;
   } else {
     rows_per_task_ = 1;
