@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backends/cpu/blocked_pool.h"
 #include "backends/cpu/conv_epilogue_kernel.h"
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/cpu_precision.h"
@@ -50,6 +51,7 @@ bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return
 
 // How the kernel compile() picks for `node` treats activation layouts.
 cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
+  if (cpu::canRunBlockedPool(g, node)) return cpu::LayoutUse::kSame;  // own pooling, in either layout
   const bool conv = cpu::canRunOneDnnConv(g, node), pool = !conv && cpu::canRunOneDnnPoolOrConcat(g, node);
   if (conv || pool) {
     auto it = is_fast_.find(&node);
@@ -141,6 +143,9 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::concatCopiesIn(g, node, layout.blocked, layout.block)) {  // one layout: plain copies
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
+  }
+  if (cpu::canRunBlockedPool(g, node) && layout.isBlocked(node.inputs[0]) && layout.isBlocked(node.outputs[0])) {
+    return cpu::compileBlockedPool(g, node, *pool_, layout.block);
   }
   if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
     auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);
