@@ -12,6 +12,9 @@
 //     all their full-size operands in ONE layout, so those tensors are decided
 //     together (a per-channel or other broadcast operand stays plain and is read
 //     through blocked broadcast strides);
+//   - Resize, channel Split, and MaxPool/AvgPool oneDNN has no fast kernel for:
+//     input and output in one layout (pooling with both blocked runs gkrt's own
+//     loop, blocked_pool.h, whichever way it was planned);
 //   - every other kernel (and graph inputs, outputs, constants) needs plain NCHW.
 // Only tensors whose channel count is a multiple of the block are blocked, so a
 // blocked tensor has exactly its plain size and the memory plan is unchanged.

@@ -31,6 +31,7 @@ struct PoolRows {
   const float* x;
   float* y;
   int64_t H, W, OH, OW, block;
+  bool out_blocked;  // else plain NCHW
   PoolAttrs a;
 };
 
@@ -42,7 +43,8 @@ GKRT_POOL_CLONES void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     const int64_t plane = r / p.OH, oh = r % p.OH;
     const float* x = p.x + plane * p.H * p.W * B;
-    float* y = p.y + (plane * p.OH + oh) * p.OW * B;
+    float* y = p.y + (plane * p.OH + oh) * p.OW * B;               // blocked output row
+    float* y_plain = p.y + (plane * B * p.OH + oh) * p.OW;          // plain: channel plane * B, row oh
     const int64_t h0 = oh * a.strides[0] - a.pads[0], h1 = std::min(h0 + a.kernel[0], p.H + a.pads[2]);
     const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h1, p.H);
     for (int64_t ow = 0; ow < p.OW; ++ow) {
@@ -65,7 +67,11 @@ GKRT_POOL_CLONES void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
           }
         }
         if (!kMax) acc /= count;
-        std::memcpy(y + ow * B + v * 8, &acc, sizeof acc);
+        if (p.out_blocked) {
+          std::memcpy(y + ow * B + v * 8, &acc, sizeof acc);
+        } else {
+          for (int l = 0; l < 8; ++l) y_plain[(v * 8 + l) * p.OH * p.OW + ow] = acc[l];
+        }
       }
     }
   }
@@ -74,20 +80,24 @@ GKRT_POOL_CLONES void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
 template <bool kMax>
 class BlockedPoolKernel final : public Kernel {
  public:
-  BlockedPoolKernel(const PoolAttrs& a, int block, ThreadPool& pool) : a_(a), block_(block), pool_(pool) {}
+  BlockedPoolKernel(const PoolAttrs& a, int block, bool out_blocked, ThreadPool& pool)
+      : a_(a), block_(block), out_blocked_(out_blocked), pool_(pool) {}
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const Shape& x = in[0].shape;
     const Shape& y = out[0].shape;
-    const PoolRows p{in[0].as<float>(), out[0].as<float>(), x[2], x[3], y[2], y[3], block_, a_};
+    const PoolRows p{in[0].as<float>(), out[0].as<float>(), x[2], x[3], y[2], y[3], block_, out_blocked_, a_};
     const int64_t rows = x[0] * (x[1] / block_) * y[2];
     pool_.parallelFor(rows, 1, 1, [&](int, int64_t b, int64_t e) { poolRows<kMax>(p, b, e); });
     return Status::Ok();
   }
-  std::string detail() const override { return "own, nChw" + std::to_string(block_) + "c"; }
+  std::string detail() const override {
+    return "own, nChw" + std::to_string(block_) + "c" + (out_blocked_ ? "" : " to plain");
+  }
 
  private:
   PoolAttrs a_;
   int64_t block_;
+  bool out_blocked_;
   ThreadPool& pool_;
 };
 
@@ -109,13 +119,13 @@ bool canRunBlockedPool(const ir::Graph& g, const ir::Node& node) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> compileBlockedPool(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
-                                                     int block) {
+                                                     int block, bool out_blocked) {
   if (!canRunBlockedPool(g, node) || (block != 8 && block != 16) || g.tensors[node.inputs[0]].shape[1] % block) {
     return makeError(StatusCode::kUnsupported, "cpu: ", node.name, " is not a blocked 2-D pooling this kernel takes");
   }
   const auto& a = node.attrs.get<PoolAttrs>();
-  if (std::string(node.op->name) == "MaxPool") return std::unique_ptr<Kernel>(new BlockedPoolKernel<true>(a, block, pool));
-  return std::unique_ptr<Kernel>(new BlockedPoolKernel<false>(a, block, pool));
+  if (std::string(node.op->name) == "MaxPool") return std::unique_ptr<Kernel>(new BlockedPoolKernel<true>(a, block, out_blocked, pool));
+  return std::unique_ptr<Kernel>(new BlockedPoolKernel<false>(a, block, out_blocked, pool));
 }
 
 }  // namespace gkrt::cpu

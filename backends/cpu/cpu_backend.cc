@@ -51,7 +51,6 @@ bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return
 
 // How the kernel compile() picks for `node` treats activation layouts.
 cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
-  if (cpu::canRunBlockedPool(g, node)) return cpu::LayoutUse::kSame;  // own pooling, in either layout
   const bool conv = cpu::canRunOneDnnConv(g, node), pool = !conv && cpu::canRunOneDnnPoolOrConcat(g, node);
   if (conv || pool) {
     auto it = is_fast_.find(&node);
@@ -61,6 +60,8 @@ cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
     }
     if (it->second) return cpu::LayoutUse::kAdapts;
   }
+  // Pooling oneDNN has no fast kernel for: gkrt's own, input and output in one layout.
+  if (cpu::canRunBlockedPool(g, node)) return cpu::LayoutUse::kSame;
   if (cpu::canRunElementwise(g, node) && cpu::elementwiseTakesBlocked(g, node)) return cpu::LayoutUse::kAgnostic;
   if (cpu::canRunResize(g, node) || cpu::splitTakesBlocked(g, node, blockInUse())) return cpu::LayoutUse::kSame;
   return cpu::LayoutUse::kPlain;
@@ -144,8 +145,8 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::concatCopiesIn(g, node, layout.blocked, layout.block)) {  // one layout: plain copies
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
   }
-  if (cpu::canRunBlockedPool(g, node) && layout.isBlocked(node.inputs[0]) && layout.isBlocked(node.outputs[0])) {
-    return cpu::compileBlockedPool(g, node, *pool_, layout.block);
+  if (cpu::canRunBlockedPool(g, node) && layout.isBlocked(node.inputs[0])) {
+    return cpu::compileBlockedPool(g, node, *pool_, layout.block, layout.isBlocked(node.outputs[0]));
   }
   if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
     auto k = cpu::compileOneDnnPoolOrConcat(g, node, &layout, /*allow_ref=*/touches_blocked);
