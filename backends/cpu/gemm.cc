@@ -24,24 +24,35 @@ void packB(const float* b, int64_t K, int64_t N, bool transpose, PackedB* out) {
 namespace {
 
 // C block (rows x cols, rows <= MR, cols <= 16) = A block (K x MR, packed) * B panel.
-// GCC vector types keep the MR x 16 accumulator in registers: one zmm per row with
-// AVX-512, two ymm with AVX2, four xmm/q registers with SSE2/NEON.
+// The MR x 16 accumulator is kept in registers as vectors of the machine's width: one
+// zmm per row with AVX-512, two ymm with AVX2, four xmm/q registers with SSE2/NEON. (One
+// 64-byte GCC vector per row, as this was first written, compiles well only for
+// AVX-512: with AVX2 GCC moved its halves through the stack, ~3 GMAC/s.)
 typedef float V16 __attribute__((vector_size(64)));
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V4 __attribute__((vector_size(16)));
 
-template <int MR>
+template <int MR, class V>
 inline __attribute__((always_inline)) void microKernelBody(int64_t K, const float* a, const float* b, float* c,
                                                            int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
-  V16 acc[MR] = {};
+  constexpr int kLanes = sizeof(V) / sizeof(float), kVecs = kGemmNR / kLanes;
+  V acc[MR][kVecs] = {};
   for (int64_t k = 0; k < K; ++k) {
-    V16 bk;
-    std::memcpy(&bk, b + k * kGemmNR, sizeof bk);
+    V bk[kVecs];
+    for (int j = 0; j < kVecs; ++j) std::memcpy(&bk[j], b + k * kGemmNR + j * kLanes, sizeof(V));
     const float* ak = a + k * MR;
-    for (int r = 0; r < MR; ++r) acc[r] += ak[r] * bk;
+    for (int r = 0; r < MR; ++r) {
+      for (int j = 0; j < kVecs; ++j) acc[r][j] += ak[r] * bk[j];
+    }
   }
   for (int64_t r = 0; r < rows; ++r) {
-    V16 v = acc[r];
-    if (bias) v += bias[r];
-    std::memcpy(c + r * ldc, &v, cols * sizeof(float));
+    float v[kGemmNR];
+    for (int j = 0; j < kVecs; ++j) {
+      V x = acc[r][j];
+      if (bias) x += bias[r];
+      std::memcpy(v + j * kLanes, &x, sizeof x);
+    }
+    std::memcpy(c + r * ldc, v, cols * sizeof(float));
   }
 }
 
@@ -50,14 +61,28 @@ inline __attribute__((always_inline)) void microKernelBody(int64_t K, const floa
 // accumulators) keep both busy. Elsewhere four rows fit the register file.
 __attribute__((target("avx512f"))) void microKernel8(int64_t K, const float* a, const float* b, float* c, int64_t ldc,
                                                       int64_t rows, int64_t cols, const float* bias) {
-  microKernelBody<8>(K, a, b, c, ldc, rows, cols, bias);
+  microKernelBody<8, V16>(K, a, b, c, ldc, rows, cols, bias);
 }
-// (Clones by feature: "arch=haswell" is chosen by CPU model, so every AMD and later Intel
-// CPU got the SSE2 clone.)
-__attribute__((target_clones("avx2,fma", "default"))) void microKernel4(int64_t K, const float* a, const float* b,
-                                                                         float* c, int64_t ldc, int64_t rows,
-                                                                         int64_t cols, const float* bias) {
-  microKernelBody<4>(K, a, b, c, ldc, rows, cols, bias);
+// AVX2+FMA and baseline builds of the 4-row kernel, picked once by the CPU's features
+// (target_clones("avx2,fma") would make one clone per feature and run AVX2 without FMA;
+// "arch=haswell" is chosen by CPU model, so AMD and later Intel CPUs got SSE2).
+__attribute__((target("avx2,fma"))) void microKernel4Fma(int64_t K, const float* a, const float* b, float* c,
+                                                         int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
+  microKernelBody<4, V8>(K, a, b, c, ldc, rows, cols, bias);
+}
+void microKernel4Base(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                      const float* bias) {
+  microKernelBody<4, V4>(K, a, b, c, ldc, rows, cols, bias);
+}
+bool hasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                  const float* bias) {
+  static const bool fma = hasAvx2Fma();
+  if (fma) return microKernel4Fma(K, a, b, c, ldc, rows, cols, bias);
+  microKernel4Base(K, a, b, c, ldc, rows, cols, bias);
 }
 int64_t detectMR() {
   __builtin_cpu_init();
@@ -67,7 +92,7 @@ int64_t detectMR() {
 void microKernel8(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, const float*) {}
 void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
                   const float* bias) {
-  microKernelBody<4>(K, a, b, c, ldc, rows, cols, bias);
+  microKernelBody<4, V4>(K, a, b, c, ldc, rows, cols, bias);
 }
 int64_t detectMR() { return 4; }
 #endif

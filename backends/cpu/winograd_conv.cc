@@ -19,12 +19,32 @@ constexpr int64_t kMR = 6;   // tiles per micro-kernel call (12 accumulators + 2
 // outweighed staying inside L2).
 constexpr int64_t kTaskBytes = 1 << 20;
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_WINO_CLONES __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define GKRT_WINO_CLONES
-#endif
 #define GKRT_INLINE inline __attribute__((always_inline))
+
+// Each hot function is compiled twice on x86-64 GCC, for AVX2+FMA and for the baseline,
+// and picked once by the CPU's features. (target_clones("avx2,fma") would make two
+// clones, one per feature, and run the AVX2 one without FMA; "arch=haswell" and
+// "arch=x86-64-v3" are chosen by CPU model and missed this AMD EPYC.)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+bool hasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#define GKRT_WINO_DISPATCH(name, params, args)                                       \
+  __attribute__((target("avx2,fma"))) void name##Fma params { name##Body args; }     \
+  void name##Base params { name##Body args; }                                        \
+  void name params {                                                                 \
+    static const bool fma = hasAvx2Fma();                                            \
+    if (fma) {                                                                       \
+      name##Fma args;                                                                \
+    } else {                                                                         \
+      name##Base args;                                                               \
+    }                                                                                \
+  }
+#else
+#define GKRT_WINO_DISPATCH(name, params, args) \
+  void name params { name##Body args; }
+#endif
 
 typedef float V8 __attribute__((vector_size(32)));
 
@@ -99,7 +119,7 @@ struct TaskArgs {
 };
 
 // Input transform of tiles [i0, i1) of the rectangle into V.
-GKRT_WINO_CLONES void inputTiles(const TaskArgs& t, int64_t i0, int64_t i1) {
+GKRT_INLINE void inputTilesBody(const TaskArgs& t, int64_t i0, int64_t i1) {
   const WinogradShape& s = *t.s;
   const int64_t C = s.C, CB = C / 8, T = t.trn * t.tcn;
   for (int64_t i = i0; i < i1; ++i) {
@@ -130,7 +150,7 @@ GKRT_WINO_CLONES void inputTiles(const TaskArgs& t, int64_t i0, int64_t i1) {
 }
 
 // GEMMs [j0, j1) of the 36 * k_panels (transform point, 16-channel panel) pairs: M = V U.
-GKRT_WINO_CLONES void gemmPanels(const TaskArgs& t, int64_t j0, int64_t j1) {
+GKRT_INLINE void gemmPanelsBody(const TaskArgs& t, int64_t j0, int64_t j1) {
   const int64_t C = t.s->C, T = t.trn * t.tcn, ldm = t.k_panels * kNR;
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t xi = j / t.k_panels, p = j % t.k_panels;
@@ -143,7 +163,7 @@ GKRT_WINO_CLONES void gemmPanels(const TaskArgs& t, int64_t j0, int64_t j1) {
 }
 
 // Output transform (A^T m A, plus the bias) of tiles [i0, i1) of the rectangle into y.
-GKRT_WINO_CLONES void outputTiles(const TaskArgs& t, int64_t i0, int64_t i1) {
+GKRT_INLINE void outputTilesBody(const TaskArgs& t, int64_t i0, int64_t i1) {
   const WinogradShape& s = *t.s;
   const int64_t KB = s.K / 8, ldm = t.k_panels * kNR, T = t.trn * t.tcn;
   for (int64_t i = i0; i < i1; ++i) {
@@ -170,6 +190,10 @@ GKRT_WINO_CLONES void outputTiles(const TaskArgs& t, int64_t i0, int64_t i1) {
   }
 }
 
+GKRT_WINO_DISPATCH(inputTiles, (const TaskArgs& t, int64_t i0, int64_t i1), (t, i0, i1))
+GKRT_WINO_DISPATCH(gemmPanels, (const TaskArgs& t, int64_t j0, int64_t j1), (t, j0, j1))
+GKRT_WINO_DISPATCH(outputTiles, (const TaskArgs& t, int64_t i0, int64_t i1), (t, i0, i1))
+
 GKRT_INLINE V8 binary(WinogradStep::Op op, V8 a, V8 b) {
   switch (op) {
     case WinogradStep::kAdd: return a + b;
@@ -183,7 +207,7 @@ GKRT_INLINE V8 binary(WinogradStep::Op op, V8 a, V8 b) {
 
 // One step over n floats (n % 8 == 0) at y; `full` (same layout) or `chan` (the 8
 // channels of this block) for binary steps; tmp: n floats of scratch.
-GKRT_WINO_CLONES void applyStep(const WinogradStep& st, float* y, int64_t n, const float* full, const float* chan,
+GKRT_INLINE void applyStepBody(const WinogradStep& st, float* y, int64_t n, const float* full, const float* chan,
                                 float* tmp) {
   const V8 a = splat(st.alpha), b = splat(st.beta);
   switch (st.kind) {
@@ -256,6 +280,10 @@ GKRT_WINO_CLONES void applyStep(const WinogradStep& st, float* y, int64_t n, con
     }
   }
 }
+
+GKRT_WINO_DISPATCH(applyStep,
+                   (const WinogradStep& st, float* y, int64_t n, const float* full, const float* chan, float* tmp),
+                   (st, y, n, full, chan, tmp))
 
 }  // namespace
 
