@@ -1,5 +1,7 @@
 #include "backends/cpu/gemm.h"
 
+#include "backends/cpu/cpu_features.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -63,9 +65,8 @@ __attribute__((target("avx512f"))) void microKernel8(int64_t K, const float* a, 
                                                       int64_t rows, int64_t cols, const float* bias) {
   microKernelBody<8, V16>(K, a, b, c, ldc, rows, cols, bias);
 }
-// AVX2+FMA and baseline builds of the 4-row kernel, picked once by the CPU's features
-// (target_clones("avx2,fma") would make one clone per feature and run AVX2 without FMA;
-// "arch=haswell" is chosen by CPU model, so AMD and later Intel CPUs got SSE2).
+// AVX2+FMA and baseline builds of the 4-row kernel, picked by the CPU's features
+// (cpu_features.h; the "arch=haswell" clone this had ran SSE2 on AMD CPUs).
 __attribute__((target("avx2,fma"))) void microKernel4Fma(int64_t K, const float* a, const float* b, float* c,
                                                          int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
   microKernelBody<4, V8>(K, a, b, c, ldc, rows, cols, bias);
@@ -74,14 +75,9 @@ void microKernel4Base(int64_t K, const float* a, const float* b, float* c, int64
                       const float* bias) {
   microKernelBody<4, V4>(K, a, b, c, ldc, rows, cols, bias);
 }
-bool hasAvx2Fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
                   const float* bias) {
-  static const bool fma = hasAvx2Fma();
-  if (fma) return microKernel4Fma(K, a, b, c, ldc, rows, cols, bias);
+  if (cpuHasAvx2Fma()) return microKernel4Fma(K, a, b, c, ldc, rows, cols, bias);
   microKernel4Base(K, a, b, c, ldc, rows, cols, bias);
 }
 int64_t detectMR() {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/cpu_features.h"
 #include "backends/cpu/vector_math.h"
 
 // V8 values cross only always-inlined helpers; the ABI note for non-AVX callers does not apply.
@@ -22,20 +23,13 @@ constexpr int64_t kTaskBytes = 1 << 20;
 #define GKRT_INLINE inline __attribute__((always_inline))
 
 // Each hot function is compiled twice on x86-64 GCC, for AVX2+FMA and for the baseline,
-// and picked once by the CPU's features. (target_clones("avx2,fma") would make two
-// clones, one per feature, and run the AVX2 one without FMA; "arch=haswell" and
-// "arch=x86-64-v3" are chosen by CPU model and missed this AMD EPYC.)
+// and picked by the CPU's features (cpu_features.h).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-bool hasAvx2Fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 #define GKRT_WINO_DISPATCH(name, params, args)                                       \
   __attribute__((target("avx2,fma"))) void name##Fma params { name##Body args; }     \
   void name##Base params { name##Body args; }                                        \
   void name params {                                                                 \
-    static const bool fma = hasAvx2Fma();                                            \
-    if (fma) {                                                                       \
+    if (cpuHasAvx2Fma()) {                                                           \
       name##Fma args;                                                                \
     } else {                                                                         \
       name##Base args;                                                               \

@@ -79,8 +79,7 @@ class WinogradConv {
   // output tiles and channels for the transforms and the weight traffic to pay off).
   static bool worthIt(const WinogradShape& s);
 
-  // The tile rectangle one task of the pool takes.
-  int64_t tileRowsPerTask() const { return rows_per_task_; }
+  // Tile columns one task of the pool takes (all of a row unless a row is split).
   int64_t tileColsPerTask() const { return cols_per_task_; }
   bool wholeImage() const { return whole_image_; }
 

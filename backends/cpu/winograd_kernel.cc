@@ -18,7 +18,7 @@ Status refuse(const ir::Node& node, const std::string& why) {
 }
 
 // The Winograd step for a oneDNN post-op; false (with `why`) when it has none.
-bool stepFor(const ir::Graph& g, const ir::Node& node, const PostOp& post, const Shape& y, const LayoutPlan& layout,
+bool stepFor(const ir::Node& node, const PostOp& post, const Shape& y, const LayoutPlan& layout,
              WinogradStep* st, std::string* why) {
   st->alpha = post.alpha;
   st->beta = post.beta;
@@ -69,7 +69,6 @@ bool stepFor(const ir::Graph& g, const ir::Node& node, const PostOp& post, const
     st->alpha = *static_cast<const float*>(post.src.constant);
     return true;
   }
-  (void)g;
   return *why = "an operand broadcast other than per channel or scalar", false;
 }
 
@@ -120,7 +119,7 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
   for (const PostOp& post : p.posts) {
     WinogradStep st;
     std::string why;
-    if (!stepFor(g, node, post, y, layout, &st, &why)) return refuse(node, why);
+    if (!stepFor(node, post, y, layout, &st, &why)) return refuse(node, why);
     steps.push_back(st);
   }
   return std::unique_ptr<Kernel>(new WinogradKernel(s, static_cast<const float*>(p.weights),

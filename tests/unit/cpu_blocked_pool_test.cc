@@ -61,21 +61,17 @@ TEST(BlockedPool, MatchesReferenceBetweenConvolutions) {
       SessionOptions o;
       o.backend = "cpu";
       o.backend_options.num_threads = threads;
-      auto s = Session::create(*g, o);
-      ASSERT_TRUE(s.ok()) << s.status().toString();
-      ASSERT_TRUE((*s)->setInput("x", in).ok());
-      ASSERT_TRUE((*s)->run().ok());
-      std::string details;
+      auto r = testing::runWithKernels(*g, {in}, o);
+      ASSERT_TRUE(r.ok()) << r.status().toString();
       int own = 0;
-      for (const auto& k : (*s)->kernelInfos()) {
-        details += k.name + " [" + k.detail + "]\n";
+      for (const Session::KernelInfo& k : r->kernels) {
         own += k.detail.rfind("own, nChw", 0) == 0 && (k.detail.find("to plain") != std::string::npos) == to_plain;
       }
       // (A plain output of a pooling oneDNN has no fast kernel for makes its input plain
       // too: the own plain kernel runs it.)
-      if (!to_plain || (std::string(c.op) == "MaxPool" && !c.ceil_mode)) EXPECT_EQ(own, 1) << details;
-      EXPECT_EQ(testing::compareTensors(*(*s)->output("y"), (*want)[0], 1e-4, 1e-5), "") << details;
-      if (to_plain) EXPECT_EQ(testing::compareTensors(*(*s)->output("pooled"), (*want)[1], 1e-5, 1e-6), "") << details;
+      if (!to_plain || (std::string(c.op) == "MaxPool" && !c.ceil_mode)) EXPECT_EQ(own, 1) << r->details;
+      EXPECT_EQ(testing::compareTensors(r->outputs[0], (*want)[0], 1e-4, 1e-5), "") << r->details;
+      if (to_plain) EXPECT_EQ(testing::compareTensors(r->outputs[1], (*want)[1], 1e-5, 1e-6), "") << r->details;
     }
    }
   }

@@ -224,30 +224,14 @@ Value conv3x3(GraphBuilder& b, Value x, int64_t cin, int64_t cout, uint32_t seed
                           weight(b, {cout, 1, 1, 1}, seed + 1, 0.3f)}, a);
 }
 
-struct CpuRun {
-  std::vector<HostTensor> outputs;
-  std::string details;
-  int winograd = 0;
-};
-
-CpuRun runCpu(const ir::Graph& g, const HostTensor& x, int threads, bool winograd) {
+testing::KernelRun runCpu(const ir::Graph& g, const HostTensor& x, int threads, bool winograd) {
   SessionOptions o;
   o.backend = "cpu";
   o.backend_options.num_threads = threads;
   o.backend_options.cpu_winograd = winograd;
-  auto s = Session::create(g, o);
-  EXPECT_TRUE(s.ok()) << s.status().toString();
-  CpuRun r;
-  if (!s.ok()) return r;
-  EXPECT_TRUE((*s)->setInput((*s)->inputs()[0].name, x).ok());
-  const Status st = (*s)->run();
-  EXPECT_TRUE(st.ok()) << st.toString();
-  for (const TensorInfo& t : (*s)->outputs()) r.outputs.push_back(*(*s)->output(t.name));
-  for (const auto& info : (*s)->kernelInfos()) {
-    r.details += info.name + " [" + info.detail + "]\n";
-    r.winograd += info.detail.find("Winograd") != std::string::npos;
-  }
-  return r;
+  auto r = testing::runWithKernels(g, {x}, o);
+  EXPECT_TRUE(r.ok()) << r.status().toString();
+  return r.ok() ? *r : testing::KernelRun{};
 }
 
 // A stem, a residual block (conv+bias+ReLU, conv+bias+Add+ReLU), SiLU, HardSwish and
@@ -278,13 +262,15 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
   double max_ref = 0;
   for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
   for (int threads : {1, 2}) {
-    const CpuRun on = runCpu(g, x, threads, true);
+    const testing::KernelRun on = runCpu(g, x, threads, true);
+    ASSERT_EQ(on.outputs.size(), 1u);
     // Six of the seven stride-1 3x3 convolutions, each with its whole epilogue in the
     // kernel; the stem reads the plain graph input (oneDNN's).
-    EXPECT_EQ(on.winograd, 6) << on.details;
+    EXPECT_EQ(on.countDetail("Winograd"), 6) << on.details;
     EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "") << on.details;
-    const CpuRun off = runCpu(g, x, threads, false);
-    EXPECT_EQ(off.winograd, 0) << off.details;
+    const testing::KernelRun off = runCpu(g, x, threads, false);
+    ASSERT_EQ(off.outputs.size(), 1u);
+    EXPECT_EQ(off.countDetail("Winograd"), 0) << off.details;
     EXPECT_EQ(testing::compareTensors(off.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
   }
 }

@@ -110,4 +110,30 @@ inline int countOpsDeep(const ir::Graph& g, const std::string& op) {
 
 inline FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
 
+// A session's outputs (by output order) and its kernels, one "name [detail]" line each.
+struct KernelRun {
+  std::vector<HostTensor> outputs;
+  std::vector<Session::KernelInfo> kernels;
+  std::string details;
+  int countDetail(const std::string& part) const {
+    int n = 0;
+    for (const Session::KernelInfo& k : kernels) n += k.detail.find(part) != std::string::npos;
+    return n;
+  }
+};
+inline StatusOr<KernelRun> runWithKernels(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                          const SessionOptions& options) {
+  ASSIGN_OR_RETURN(auto session, Session::create(g, options));
+  for (size_t k = 0; k < inputs.size(); ++k) RETURN_IF_ERROR(session->setInput(session->inputs()[k].name, inputs[k]));
+  RETURN_IF_ERROR(session->run());
+  KernelRun r;
+  for (const TensorInfo& o : session->outputs()) {
+    ASSIGN_OR_RETURN(HostTensor t, session->output(o.name));
+    r.outputs.push_back(std::move(t));
+  }
+  r.kernels = session->kernelInfos();
+  for (const Session::KernelInfo& k : r.kernels) r.details += k.name + " [" + k.detail + "]\n";
+  return r;
+}
+
 }  // namespace gkrt::testing
