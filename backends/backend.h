@@ -65,6 +65,9 @@ struct BackendOptions {
   // saturate 16-bit pair sums as onnxruntime's do (GKRT_CPU_INT8=saturating), instead of
   // the exact float32 path (backends/cpu/onednn_int8.h).
   bool cpu_int8_saturating = false;
+  // cpu: the exact float32 path for every int8 GEMM/convolution, VNNI or not
+  // (GKRT_CPU_INT8=float; tests, and timing the path CPUs without VNNI take).
+  bool cpu_int8_float = false;
   // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;

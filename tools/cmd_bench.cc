@@ -150,7 +150,12 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   std::mt19937 rng(1);
   for (const TensorInfo& in : session->inputs()) {
     auto it = given.find(in.name);
-    RETURN_IF_ERROR(session->setInput(in.name, it != given.end() ? it->second : randomInput(in, rng)));
+    if (it != given.end()) {
+      RETURN_IF_ERROR(session->setInput(in.name, it->second));
+    } else {
+      ASSIGN_OR_RETURN(HostTensor t, randomInput(in, rng));
+      RETURN_IF_ERROR(session->setInput(in.name, t));
+    }
   }
   for (int i = 0; i < a.warmup; ++i) RETURN_IF_ERROR(session->run());
   std::vector<double> ms;

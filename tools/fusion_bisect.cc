@@ -108,7 +108,10 @@ class Bisector {
     std::mt19937 rng(7);
     for (const TensorInfo& in : session->inputs()) {
       auto it = o_.inputs.find(in.name);
-      if (it == o_.inputs.end()) it = o_.inputs.emplace(in.name, randomInput(in, rng)).first;  // same for every run
+      if (it == o_.inputs.end()) {  // the same value for every run
+        ASSIGN_OR_RETURN(HostTensor t, randomInput(in, rng));
+        it = o_.inputs.emplace(in.name, std::move(t)).first;
+      }
       RETURN_IF_ERROR(session->setInput(in.name, it->second));
     }
     RETURN_IF_ERROR(session->run());

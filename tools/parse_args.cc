@@ -57,7 +57,14 @@ StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const st
 
 namespace gkrt::tools {
 
-HostTensor randomInput(const TensorInfo& info, std::mt19937& rng) {
+StatusOr<HostTensor> randomInput(const TensorInfo& info, std::mt19937& rng) {
+  for (int64_t d : info.shape) {
+    if (d < 0) {
+      return makeError(StatusCode::kInvalidArgument, "input '", info.name, "' has dynamic dims ", shapeToString(info.shape),
+                       ": give its shape with --input-shape ", info.name, "=... or its value with --input ", info.name,
+                       "=file.npy");
+    }
+  }
   HostTensor t(info.dtype, info.shape);
   std::memset(t.data(), 0, t.bytes());
   if (isFloat(info.dtype)) {

@@ -22,8 +22,9 @@ Status splitAssignment(const std::string& text, const char* what, std::string* k
 // Environment flags (MS_DEV_GRAPH_KERNEL_FLAGS), then --flags, then --fusion-profile.
 StatusOr<FusionOptions> fusionOptionsFromArgs(const std::string& flags, const std::string& profile);
 
-// A random value for an input not given: floats uniform in [-1, 1), other types 0.
-HostTensor randomInput(const TensorInfo& info, std::mt19937& rng);
+// A random value for an input not given: floats uniform in [-1, 1), other types 0; an
+// error naming --input-shape when its shape still has dynamic dims.
+StatusOr<HostTensor> randomInput(const TensorInfo& info, std::mt19937& rng);
 
 // "--input name=file.npy" values, read.
 StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std::string>& specs);

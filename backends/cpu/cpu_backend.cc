@@ -36,6 +36,7 @@ CpuBackend::CpuBackend(const BackendOptions& options)
   if (const char* env = std::getenv("GKRT_CPU_INT8"); env && std::string(env) == "saturating") {
     options_.cpu_int8_saturating = true;
   }
+  if (const char* env = std::getenv("GKRT_CPU_INT8"); env && std::string(env) == "float") options_.cpu_int8_float = true;
   if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
     options_.cpu_blocked_layout = false;
   }
@@ -174,9 +175,12 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     auto k = compileConvEpilogueInLayout(g, node, layout);
     if (k.ok()) return k;  // else the reference kernel of the whole chain
   }
-  if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node);
-  if (cpu::canRunOneDnnInt8(g, node, options_.cpu_int8_saturating)) {
-    auto k = cpu::compileOneDnnInt8(g, node, options_.cpu_int8_saturating);
+  if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node, *pool_);
+  if (cpu::canRunOneDnnInt8(g, node)) {
+    const cpu::Int8Path path = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
+                               : options_.cpu_int8_saturating ? cpu::Int8Path::kSaturating
+                                                              : cpu::Int8Path::kAuto;
+    auto k = cpu::compileOneDnnInt8(g, node, path, *pool_);
     if (k.ok()) return k;  // else our own int8 GEMM or the reference kernel
     GKRT_LOG_INFO("cpu: oneDNN declines ", node.name, ": ", k.status().message());
   }

@@ -1,6 +1,7 @@
 #include "backends/cpu/fused_elementwise.h"
 
 #include <algorithm>
+#include <string>
 
 #include "backends/cpu/blocked_layout.h"
 #include "backends/cpu/tile_program.h"
@@ -9,12 +10,51 @@
 namespace gkrt::cpu {
 namespace {
 
+// A node of the cluster on a much smaller shape than the outputs whose operands are
+// kernel inputs, constants or earlier steps (the per-channel scale x_scale * w_scale of
+// a dynamically quantized layer): run once per launch by its reference kernel; its
+// result is read by the tiled loops as one more kernel input, through broadcast strides.
+struct PrologueStep {
+  ir::Node node;
+  std::vector<TensorView> in;  // constants filled in; the others from `source` at launch
+  std::vector<int> source;     // per input: kernel input (or earlier step: inputs + k) index, -1 none
+  std::vector<float> result;
+  Shape shape;
+};
+
 // The program of an elementwise cluster: every value has the outputs' shape (inputs
 // broadcast to it), so one tile of each is the same flat range.
 struct ElementwiseProgram {
   Program p;
   int64_t total = 0;
+  std::vector<PrologueStep> prologue;
 };
+
+// At most this share of the outputs' size for a prologue step (it runs unvectorised).
+constexpr int64_t kPrologueRatio = 16;
+
+bool prologueStep(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, const std::vector<int>& input_of,
+                  const std::vector<int>& output_of, PrologueStep* st) {
+  EwOp op;
+  if (n.outputs.size() != 1 || !n.op || !n.op->reference || !ewOpFor(n.op->name, static_cast<int>(n.inputs.size()), &op)) {
+    return false;
+  }
+  const ir::Tensor& y = tensors[n.outputs[0]];
+  if (y.dtype != DType::kFloat32 || output_of[n.outputs[0]] >= 0 || numElements(y.shape) * kPrologueRatio > total) return false;
+  for (int t : n.inputs) {
+    if (t < 0 || !(input_of[t] >= 0 || tensors[t].isConstant())) return false;
+    TensorView v;
+    v.dtype = tensors[t].dtype;
+    v.shape = tensors[t].shape;
+    if (tensors[t].isConstant()) v.data = tensors[t].constant->data;
+    st->in.push_back(v);
+    st->source.push_back(tensors[t].isConstant() ? -1 : input_of[t]);
+  }
+  st->node = n;
+  st->shape = y.shape;
+  st->result.resize(numElements(y.shape));
+  return true;
+}
 
 bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* out) {
   const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
@@ -33,19 +73,26 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
     if (output_of[kernel_outputs[k]] >= 0) return false;  // one tensor as two outputs
     output_of[kernel_outputs[k]] = static_cast<int>(k);
   }
-  auto operand = [&](int t, const Shape& consumer, Operand* o) {
-    if (producer[t] < 0) return sourceOperand(tensors[t], input_of[t], consumer, total, o);
+  auto operand = [&](int t, const Shape& consumer, Operand* o, bool cast = false) {
+    if (producer[t] < 0) return sourceOperand(tensors[t], input_of[t], consumer, total, o, cast);
     o->kind = Operand::kTemp;
     o->temp = producer[t];
     return true;
   };
   Program p;
+  const int num_inputs = static_cast<int>(kernel_inputs.size());
   for (const ir::Node& n : nodes) {
+    PrologueStep st;
+    if (prologueStep(tensors, n, total, input_of, output_of, &st)) {
+      input_of[n.outputs[0]] = num_inputs + static_cast<int>(out->prologue.size());
+      out->prologue.push_back(std::move(st));
+      continue;
+    }
     Instr in;
     const int operands = instrFor(tensors, n, total, &in);
     if (operands == 0) return false;
     const Shape& consumer = tensors[n.outputs[0]].shape;
-    if (!operand(n.inputs[0], consumer, &in.a)) return false;
+    if (!operand(n.inputs[0], consumer, &in.a, std::string(n.op->name) == "Cast")) return false;
     if (operands == 2 && !operand(n.inputs[1], consumer, &in.b)) return false;
     in.output = output_of[n.outputs[0]];
     producer[n.outputs[0]] = static_cast<int>(p.code.size());
@@ -66,18 +113,47 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
 
 class ElementwiseKernel final : public Kernel {
  public:
-  ElementwiseKernel(ElementwiseProgram p, ThreadPool& pool) : p_(std::move(p.p)), total_(p.total), pool_(pool) {
+  ElementwiseKernel(ElementwiseProgram p, ThreadPool& pool)
+      : p_(std::move(p.p)), total_(p.total), prologue_(std::move(p.prologue)), pool_(pool) {
+    for (PrologueStep& st : prologue_) {
+      MutableTensorView y;
+      y.shape = st.shape;
+      y.data = st.result.data();
+      prologue_out_.push_back({y});
+    }
     scratch_.resize(static_cast<size_t>(pool.size()) * p_.scratchFloats());
     results_.resize(static_cast<size_t>(pool.size()) * p_.code.size());  // nothing is allocated in launch
     in_place_ = inPlaceCandidate(p_);
   }
 
   int inPlaceInput() const override { return in_place_; }
+  // Empty for a plain cluster (as before); names what is special otherwise.
+  std::string detail() const override {
+    int converted = 0;
+    for (const Instr& in : p_.code) converted += in.a.kind == Operand::kFull && in.a.from != DType::kFloat32;
+    std::string d;
+    if (!prologue_.empty()) d = "fused loop, " + std::to_string(prologue_.size()) + " small op(s) run first";
+    if (converted > 0) d += (d.empty() ? "fused loop, " : ", ") + std::to_string(converted) + " integer input(s) cast on load";
+    return d;
+  }
 
-  Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs,
-                void*) override {
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& outputs, void*) override {
+    const std::vector<TensorView>* inputs = &in;
+    if (!prologue_.empty()) {  // the kernel inputs, then each step's result
+      all_inputs_.resize(in.size() + prologue_.size());
+      std::copy(in.begin(), in.end(), all_inputs_.begin());
+      for (size_t k = 0; k < prologue_.size(); ++k) {
+        PrologueStep& st = prologue_[k];
+        for (size_t i = 0; i < st.in.size(); ++i) if (st.source[i] >= 0) st.in[i].data = all_inputs_[st.source[i]].data;
+        RETURN_IF_ERROR(st.node.op->reference(KernelContext{st.node, st.in, prologue_out_[k]}));
+        TensorView& r = all_inputs_[in.size() + k];
+        r.shape = st.shape;
+        r.data = st.result.data();
+      }
+      inputs = &all_inputs_;
+    }
     pool_.parallelFor(total_, kTile, 32 * 1024, [&](int thread, int64_t begin, int64_t end) {
-      TileRunner runner(p_, inputs, outputs, scratch_.data() + thread * p_.scratchFloats(),
+      TileRunner runner(p_, *inputs, outputs, scratch_.data() + thread * p_.scratchFloats(),
                         results_.data() + thread * p_.code.size());
       for (int64_t s = begin; s < end; s += kTile) runner.run(s, std::min(kTile, end - s));
     });
@@ -96,13 +172,18 @@ class ElementwiseKernel final : public Kernel {
   static int inPlaceCandidate(const Program& p) {
     if (!onlyLastWrites(p)) return -1;
     for (const Instr& in : p.code) {
-      for (const Operand* o : {&in.a, &in.b}) if (o->kind == Operand::kFull && o->input >= 0) return o->input;
+      for (const Operand* o : {&in.a, &in.b}) {
+        if (o->kind == Operand::kFull && o->input >= 0 && o->from == DType::kFloat32) return o->input;
+      }
     }
     return -1;
   }
 
   Program p_;
   int64_t total_;
+  std::vector<PrologueStep> prologue_;
+  std::vector<std::vector<MutableTensorView>> prologue_out_;
+  std::vector<TensorView> all_inputs_;
   ThreadPool& pool_;
   int in_place_ = -1;
   std::vector<float> scratch_;

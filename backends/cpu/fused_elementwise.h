@@ -14,7 +14,9 @@
 namespace gkrt::cpu {
 
 // Whether `node` (a Fused node, or one elementwise op) can run as one tiled loop:
-// float32 throughout, supported ops, outputs of one shape that every input broadcasts to.
+// float32 throughout (but for a Cast to float32 of a whole int32/int8/uint8 input,
+// converted as it loads), supported ops, outputs of one shape that every input
+// broadcasts to.
 bool canRunElementwise(const ir::Graph& g, const ir::Node& node);
 
 // `block` > 0: the outputs and full-size inputs are stored channel-blocked

@@ -16,6 +16,7 @@
 #include <dnnl.hpp>
 
 #include "backends/cpu/onednn_kernels.h"
+#include "backends/cpu/quant_kernels.h"
 #endif
 
 namespace gkrt::cpu {
@@ -78,9 +79,9 @@ bool int8WithoutSaturation() {
     default: return false;
   }
 }
-bool useNativeInt8(bool saturating) {
+bool useNativeInt8(Int8Path path) {
   static const bool exact = int8WithoutSaturation();
-  return exact || saturating;
+  return path == Int8Path::kSaturating || (path == Int8Path::kAuto && exact);
 }
 
 // A matrix of shape s read as `rank` dims (leading ones), row-major.
@@ -92,16 +93,26 @@ dnnl::memory::desc matDesc(const Shape& s, size_t rank, dt type) {
   return dnnl::memory::desc(d, type, strides);
 }
 
+// Elements per thread below which a loop stays on the calling thread.
+constexpr int64_t kMinPerThread = 32768;
+
+template <class T> void toFloat(const T* __restrict x, float z, float* __restrict f, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(x[i]) - z;
+}
+template <class T> void toFloatColumns(const T* __restrict x, const float* __restrict z, float* __restrict f, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(x[i]) - z[i];
+}
+
 class OneDnnInt8Kernel final : public Kernel {
  public:
-  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op, bool saturating)
-      : op_(op), native_(useNativeInt8(saturating)), stream_(oneDnnEngine()) {
+  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op, Int8Path path, ThreadPool& pool)
+      : op_(op), stream_(oneDnnEngine()), pool_(pool) {
     const ir::Tensor& x = *tensorAt(g, n, op.x);
     const ir::Tensor& w = *tensorAt(g, n, op.w);
+    native_ = useNativeInt8(path) && w.dtype == DType::kInt8;  // else the float path (u8 weights)
     const ir::Tensor& y = g.tensors[n.outputs[0]];
     const ir::Tensor* xzp = tensorAt(g, n, op.xzp);
     const ir::Tensor* wzp = tensorAt(g, n, op.wzp);
-    if (native_ && w.dtype != DType::kInt8) throw std::runtime_error("oneDNN int8 takes s8 weights only");
     channels_ = op.conv ? w.shape[0] : w.shape.back();
     inner_ = op.conv ? y.shape[2] * y.shape[3] : 1;
     y_dtype_ = y.dtype;
@@ -109,7 +120,9 @@ class OneDnnInt8Kernel final : public Kernel {
       const ir::Tensor &xs = *tensorAt(g, n, op.xs), &ws = *tensorAt(g, n, op.ws), &ys = *tensorAt(g, n, op.ys);
       const int64_t nw = numElements(ws.shape);
       scales_.resize(nw);
-      for (int64_t o = 0; o < nw; ++o) scales_[o] = static_cast<float>(constAt(xs, 0) * constAt(ws, o) / constAt(ys, 0));
+      for (int64_t o = 0; o < nw; ++o) {  // in float32 step by step, as the reference kernels
+        scales_[o] = static_cast<float>(constAt(xs, 0)) * static_cast<float>(constAt(ws, o)) / static_cast<float>(constAt(ys, 0));
+      }
       yzp_ = static_cast<int32_t>(constAt(*tensorAt(g, n, op.yzp), 0));
     }
     if (xzp) {
@@ -135,19 +148,25 @@ class OneDnnInt8Kernel final : public Kernel {
       x_mem_.set_data_handle(const_cast<void*>(in[op_.x].data));
       y_mem_.set_data_handle(out[0].data);
       if (runtime_xzp_) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem_;
-    } else {  // x - x_zp as float32, one pass
+    } else {  // x - x_zp as float32, one pass over the threads
       const TensorView& x = in[op_.x];
       const float z = static_cast<float>(xzp_value_);
-      if (x.dtype == DType::kUInt8) for (size_t i = 0; i < x_float_.size(); ++i) x_float_[i] = x.as<uint8_t>()[i] - z;
-      else for (size_t i = 0; i < x_float_.size(); ++i) x_float_[i] = x.as<int8_t>()[i] - z;
+      float* f = x_float_.data();
+      pool_.parallelFor(static_cast<int64_t>(x_float_.size()), 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+        if (x.dtype == DType::kUInt8) toFloat(x.as<uint8_t>() + b, z, f + b, e - b);
+        else toFloat(x.as<int8_t>() + b, z, f + b, e - b);
+      });
     }
     if (!w_const_ && native_) w_mem_.set_data_handle(const_cast<void*>(in[op_.w].data));
-    if (!w_const_ && !native_) {
+    if (!w_const_ && !native_) {  // w - w_zp[column] as float32, rows of `channels_`
       const TensorView& w = in[op_.w];
-      for (size_t i = 0; i < w_float_.size(); ++i) {
-        const float v = w_signed_ ? w.as<int8_t>()[i] : w.as<uint8_t>()[i];
-        w_float_[i] = v - w_zp_[i % channels_];
-      }
+      const int64_t rows = static_cast<int64_t>(w_float_.size()) / channels_;
+      pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / channels_), [&](int, int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          if (w_signed_) toFloatColumns(w.as<int8_t>() + r * channels_, w_zp_.data(), w_float_.data() + r * channels_, channels_);
+          else toFloatColumns(w.as<uint8_t>() + r * channels_, w_zp_.data(), w_float_.data() + r * channels_, channels_);
+        }
+      });
     }
     if (b_mem_) args[DNNL_ARG_BIAS] = b_mem_;
     if (x_reorder_) {
@@ -156,16 +175,17 @@ class OneDnnInt8Kernel final : public Kernel {
     } else {
       args[DNNL_ARG_SRC] = x_mem_;
     }
-    args[DNNL_ARG_DST] = y_reorder_ ? y_prim_ : y_mem_;
+    args[DNNL_ARG_DST] = y_reorder_ || y_block_ ? y_prim_ : y_mem_;
     prim_.execute(stream_, args);
     if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
     stream_.wait();
-    if (!native_) requantize(out[0]);
+    if (!native_ && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
+    else if (!native_) requantize(y_float_.data(), out[0]);
     return Status::Ok();
   }
   std::string detail() const override {
     return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ +
-           (x_reorder_ || y_reorder_ ? ", layout reorders" : "");
+           (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
   }
   int reorders() const override { return (x_reorder_ ? 1 : 0) + (y_reorder_ ? 1 : 0); }
 
@@ -186,20 +206,53 @@ class OneDnnInt8Kernel final : public Kernel {
     }
   }
 
-  // Float path: y = sat(rint(acc * scale[o]) + yzp), or the int32 sum.
-  void requantize(const MutableTensorView& y) const {
+  // Float path: y = sat(rint(acc * scale[o]) + yzp), or the int32 sum; acc plain
+  // (conv: N x C x inner; matmul: rows x C), split over the threads by rows.
+  void requantize(const float* acc, const MutableTensorView& y) {
     const int64_t n = static_cast<int64_t>(y_float_.size());
     if (!op_.requant) {
-      for (int64_t i = 0; i < n; ++i) y.as<int32_t>()[i] = static_cast<int32_t>(std::nearbyint(y_float_[i]));
+      pool_.parallelFor(n, 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y.as<int32_t>()[i] = static_cast<int32_t>(std::lrint(acc[i]));
+      });
       return;
     }
-    const int lo = y_dtype_ == DType::kInt8 ? -128 : 0, hi = y_dtype_ == DType::kInt8 ? 127 : 255;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t o = scales_.size() == 1 ? 0 : (op_.conv ? (i / inner_) % channels_ : i % channels_);
-      const float v = std::nearbyint(y_float_[i] * scales_[o]) + static_cast<float>(yzp_);
-      const int q = static_cast<int>(std::min<float>(std::max<float>(v, lo), hi));
-      if (y_dtype_ == DType::kInt8) y.as<int8_t>()[i] = static_cast<int8_t>(q);
-      else y.as<uint8_t>()[i] = static_cast<uint8_t>(q);
+    const int64_t row = op_.conv ? inner_ : channels_, rows = n / row;
+    pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / row), [&](int, int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const float* a = acc + r * row;
+        if (y_dtype_ == DType::kInt8) requantRow(a, r, row, y.as<int8_t>() + r * row);
+        else requantRow(a, r, row, y.as<uint8_t>() + r * row);
+      }
+    });
+  }
+  template <class T> void requantRow(const float* __restrict a, int64_t r, int64_t len, T* __restrict y) const {
+    if (scales_.size() == 1 || op_.conv) {
+      requantizeRow(a, nullptr, scales_.size() == 1 ? scales_[0] : scales_[r % channels_], yzp_, y, len);
+    } else {
+      requantizeRow(a, scales_.data(), 0.0f, yzp_, y, len);
+    }
+  }
+  // The convolution's nChw{B}c accumulator straight into plain y (no reorder pass): one
+  // (image, channel block) a task.
+  void requantizeBlocked(const float* acc, const MutableTensorView& y) {
+    const int64_t B = y_block_, blocks = (channels_ + B - 1) / B, N = static_cast<int64_t>(y_float_.size()) / (channels_ * inner_);
+    pool_.parallelFor(N * blocks, 1, 1, [&](int, int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        if (y_dtype_ == DType::kInt8) requantBlock(acc, t, blocks, y.as<int8_t>());
+        else requantBlock(acc, t, blocks, y.as<uint8_t>());
+      }
+    });
+  }
+  template <class T> void requantBlock(const float* acc, int64_t t, int64_t blocks, T* y) const {
+    const int64_t B = y_block_, img = t / blocks, cb = t % blocks, c0 = cb * B, cn = std::min<int64_t>(B, channels_ - c0);
+    const float* a = acc + t * inner_ * B;
+    T* yo = y + (img * channels_ + c0) * inner_;
+    float s[16];
+    for (int64_t c = 0; c < cn; ++c) s[c] = scales_.size() == 1 ? scales_[0] : scales_[c0 + c];
+    for (int64_t p = 0; p < inner_; ++p) {
+      T q[16];
+      requantizeRow(a + p * B, s, 0.0f, yzp_, q, cn);
+      for (int64_t c = 0; c < cn; ++c) yo[c * inner_ + p] = q[c];
     }
   }
 
@@ -252,7 +305,10 @@ class OneDnnInt8Kernel final : public Kernel {
     }
     if (pd.dst_desc() != y_md) {
       y_prim_ = dnnl::memory(pd.dst_desc(), oneDnnEngine());
-      y_reorder_ = dnnl::reorder(y_prim_, y_mem_);
+      const dims yd{ys[0], ys[1], ys[2], ys[3]};
+      if (!native_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw8c)) y_block_ = 8;
+      else if (!native_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw16c)) y_block_ = 16;
+      else y_reorder_ = dnnl::reorder(y_prim_, y_mem_);
     }
     if (native_) {
       reorderWeights(w_plain, pd.weights_desc(), w.constant->data);
@@ -310,8 +366,10 @@ class OneDnnInt8Kernel final : public Kernel {
   }
 
   Int8Op op_;
-  bool native_;
+  bool native_ = false;
   dnnl::stream stream_;
+  ThreadPool& pool_;
+  int64_t y_block_ = 0;  // float path: the accumulator is nChw{y_block_}c, requantized into plain y
   dnnl::primitive prim_;
   dnnl::memory x_mem_, w_mem_, y_mem_, b_mem_, x_prim_, y_prim_, zp_mem_;
   dnnl::reorder x_reorder_, y_reorder_;
@@ -327,13 +385,12 @@ class OneDnnInt8Kernel final : public Kernel {
 
 }  // namespace
 
-bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating) {
+bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
   Int8Op op;
   if (node.subgraph || !int8Op(node, &op)) return false;
   const ir::Tensor* x = tensorAt(g, node, op.x);
   const ir::Tensor* w = tensorAt(g, node, op.w);
   if (!x || !w || (op.conv && x->shape.size() != 4)) return false;
-  if (useNativeInt8(saturating) && w->dtype != DType::kInt8) return false;
   for (int k : {op.xs, op.ws, op.ys, op.yzp}) {
     if (k >= 0 && (!tensorAt(g, node, k) || !tensorAt(g, node, k)->isConstant())) return false;
   }
@@ -344,11 +401,12 @@ bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating)
   return !xzp || numElements(xzp->shape) == 1;
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node, bool saturating) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node, Int8Path path,
+                                                    ThreadPool& pool) {
   Int8Op op;
   if (!int8Op(node, &op)) return makeError(StatusCode::kUnsupported, "oneDNN int8 does not take ", node.name);
   try {
-    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, saturating));
+    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, path, pool));
   } catch (const std::exception& e) {  // dnnl::error and the cases refused above
     return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
   }
@@ -356,8 +414,8 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir
 
 #else  // no oneDNN in this build: the reference kernels (the own int8 GEMM: not written yet)
 
-bool canRunOneDnnInt8(const ir::Graph&, const ir::Node&, bool) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node, bool) {
+bool canRunOneDnnInt8(const ir::Graph&, const ir::Node&) { return false; }
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node, Int8Path, ThreadPool&) {
   return makeError(StatusCode::kUnsupported, "this build has no oneDNN for ", node.name);
 }
 

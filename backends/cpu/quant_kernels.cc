@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
@@ -19,63 +21,182 @@ int zeroPointOf(const std::vector<TensorView>& in, size_t k) {
   return k < in.size() && in[k].present() ? static_cast<int>(ops::loadIndex(in[k], 0)) : 0;
 }
 
-// sat(rint(v) + zp) into T, NaN as 0 (the reference's rule).
-template <class T> T saturate(float v, int zp) {
-  constexpr float lo = std::is_signed_v<T> ? -128.0f : 0.0f, hi = std::is_signed_v<T> ? 127.0f : 255.0f;
-  const float r = (v == v ? std::nearbyint(v) : 0.0f) + static_cast<float>(zp);
-  return static_cast<T>(std::min(std::max(r, lo), hi));
+template <class T> void quantize(const float* __restrict x, float s, int zp, T* __restrict y, int64_t n) {
+#ifdef __SSE2__
+  const __m128 s4 = _mm_set1_ps(s);
+  const auto vec = [&](int64_t i) { return _mm_div_ps(_mm_loadu_ps(x + i), s4); };
+#else
+  const auto vec = [](int64_t) { return 0; };
+#endif
+  saturateRow(vec, [&](int64_t i) { return x[i] / s; }, zp, y, n);
 }
-
-template <class T> void quantize(const float* x, float s, int zp, T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = saturate<T>(x[i] / s, zp);
-}
-template <class T> void dequantize(const T* x, float s, int zp, float* y, int64_t n) {
+template <class T> void dequantize(const T* __restrict x, float s, int zp, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int>(x[i]) - zp) * s;
 }
-// QLinearAdd / QLinearMul; `na`, `nb`: the operands' sizes (each repeats over y: its
-// shape is a suffix of y's).
-template <class T, bool kMul>
-void binary(const T* a, int64_t na, const T* b, int64_t nb, float ra, float rb, int az, int bz, int cz, T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float fa = static_cast<float>(static_cast<int>(a[i % na]) - az), fb = static_cast<float>(static_cast<int>(b[i % nb]) - bz);
-    y[i] = saturate<T>(kMul ? fa * fb * ra : fa * ra + fb * rb, cz);
+// QLinearAdd / QLinearMul on y[begin, end): `na`, `nb` are the operands' sizes (each
+// repeats over y: its shape is a suffix of y's, so the smaller size divides the larger).
+// Rows of the smaller size > 1 run as contiguous loops; a one-element operand is a scalar.
+template <class T, bool kMul> struct QBinary {
+  const T *a, *b;
+  int64_t na, nb;
+  float ra, rb;
+  int az, bz, cz;
+  T* y;
+  // The float values in a stack buffer (vectorised by the compiler), then saturated.
+  void row(const T* __restrict pa, int64_t sa, const T* __restrict pb, int64_t sb, T* __restrict py, int64_t len) const {
+    constexpr int64_t kChunk = 256;
+    alignas(16) float v[kChunk];
+    for (int64_t c = 0; c < len; c += kChunk) {
+      const int64_t m = std::min(kChunk, len - c);
+      for (int64_t i = 0; i < m; ++i) {
+        const float fa = static_cast<float>(static_cast<int>(pa[(c + i) * sa]) - az);
+        const float fb = static_cast<float>(static_cast<int>(pb[(c + i) * sb]) - bz);
+        v[i] = kMul ? fa * fb * ra : fa * ra + fb * rb;
+      }
+#ifdef __SSE2__
+      const auto vec = [&](int64_t i) { return _mm_load_ps(v + i); };
+#else
+      const auto vec = [](int64_t) { return 0; };
+#endif
+      saturateRow(vec, [&](int64_t i) { return v[i]; }, cz, py + c, m);
+    }
   }
+  // Row length: the smaller period above one, else everything.
+  int64_t rowLength(int64_t n) const {
+    const int64_t p = std::min(na > 1 ? na : n, nb > 1 ? nb : n);
+    return p > 0 ? p : 1;
+  }
+  void run(int64_t begin_row, int64_t end_row, int64_t len) const {
+    for (int64_t r = begin_row; r < end_row; ++r) {
+      const int64_t o = r * len;
+      const T* pa = a + (na > 1 ? o % na : 0);
+      const T* pb = b + (nb > 1 ? o % nb : 0);
+      const bool contiguous_a = na > 1, contiguous_b = nb > 1;  // a scalar repeats: stride 0
+      if (contiguous_a && contiguous_b) row(pa, 1, pb, 1, y + o, len);
+      else if (contiguous_a) row(pa, 1, pb, 0, y + o, len);
+      else if (contiguous_b) row(pa, 0, pb, 1, y + o, len);
+      else row(pa, 0, pb, 0, y + o, len);
+    }
+  }
+};
+
+// DynamicQuantizeLinear's range: max(0, max x) and min(0, min x), NaN ignored (the
+// reference's std::max / std::min order; maxps(v, m) keeps m where v is NaN).
+void dynamicRange(const float* x, int64_t n, float* maxx, float* minx) {
+  float hi = 0.0f, lo = 0.0f;
+  int64_t i = 0;
+#ifdef __SSE2__
+  __m128 h0 = _mm_setzero_ps(), h1 = h0, l0 = h0, l1 = h0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+    h0 = _mm_max_ps(a, h0);
+    h1 = _mm_max_ps(b, h1);
+    l0 = _mm_min_ps(a, l0);
+    l1 = _mm_min_ps(b, l1);
+  }
+  alignas(16) float hv[4], lv[4];
+  _mm_store_ps(hv, _mm_max_ps(h0, h1));
+  _mm_store_ps(lv, _mm_min_ps(l0, l1));
+  for (int k = 0; k < 4; ++k) {
+    hi = std::max(hi, hv[k]);
+    lo = std::min(lo, lv[k]);
+  }
+#endif
+  for (; i < n; ++i) {
+    hi = std::max(hi, x[i]);
+    lo = std::min(lo, x[i]);
+  }
+  *maxx = hi;
+  *minx = lo;
 }
+
+// y = sat(rint(x / scale) + zp) with NaN as 0 (not zp: the reference's rule for this op).
+void dynamicQuantize(const float* __restrict x, float scale, int zp, uint8_t* __restrict y, int64_t n) {
+#ifdef __SSE2__
+  const __m128 s4 = _mm_set1_ps(scale), low = _mm_set1_ps(-kQuantClamp);
+  const auto vec = [&](int64_t i) {
+    const __m128 v = _mm_div_ps(_mm_loadu_ps(x + i), s4), ord = _mm_cmpord_ps(v, v);
+    return _mm_or_ps(_mm_and_ps(ord, v), _mm_andnot_ps(ord, low));
+  };
+#else
+  const auto vec = [](int64_t) { return 0; };
+#endif
+  saturateRow(vec, [&](int64_t i) { const float v = x[i] / scale; return v == v ? v : -kQuantClamp; }, zp, y, n);
+}
+
+// Elements per thread below which a loop stays on the calling thread.
+constexpr int64_t kMinPerThread = 32768;
 
 class QuantElementwiseKernel final : public Kernel {
  public:
-  explicit QuantElementwiseKernel(std::string op) : op_(std::move(op)) {}
+  QuantElementwiseKernel(std::string op, ThreadPool& pool) : op_(std::move(op)), pool_(pool) {}
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const MutableTensorView& y = out[0];
     const int64_t n = y.size();
+    if (op_ == "DynamicQuantizeLinear") return dynamicQuantizeLinear(in[0], out);
     const bool s8 = (op_ == "QuantizeLinear" ? y.dtype : in[0].dtype) == DType::kInt8;
-    if (op_ == "QuantizeLinear") {
+    if (op_ == "QuantizeLinear" || op_ == "DequantizeLinear") {
       const float s = scaleOf(in[1]);
       const int zp = zeroPointOf(in, 2);
-      if (s8) quantize(in[0].as<float>(), s, zp, y.as<int8_t>(), n);
-      else quantize(in[0].as<float>(), s, zp, y.as<uint8_t>(), n);
-    } else if (op_ == "DequantizeLinear") {
-      const float s = scaleOf(in[1]);
-      const int zp = zeroPointOf(in, 2);
-      if (s8) dequantize(in[0].as<int8_t>(), s, zp, y.as<float>(), n);
-      else dequantize(in[0].as<uint8_t>(), s, zp, y.as<float>(), n);
-    } else {  // as the reference: ratios in float32
-      const bool mul = op_ == "QLinearMul";
-      const float as = scaleOf(in[1]), bs = scaleOf(in[4]), cs = scaleOf(in[6]);
-      const float ra = mul ? as * bs / cs : as / cs, rb = bs / cs;
-      const int az = zeroPointOf(in, 2), bz = zeroPointOf(in, 5), cz = zeroPointOf(in, 7);
-      const int64_t sa = in[0].size(), sb = in[3].size();
-      if (s8 && mul) binary<int8_t, true>(in[0].as<int8_t>(), sa, in[3].as<int8_t>(), sb, ra, rb, az, bz, cz, y.as<int8_t>(), n);
-      if (s8 && !mul) binary<int8_t, false>(in[0].as<int8_t>(), sa, in[3].as<int8_t>(), sb, ra, rb, az, bz, cz, y.as<int8_t>(), n);
-      if (!s8 && mul) binary<uint8_t, true>(in[0].as<uint8_t>(), sa, in[3].as<uint8_t>(), sb, ra, rb, az, bz, cz, y.as<uint8_t>(), n);
-      if (!s8 && !mul) binary<uint8_t, false>(in[0].as<uint8_t>(), sa, in[3].as<uint8_t>(), sb, ra, rb, az, bz, cz, y.as<uint8_t>(), n);
+      const bool q = op_ == "QuantizeLinear";
+      pool_.parallelFor(n, 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+        if (q && s8) quantize(in[0].as<float>() + b, s, zp, y.as<int8_t>() + b, e - b);
+        if (q && !s8) quantize(in[0].as<float>() + b, s, zp, y.as<uint8_t>() + b, e - b);
+        if (!q && s8) dequantize(in[0].as<int8_t>() + b, s, zp, y.as<float>() + b, e - b);
+        if (!q && !s8) dequantize(in[0].as<uint8_t>() + b, s, zp, y.as<float>() + b, e - b);
+      });
+      return Status::Ok();
     }
+    // as the reference: ratios in float32
+    const bool mul = op_ == "QLinearMul";
+    const float as = scaleOf(in[1]), bs = scaleOf(in[4]), cs = scaleOf(in[6]);
+    const float ra = mul ? as * bs / cs : as / cs, rb = bs / cs;
+    const int az = zeroPointOf(in, 2), bz = zeroPointOf(in, 5), cz = zeroPointOf(in, 7);
+    const int64_t sa = in[0].size(), sb = in[3].size();
+    if (s8 && mul) runBinary(QBinary<int8_t, true>{in[0].as<int8_t>(), in[3].as<int8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<int8_t>()}, n);
+    if (s8 && !mul) runBinary(QBinary<int8_t, false>{in[0].as<int8_t>(), in[3].as<int8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<int8_t>()}, n);
+    if (!s8 && mul) runBinary(QBinary<uint8_t, true>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<uint8_t>()}, n);
+    if (!s8 && !mul) runBinary(QBinary<uint8_t, false>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<uint8_t>()}, n);
     return Status::Ok();
   }
   std::string detail() const override { return "own int8 loop"; }
 
  private:
+  // The reference's formulas for scale and zero point, on the range from the threads.
+  Status dynamicQuantizeLinear(const TensorView& x, const std::vector<MutableTensorView>& out) {
+    const int64_t n = x.size();
+    const int threads = pool_.size();
+    range_.assign(2 * static_cast<size_t>(threads), 0.0f);
+    pool_.parallelFor(n, 64, kMinPerThread, [&](int t, int64_t b, int64_t e) {
+      float hi, lo;
+      dynamicRange(x.as<float>() + b, e - b, &hi, &lo);
+      range_[2 * t] = std::max(range_[2 * t], hi);
+      range_[2 * t + 1] = std::min(range_[2 * t + 1], lo);
+    });
+    float maxx = 0.0f, minx = 0.0f;
+    for (int t = 0; t < threads; ++t) {
+      maxx = std::max(maxx, range_[2 * t]);
+      minx = std::min(minx, range_[2 * t + 1]);
+    }
+    const float scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
+    const float initial_zp = 0.0f - minx / scale;
+    const float zp = std::nearbyint(std::clamp(initial_zp, 0.0f, 255.0f));
+    pool_.parallelFor(n, 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+      dynamicQuantize(x.as<float>() + b, scale, static_cast<int>(zp), out[0].as<uint8_t>() + b, e - b);
+    });
+    out[1].as<float>()[0] = scale;
+    out[2].as<uint8_t>()[0] = static_cast<uint8_t>(zp);
+    return Status::Ok();
+  }
+
+  template <class B> void runBinary(const B& op, int64_t n) {
+    const int64_t len = op.rowLength(n), rows = n / len;
+    pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / len), [&](int, int64_t b, int64_t e) { op.run(b, e, len); });
+  }
+
   std::string op_;
+  ThreadPool& pool_;
+  std::vector<float> range_;  // per thread: max, min
 };
 
 }  // namespace
@@ -92,6 +213,9 @@ bool canRunQuantElementwise(const ir::Graph& g, const ir::Node& node) {
                                               : isInt8(x.dtype) && y.dtype == DType::kFloat32;
     return types && scale.dtype == DType::kFloat32 && oneElement(g, node.inputs[1]) && oneElement(g, inputAt(node, 2));
   }
+  if (op == "DynamicQuantizeLinear") {
+    return x.dtype == DType::kFloat32 && node.outputs.size() == 3 && g.tensors[node.outputs[1]].dtype == DType::kFloat32;
+  }
   if (op == "QLinearAdd" || op == "QLinearMul") {
     const ir::Tensor& b = g.tensors[node.inputs[3]];
     for (size_t k : {1, 4, 6}) if (g.tensors[node.inputs[k]].dtype != DType::kFloat32) return false;
@@ -106,8 +230,8 @@ bool canRunQuantElementwise(const ir::Graph& g, const ir::Node& node) {
   return false;
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph&, const ir::Node& node) {
-  return std::unique_ptr<Kernel>(new QuantElementwiseKernel(node.op->name));
+StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph&, const ir::Node& node, ThreadPool& pool) {
+  return std::unique_ptr<Kernel>(new QuantElementwiseKernel(node.op->name, pool));
 }
 
 }  // namespace gkrt::cpu

@@ -67,9 +67,21 @@ void gatherTile(const Operand& o, const float* base, int64_t s, int64_t n, float
   }
 }
 
+template <class T> void convertTile(const T* __restrict x, int64_t n, float* __restrict buf) {
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<float>(x[i]);
+}
+
 }  // namespace
 
-bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o) {
+bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o, bool cast) {
+  const bool convert = cast && input >= 0 && numElements(t.shape) == total &&
+                       (t.dtype == DType::kInt32 || t.dtype == DType::kInt8 || t.dtype == DType::kUInt8);
+  if (convert) {
+    o->input = input;
+    o->kind = Operand::kFull;
+    o->from = t.dtype;
+    return true;
+  }
   if (t.dtype != DType::kFloat32 || (input < 0 && !t.isConstant())) return false;
   o->input = input;
   o->constant = t.isConstant() ? reinterpret_cast<const float*>(t.constant->data) : nullptr;
@@ -92,6 +104,10 @@ int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t 
   const ir::Tensor& out = tensors[n.outputs[0]];
   if (out.dtype != DType::kFloat32 || numElements(out.shape) != total) return 0;
   const std::string op = n.op->name;
+  if (op == "Cast") {  // to float32: a copy (of a float tile, or of an integer input converted as it loads)
+    in->op = EwOp::kCopy;
+    return n.inputs.size() == 1 ? 1 : 0;
+  }
   if (op == "Reshape" || op == "ExpandDims" || op == "Squeeze" || op == "Flatten") {
     in->op = EwOp::kCopy;
     return numElements(tensors[n.inputs[0]].shape) == total && n.inputs.size() == 1 ? 1 : 0;
@@ -143,7 +159,16 @@ void assignSlots(Program& p, const std::vector<std::pair<int, int>>& extra_reads
 const float* TileRunner::load(const Operand& o) {
   switch (o.kind) {
     case Operand::kTemp: return results_[o.temp];
-    case Operand::kFull: return base(o) + s_;
+    case Operand::kFull: {
+      if (o.from == DType::kFloat32) return base(o) + s_;
+      float* buf = gather_;
+      gather_ += tile_;
+      const void* raw = inputs_[o.input].data;
+      if (o.from == DType::kInt32) convertTile(static_cast<const int32_t*>(raw) + s_, n_, buf);
+      else if (o.from == DType::kInt8) convertTile(static_cast<const int8_t*>(raw) + s_, n_, buf);
+      else convertTile(static_cast<const uint8_t*>(raw) + s_, n_, buf);
+      return buf;
+    }
     case Operand::kRow:
       if (!rows_scalar_) return rows_[o.row];
       [[fallthrough]];

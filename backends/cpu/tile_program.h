@@ -29,6 +29,8 @@ struct Operand {
   int row = -1;                     // kRow: which row value
   // kGather: broadcast strides (elements) over `dims`, the consumer's output shape.
   std::vector<int64_t> dims, strides;
+  // kFull of a kernel input that a Cast reads: int32, int8 or uint8 converted on load.
+  DType from = DType::kFloat32;
 };
 
 struct Instr {
@@ -53,11 +55,13 @@ struct Program {
 
 // How a consumer of shape `consumer` (`total` elements) reads tensor `t`, a kernel
 // input (`input` >= 0) or a constant: whole (kFull), one value (kScalar) or through
-// broadcast strides (kGather). False when it is not float32 or does not broadcast.
-bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o);
+// broadcast strides (kGather). False when it is not float32 or does not broadcast;
+// `cast`: a Cast to float32 reads it, so a whole int32/int8/uint8 kernel input is
+// taken too (converted as each tile loads).
+bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o, bool cast = false);
 
 // The loop of node `n` (one float32 output of `total` elements): an elementwise op, a
-// reshape as a copy, Pow by a scalar constant as kPowConst. Sets in->op and in->c and
+// reshape or a Cast to float32 as a copy, Pow by a scalar constant as kPowConst. Sets in->op and in->c and
 // returns how many of n.inputs are operands (0: no loop runs this node).
 int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in);
 

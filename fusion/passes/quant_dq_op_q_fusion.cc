@@ -8,7 +8,8 @@
 // x, a and the output per tensor, int8 or uint8; w per tensor or per output channel
 // (axis 0), a matmul's b per tensor or per column (its last axis), int8 or uint8. The
 // conv bias becomes int32 at scale xs*ws (the int32 of a DQ with exactly that scale and
-// no zero point as it is, a float constant rounded half to even). Runs before
+// zero points that are absent or 0 as it is; other DQ'd int32 and float constants
+// rounded half to even). Runs before
 // ConstantFolding, which would otherwise dequantize the weights; `disable_pass` keeps
 // the float path (for accuracy debugging).
 #include <cmath>
@@ -85,21 +86,40 @@ float constFloat(const ir::Graph& g, int t, int64_t i) {
   return v;
 }
 
+// A constant of any integer type that holds only zeros.
+bool allZero(const ir::Graph& g, int t) {
+  const ir::Tensor& x = g.tensors[t];
+  if (!x.isConstant()) return false;
+  const size_t bytes = static_cast<size_t>(elements(g, t)) * dtypeSize(x.dtype);
+  for (size_t k = 0; k < bytes; ++k) if (x.constant->data[k] != 0) return false;
+  return true;
+}
+
 // The conv bias as int32 at scale xs * ws[o]; -1 when it has none, -2 when it cannot be.
 int int32Bias(ir::Graph& g, const PatternGraph& pg, int b, int xs, int ws, int64_t channels) {
   if (b < 0) return -1;
   if (elements(g, b) != channels) return -2;
   std::vector<int32_t> q(channels);
   Dq d;
-  if (dequantized(pg, b, &d) && g.tensors[d.x].dtype == DType::kInt32 && isConst(g, d.x) && d.zp < 0) {
-    for (int64_t o = 0; o < channels; ++o) {
-      if (constFloat(g, d.scale, o) != constFloat(g, xs, 0) * constFloat(g, ws, o)) return -2;
-    }
-    return d.x;
+  // A DQ of a constant int32 with zero points that are all 0 (onnxruntime writes them):
+  // the int32 as it is where its scale is exactly xs * ws[o], else requantized below.
+  const bool dq_bias = dequantized(pg, b, &d) && g.tensors[d.x].dtype == DType::kInt32 && isConst(g, d.x) &&
+                       elements(g, d.x) == channels && (d.zp < 0 || allZero(g, d.zp));
+  const auto biasValue = [&](int64_t o) {
+    if (!dq_bias) return static_cast<double>(constFloat(g, b, o));
+    int32_t q;
+    std::memcpy(&q, g.tensors[d.x].constant->data + 4 * o, 4);
+    return static_cast<double>(q) * constFloat(g, d.scale, o);
+  };
+  if (dq_bias) {
+    bool same = true;
+    for (int64_t o = 0; o < channels && same; ++o) same = constFloat(g, d.scale, o) == constFloat(g, xs, 0) * constFloat(g, ws, o);
+    if (same) return d.x;
+  } else if (!isConst(g, b) || g.tensors[b].dtype != DType::kFloat32) {
+    return -2;
   }
-  if (!isConst(g, b) || g.tensors[b].dtype != DType::kFloat32) return -2;
   for (int64_t o = 0; o < channels; ++o) {
-    const double v = std::nearbyint(constFloat(g, b, o) / (static_cast<double>(constFloat(g, xs, 0)) * constFloat(g, ws, o)));
+    const double v = std::nearbyint(biasValue(o) / (static_cast<double>(constFloat(g, xs, 0)) * constFloat(g, ws, o)));
     if (!(std::fabs(v) < 2147483647.0)) return -2;
     q[o] = static_cast<int32_t>(v);
   }

@@ -232,14 +232,14 @@ TEST(ConvFusion, DenseBlockFoldsAffineChainsAndCopiesConcats) {
   Value x = b.input("x", DType::kFloat32, {1, 8, 10, 10});
   Value feats = conv(b, x, 8, 16, 3, 61);
   uint32_t seed = 63;
-  for (int64_t c = 16; c <= 24; c += 8) {
+  for (int64_t c = 16; c <= 32; c += 16) {  // growth 16: blocked under both nChw8c and nChw16c
     Value y = b.mul(feats, weight(b, {1, c, 1, 1}, seed++, 1.0f));
     y = b.add(y, weight(b, {c, 1, 1}, seed++));
     y = b.mul(y, weight(b, {c, 1, 1}, seed++, 1.0f));
     y = b.sub(y, weight(b, {1, c, 1, 1}, seed++));
-    feats = b.op1("Concat", {feats, conv(b, b.relu(y), c, 8, 3, seed++)}, AxisAttrs{1, false});
+    feats = b.op1("Concat", {feats, conv(b, b.relu(y), c, 16, 3, seed++)}, AxisAttrs{1, false});
   }
-  b.output(conv(b, feats, 32, 8, 1, seed), "y");
+  b.output(conv(b, feats, 48, 8, 1, seed), "y");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   ir::Graph fused = *g;

@@ -1,0 +1,236 @@
+// The cpu backend's own quantization loops (backends/cpu/quant_kernels.h) against the
+// reference kernels, bit for bit: rounding ties, NaN, infinities, saturation, sizes that
+// are not a multiple of the vector width, two threads; and the fused-loop executor's
+// integer Cast and small prologue ops (the dequantization chain of a dynamically
+// quantized layer, backends/cpu/fused_elementwise.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "runtime/builder.h"
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+// Floats with every awkward case: ties at the scale, NaN, +-inf, huge and tiny values.
+HostTensor awkwardFloats(const Shape& shape, float scale, uint32_t seed) {
+  HostTensor t(DType::kFloat32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-200.0f, 200.0f);
+  float* x = static_cast<float*>(t.data());
+  for (int64_t i = 0; i < t.size(); ++i) {
+    switch (i % 9) {
+      case 0: x[i] = (std::floor(u(rng)) + 0.5f) * scale; break;  // a tie after / scale
+      case 1: x[i] = std::numeric_limits<float>::quiet_NaN(); break;
+      case 2: x[i] = (i % 2 ? 1.0f : -1.0f) * std::numeric_limits<float>::infinity(); break;
+      case 3: x[i] = (i % 2 ? 3e30f : -3e30f); break;
+      default: x[i] = u(rng) * scale;
+    }
+  }
+  return t;
+}
+
+HostTensor randomBytes(DType type, const Shape& shape, uint32_t seed) {
+  HostTensor t(type, shape);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < t.size(); ++i) static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(rng());
+  return t;
+}
+
+// Runs on the reference and on cpu (2 threads) and expects identical bytes; returns the
+// cpu kernels' details.
+std::string expectCpuEqualsReference(const ir::Graph& g, const std::vector<HostTensor>& in) {
+  auto want = testing::runGraph(g, in, "reference");
+  EXPECT_TRUE(want.ok()) << want.status().message();
+  SessionOptions o;
+  o.backend = "cpu";
+  o.backend_options.num_threads = 2;
+  auto got = testing::runWithKernels(g, in, o);
+  EXPECT_TRUE(got.ok()) << got.status().message();
+  if (!want.ok() || !got.ok()) return "";
+  for (size_t k = 0; k < want->size(); ++k) {
+    const HostTensor &w = (*want)[k], &c = got->outputs[k];
+    EXPECT_EQ(c.dtype(), w.dtype());
+    EXPECT_EQ(c.bytes(), w.bytes());
+    if (c.bytes() != w.bytes()) continue;
+    int first = -1;
+    for (size_t i = 0; i < w.bytes() && first < 0; ++i) {
+      if (static_cast<const uint8_t*>(c.data())[i] != static_cast<const uint8_t*>(w.data())[i]) first = static_cast<int>(i);
+    }
+    EXPECT_EQ(first, -1) << "output " << k << " differs from the reference at byte " << first;
+  }
+  return got->details;
+}
+
+TEST(CpuQuantKernels, QuantizeAndDequantizeEqualTheReference) {
+  for (DType to : {DType::kUInt8, DType::kInt8}) {
+    GraphBuilder b;
+    const Shape shape = {70001};  // two threads' worth, and a tail shorter than a vector
+    Value x = b.input("x", DType::kFloat32, shape);
+    const float s = 0.37f;
+    const uint8_t zp_u8 = 3;
+    const int8_t zp_s8 = -5;
+    Value scale = b.constant("s", DType::kFloat32, {}, &s);
+    Value zp = to == DType::kUInt8 ? b.constant("zp", to, {}, &zp_u8) : b.constant("zp", to, {}, &zp_s8);
+    Value q = b.op1("QuantizeLinear", {x, scale, zp}, QuantAttrs{1, 0, true, to, DType::kFloat32});
+    b.output(q, "q");
+    b.output(b.op1("DequantizeLinear", {q, scale, zp}, QuantAttrs{1, 0, true, DType::kFloat32, DType::kFloat32}), "dq");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    const std::string details = expectCpuEqualsReference(*g, {awkwardFloats(shape, s, 3)});
+    EXPECT_NE(details.find("own int8 loop"), std::string::npos) << details;
+  }
+}
+
+TEST(CpuQuantKernels, QLinearAddAndMulEqualTheReferenceOnEveryOperandShape) {
+  const Shape y = {3, 41, 67};
+  for (DType t : {DType::kUInt8, DType::kInt8}) {
+    for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+      for (const Shape& bs : {y, Shape{67}, Shape{41, 67}, Shape{1}}) {
+        GraphBuilder b;
+        Value a = b.input("a", t, y);
+        Value bv = b.input("b", t, bs);
+        const float as = 0.05f, bsc = 0.11f, ys = op[7] == 'A' ? 0.09f : 0.02f;
+        const uint8_t zu[] = {128, 120, 131};
+        const int8_t zs[] = {-3, 7, 0};
+        auto zp = [&](const char* name, int k) {
+          return t == DType::kUInt8 ? b.constant(name, t, {}, &zu[k]) : b.constant(name, t, {}, &zs[k]);
+        };
+        b.output(b.op1(op, {a, b.constant("as", DType::kFloat32, {}, &as), zp("az", 0), bv,
+                            b.constant("bs", DType::kFloat32, {}, &bsc), zp("bz", 1),
+                            b.constant("ys", DType::kFloat32, {}, &ys), zp("yz", 2)}),
+                 "y");
+        auto g = b.finish();
+        ASSERT_TRUE(g.ok()) << g.status().message();
+        SCOPED_TRACE(std::string(op) + " b " + shapeToString(bs) + (t == DType::kUInt8 ? " u8" : " s8"));
+        const std::string details = expectCpuEqualsReference(*g, {randomBytes(t, y, 5), randomBytes(t, bs, 6)});
+        EXPECT_NE(details.find("own int8 loop"), std::string::npos) << details;
+      }
+    }
+  }
+}
+
+TEST(CpuQuantKernels, DynamicQuantizeLinearEqualsTheReferenceWithNaNAsZero) {
+  GraphBuilder b;
+  const Shape shape = {2, 33333};
+  Value x = b.input("x", DType::kFloat32, shape);
+  auto outs = b.op("DynamicQuantizeLinear", {x}, {}, 3);
+  b.output(outs[0], "y");
+  b.output(outs[1], "scale");
+  b.output(outs[2], "zp");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  HostTensor in = testing::randomTensor(shape, 9);
+  float* v = static_cast<float*>(in.data());
+  v[17] = std::numeric_limits<float>::quiet_NaN();
+  v[40000] = std::numeric_limits<float>::quiet_NaN();
+  v[5] = -3.5f;  // the minimum: zero point 199 or so, not 0
+  const std::string details = expectCpuEqualsReference(*g, {in});
+  EXPECT_NE(details.find("own int8 loop"), std::string::npos) << details;
+}
+
+// A dynamically quantized convolution's dequantization as onnxruntime writes it:
+// Cast(int32 accumulator) * (x_scale * w_scale[c]) + bias, ReLU. One fused loop: the
+// per-channel scale product runs once first, the int32 is converted as it loads.
+TEST(CpuQuantKernels, DequantizationChainOfADynamicLayerIsOneFusedLoop) {
+  GraphBuilder b;
+  const Shape shape = {1, 16, 9, 9};
+  Value acc = b.input("acc", DType::kInt32, shape);
+  Value xs = b.input("xs", DType::kFloat32, {});
+  std::vector<float> ws(16), bias(16);
+  for (int c = 0; c < 16; ++c) {
+    ws[c] = 0.001f * (c + 1);
+    bias[c] = 0.05f * (c - 8);
+  }
+  Value scale = b.mul(xs, b.constant({16, 1, 1}, ws));
+  Value y = b.add(b.mul(b.op1("Cast", {acc}, CastAttrs{DType::kFloat32}), scale), b.constant({16, 1, 1}, bias));
+  b.output(b.relu(y), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  HostTensor a(DType::kInt32, shape);
+  std::mt19937 rng(4);
+  for (int64_t i = 0; i < a.size(); ++i) static_cast<int32_t*>(a.data())[i] = static_cast<int32_t>(rng() % 20001) - 10000;
+  HostTensor s(DType::kFloat32, {});
+  *static_cast<float*>(s.data()) = 0.0173f;
+  auto want = testing::runGraph(*g, {a, s}, "reference");
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  SessionOptions o;
+  o.backend = "cpu";
+  o.backend_options.num_threads = 2;
+  auto got = testing::runWithKernels(*g, {a, s}, o);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->kernels.size(), 1u) << got->details;
+  EXPECT_EQ(got->countDetail("small op(s) run first"), 1) << got->details;
+  EXPECT_EQ(got->countDetail("integer input(s) cast on load"), 1) << got->details;
+  EXPECT_EQ(testing::compareTensors(got->outputs[0], (*want)[0], 1e-6, 1e-6), "");
+}
+
+// The float path of the oneDNN int8 kernels (CPUs without VNNI; forced here with
+// cpu_int8_float): the integer sums in float32 and gkrt's requantization, straight from
+// the convolution's blocked accumulator, equal the reference bit for bit.
+TEST(CpuQuantKernels, Int8ConvolutionFloatPathEqualsTheReference) {
+  GraphBuilder b;
+  const int64_t C = 32, K = 48;
+  Value x = b.input("x", DType::kUInt8, {1, C, 12, 12});
+  std::mt19937 rng(11);
+  std::vector<int8_t> w(K * C * 9);
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  std::vector<float> ws(K);
+  std::vector<int32_t> bias(K);
+  for (int64_t k = 0; k < K; ++k) {
+    ws[k] = 0.002f + 0.0001f * k;
+    bias[k] = static_cast<int32_t>(rng() % 4001) - 2000;
+  }
+  std::vector<int8_t> wzp(K, 0);
+  const float xs = 0.02f, ys = 0.75f;
+  const uint8_t xzp = 121, yzp = 5;
+  Value y = b.op1("QLinearConv", {x, b.constant("xs", DType::kFloat32, {}, &xs), b.constant("xzp", DType::kUInt8, {}, &xzp),
+                                  b.constant("w", DType::kInt8, {K, C, 3, 3}, w.data()),
+                                  b.constant("ws", DType::kFloat32, {K}, ws.data()),
+                                  b.constant("wzp", DType::kInt8, {K}, wzp.data()),
+                                  b.constant("ys", DType::kFloat32, {}, &ys), b.constant("yzp", DType::kUInt8, {}, &yzp),
+                                  b.constant("bias", DType::kInt32, {K}, bias.data())},
+                  Conv2DAttrs{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1});
+  b.output(y, "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const HostTensor in = randomBytes(DType::kUInt8, {1, C, 12, 12}, 12);
+  auto want = testing::runGraph(*g, {in}, "reference");
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  for (bool float_path : {true, false}) {
+    SessionOptions o;
+    o.backend = "cpu";
+    o.backend_options.num_threads = 2;
+    o.backend_options.cpu_int8_float = float_path;
+    auto got = testing::runWithKernels(*g, {in}, o);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    if (float_path) EXPECT_EQ(got->countDetail("oneDNN f32 on int8 values"), 1) << got->details;
+    EXPECT_EQ(std::memcmp(got->outputs[0].data(), (*want)[0].data(), (*want)[0].bytes()), 0) << got->details;
+  }
+}
+
+// Attention's activation x activation QLinearMatMul (u8 x u8): oneDNN's int8 matmul takes
+// s8 weights only, so it runs the float path, equal to the reference.
+TEST(CpuQuantKernels, ActivationTimesActivationQLinearMatMulEqualsTheReference) {
+  GraphBuilder b;
+  Value a = b.input("a", DType::kUInt8, {2, 4, 16, 32});
+  Value k = b.input("k", DType::kUInt8, {2, 4, 32, 16});
+  const float as = 0.03f, ks = 0.05f, ys = 0.6f;
+  const uint8_t azp = 128, kzp = 119, yzp = 130;
+  b.output(b.op1("QLinearMatMul", {a, b.constant("as", DType::kFloat32, {}, &as), b.constant("azp", DType::kUInt8, {}, &azp),
+                                   k, b.constant("ks", DType::kFloat32, {}, &ks), b.constant("kzp", DType::kUInt8, {}, &kzp),
+                                   b.constant("ys", DType::kFloat32, {}, &ys), b.constant("yzp", DType::kUInt8, {}, &yzp)}),
+           "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::string details = expectCpuEqualsReference(
+      *g, {randomBytes(DType::kUInt8, {2, 4, 16, 32}, 21), randomBytes(DType::kUInt8, {2, 4, 32, 16}, 22)});
+  EXPECT_NE(details.find("oneDNN f32 on int8 values"), std::string::npos) << details;
+}
+
+}  // namespace
+}  // namespace gkrt
