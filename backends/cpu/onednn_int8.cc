@@ -94,7 +94,7 @@ dnnl::memory::desc matDesc(const Shape& s, size_t rank, dt type) {
 }
 
 // Elements per thread below which a loop stays on the calling thread.
-constexpr int64_t kMinPerThread = 32768;
+constexpr int64_t kMinPerThread = 8192;
 
 template <class T> void toFloat(const T* __restrict x, float z, float* __restrict f, int64_t n) {
   for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(x[i]) - z;
@@ -109,10 +109,14 @@ class OneDnnInt8Kernel final : public Kernel {
       : op_(op), stream_(oneDnnEngine()), pool_(pool) {
     const ir::Tensor& x = *tensorAt(g, n, op.x);
     const ir::Tensor& w = *tensorAt(g, n, op.w);
-    native_ = useNativeInt8(path) && w.dtype == DType::kInt8;  // else the float path (u8 weights)
     const ir::Tensor& y = g.tensors[n.outputs[0]];
     const ir::Tensor* xzp = tensorAt(g, n, op.xzp);
     const ir::Tensor* wzp = tensorAt(g, n, op.wzp);
+    // u8 matmul weights (attention's activation x activation matmuls) run as s8: w ^ 0x80
+    // = w - 128, with the weight zero point moved by -128 (oneDNN takes one on a matmul).
+    const bool shiftable = !op.conv && w.dtype == DType::kUInt8 && (!wzp || (wzp->isConstant() && numElements(wzp->shape) == 1));
+    native_ = useNativeInt8(path) && (w.dtype == DType::kInt8 || shiftable);  // else the float path
+    w_shift_ = native_ && w.dtype == DType::kUInt8;
     channels_ = op.conv ? w.shape[0] : w.shape.back();
     inner_ = op.conv ? y.shape[2] * y.shape[3] : 1;
     y_dtype_ = y.dtype;
@@ -157,7 +161,14 @@ class OneDnnInt8Kernel final : public Kernel {
         else toFloat(x.as<int8_t>() + b, z, f + b, e - b);
       });
     }
-    if (!w_const_ && native_) w_mem_.set_data_handle(const_cast<void*>(in[op_.w].data));
+    if (!w_const_ && native_ && !w_shift_) w_mem_.set_data_handle(const_cast<void*>(in[op_.w].data));
+    if (!w_const_ && w_shift_) {  // u8 -> s8, w - 128
+      const uint8_t* w = in[op_.w].as<uint8_t>();
+      uint8_t* s = w_s8_.data();
+      pool_.parallelFor(static_cast<int64_t>(w_s8_.size()), 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) s[i] = w[i] ^ 0x80;
+      });
+    }
     if (!w_const_ && !native_) {  // w - w_zp[column] as float32, rows of `channels_`
       const TensorView& w = in[op_.w];
       const int64_t rows = static_cast<int64_t>(w_float_.size()) / channels_;
@@ -198,11 +209,12 @@ class OneDnnInt8Kernel final : public Kernel {
     }
     if (runtime_xzp_) attr->set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     else if (xzp_value_ != 0) attr->set_zero_points(DNNL_ARG_SRC, 0, {xzp_value_});
-    if (!allZero(wzp)) {
-      if (op.conv || !wzp->isConstant() || numElements(wzp->shape) != 1) {
+    if (!allZero(wzp) || w_shift_) {
+      if (op.conv || (wzp && (!wzp->isConstant() || numElements(wzp->shape) != 1))) {
         throw std::runtime_error("oneDNN int8: weight zero points other than one constant on a matmul");
       }
-      attr->set_zero_points(DNNL_ARG_WEIGHTS, 0, {static_cast<int32_t>(constAt(*wzp, 0))});
+      const int32_t wz = (wzp ? static_cast<int32_t>(constAt(*wzp, 0)) : 0) - (w_shift_ ? 128 : 0);
+      if (wz != 0) attr->set_zero_points(DNNL_ARG_WEIGHTS, 0, {wz});
     }
   }
 
@@ -347,10 +359,16 @@ class OneDnnInt8Kernel final : public Kernel {
     prim_ = dnnl::matmul(pd);
     x_mem_ = native_ ? dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(x_md, oneDnnEngine(), x_float_.data());
     y_mem_ = native_ ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
+    if (w_shift_) {
+      w_s8_.resize(numElements(w.shape));
+      if (w_const_) for (size_t i = 0; i < w_s8_.size(); ++i) w_s8_[i] = w.constant->data[i] ^ 0x80;
+    }
     if (!w_const_) {
-      w_mem_ = native_ ? dnnl::memory(w_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(w_md, oneDnnEngine(), w_float_.data());
+      w_mem_ = !native_ ? dnnl::memory(w_md, oneDnnEngine(), w_float_.data())
+               : w_shift_ ? dnnl::memory(w_md, oneDnnEngine(), w_s8_.data())
+                          : dnnl::memory(w_md, oneDnnEngine(), DNNL_MEMORY_NONE);
     } else if (native_) {
-      reorderWeights(w_md, pd.weights_desc(), w.constant->data);
+      reorderWeights(w_md, pd.weights_desc(), w_shift_ ? static_cast<const void*>(w_s8_.data()) : w.constant->data);
     } else {
       std::vector<float> wf = floatWeights(w, wzp, false);
       reorderWeights(w_md, pd.weights_desc(), wf.data());
@@ -366,7 +384,8 @@ class OneDnnInt8Kernel final : public Kernel {
   }
 
   Int8Op op_;
-  bool native_ = false;
+  bool native_ = false, w_shift_ = false;
+  std::vector<uint8_t> w_s8_;  // u8 weights as s8 (w ^ 0x80)
   dnnl::stream stream_;
   ThreadPool& pool_;
   int64_t y_block_ = 0;  // float path: the accumulator is nChw{y_block_}c, requantized into plain y
@@ -408,6 +427,11 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir
   try {
     return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, path, pool));
   } catch (const std::exception& e) {  // dnnl::error and the cases refused above
+    if (path == Int8Path::kFloat) return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
+  }
+  try {  // oneDNN's int8 kernels refused the case (weight zero points, ...): the float path
+    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, Int8Path::kFloat, pool));
+  } catch (const std::exception& e) {
     return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
   }
 }

@@ -33,24 +33,25 @@ template <class T> void quantize(const float* __restrict x, float s, int zp, T* 
 template <class T> void dequantize(const T* __restrict x, float s, int zp, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int>(x[i]) - zp) * s;
 }
-// QLinearAdd / QLinearMul on y[begin, end): `na`, `nb` are the operands' sizes (each
-// repeats over y: its shape is a suffix of y's, so the smaller size divides the larger).
-// Rows of the smaller size > 1 run as contiguous loops; a one-element operand is a scalar.
+// QLinearAdd / QLinearMul over rows of y's last dim; each operand is read through its
+// broadcast strides (`sa`, `sb` over y's dims), along a row contiguously or as one
+// repeated value.
 template <class T, bool kMul> struct QBinary {
   const T *a, *b;
-  int64_t na, nb;
   float ra, rb;
   int az, bz, cz;
   T* y;
+  const Shape& dims;
+  const std::vector<int64_t>&sa, &sb;
   // The float values in a stack buffer (vectorised by the compiler), then saturated.
-  void row(const T* __restrict pa, int64_t sa, const T* __restrict pb, int64_t sb, T* __restrict py, int64_t len) const {
+  template <int kSa, int kSb> void row(const T* __restrict pa, const T* __restrict pb, T* __restrict py, int64_t len) const {
     constexpr int64_t kChunk = 256;
     alignas(16) float v[kChunk];
     for (int64_t c = 0; c < len; c += kChunk) {
       const int64_t m = std::min(kChunk, len - c);
       for (int64_t i = 0; i < m; ++i) {
-        const float fa = static_cast<float>(static_cast<int>(pa[(c + i) * sa]) - az);
-        const float fb = static_cast<float>(static_cast<int>(pb[(c + i) * sb]) - bz);
+        const float fa = static_cast<float>(static_cast<int>(pa[(c + i) * kSa]) - az);
+        const float fb = static_cast<float>(static_cast<int>(pb[(c + i) * kSb]) - bz);
         v[i] = kMul ? fa * fb * ra : fa * ra + fb * rb;
       }
 #ifdef __SSE2__
@@ -61,21 +62,25 @@ template <class T, bool kMul> struct QBinary {
       saturateRow(vec, [&](int64_t i) { return v[i]; }, cz, py + c, m);
     }
   }
-  // Row length: the smaller period above one, else everything.
-  int64_t rowLength(int64_t n) const {
-    const int64_t p = std::min(na > 1 ? na : n, nb > 1 ? nb : n);
-    return p > 0 ? p : 1;
-  }
-  void run(int64_t begin_row, int64_t end_row, int64_t len) const {
-    for (int64_t r = begin_row; r < end_row; ++r) {
-      const int64_t o = r * len;
-      const T* pa = a + (na > 1 ? o % na : 0);
-      const T* pb = b + (nb > 1 ? o % nb : 0);
-      const bool contiguous_a = na > 1, contiguous_b = nb > 1;  // a scalar repeats: stride 0
-      if (contiguous_a && contiguous_b) row(pa, 1, pb, 1, y + o, len);
-      else if (contiguous_a) row(pa, 1, pb, 0, y + o, len);
-      else if (contiguous_b) row(pa, 0, pb, 1, y + o, len);
-      else row(pa, 0, pb, 0, y + o, len);
+  void run(int64_t begin_row, int64_t end_row) const {
+    const size_t r = dims.size();
+    const int64_t len = dims[r - 1];
+    for (int64_t row_index = begin_row; row_index < end_row; ++row_index) {
+      int64_t rem = row_index, oa = 0, ob = 0;
+      for (size_t d = r - 1; d-- > 0;) {
+        const int64_t i = rem % dims[d];
+        rem /= dims[d];
+        oa += i * sa[d];
+        ob += i * sb[d];
+      }
+      const T* pa = a + oa;
+      const T* pb = b + ob;
+      T* py = y + row_index * len;
+      const bool ca = sa[r - 1] != 0, cb = sb[r - 1] != 0;  // a repeated value: stride 0
+      if (ca && cb) row<1, 1>(pa, pb, py, len);
+      else if (ca) row<1, 0>(pa, pb, py, len);
+      else if (cb) row<0, 1>(pa, pb, py, len);
+      else row<0, 0>(pa, pb, py, len);
     }
   }
 };
@@ -125,11 +130,26 @@ void dynamicQuantize(const float* __restrict x, float scale, int zp, uint8_t* __
 }
 
 // Elements per thread below which a loop stays on the calling thread.
-constexpr int64_t kMinPerThread = 32768;
+constexpr int64_t kMinPerThread = 8192;
 
 class QuantElementwiseKernel final : public Kernel {
  public:
   QuantElementwiseKernel(std::string op, ThreadPool& pool) : op_(std::move(op)), pool_(pool) {}
+  // QLinearAdd / QLinearMul: y's dims and the operands' broadcast strides; operands that
+  // are whole or one value run as one flat row.
+  void setBroadcast(const Shape& a, const Shape& b, const Shape& y) {
+    const int64_t n = numElements(y);
+    const auto flat = [&](const Shape& s) { return numElements(s) == n || numElements(s) == 1; };
+    if (flat(a) && flat(b)) {
+      dims_ = {std::max<int64_t>(n, 1)};
+      sa_ = {numElements(a) == 1 ? 0 : 1};
+      sb_ = {numElements(b) == 1 ? 0 : 1};
+      return;
+    }
+    dims_ = y.empty() ? Shape{1} : y;
+    sa_ = y.empty() ? std::vector<int64_t>{0} : ops::broadcastStrides(a, y);
+    sb_ = y.empty() ? std::vector<int64_t>{0} : ops::broadcastStrides(b, y);
+  }
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const MutableTensorView& y = out[0];
     const int64_t n = y.size();
@@ -152,11 +172,14 @@ class QuantElementwiseKernel final : public Kernel {
     const float as = scaleOf(in[1]), bs = scaleOf(in[4]), cs = scaleOf(in[6]);
     const float ra = mul ? as * bs / cs : as / cs, rb = bs / cs;
     const int az = zeroPointOf(in, 2), bz = zeroPointOf(in, 5), cz = zeroPointOf(in, 7);
-    const int64_t sa = in[0].size(), sb = in[3].size();
-    if (s8 && mul) runBinary(QBinary<int8_t, true>{in[0].as<int8_t>(), in[3].as<int8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<int8_t>()}, n);
-    if (s8 && !mul) runBinary(QBinary<int8_t, false>{in[0].as<int8_t>(), in[3].as<int8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<int8_t>()}, n);
-    if (!s8 && mul) runBinary(QBinary<uint8_t, true>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<uint8_t>()}, n);
-    if (!s8 && !mul) runBinary(QBinary<uint8_t, false>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), sa, sb, ra, rb, az, bz, cz, y.as<uint8_t>()}, n);
+    const auto run = [&](auto op) {
+      const int64_t len = dims_.back(), rows = n / len;
+      pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / len), [&](int, int64_t b, int64_t e) { op.run(b, e); });
+    };
+    if (s8 && mul) run(QBinary<int8_t, true>{in[0].as<int8_t>(), in[3].as<int8_t>(), ra, rb, az, bz, cz, y.as<int8_t>(), dims_, sa_, sb_});
+    if (s8 && !mul) run(QBinary<int8_t, false>{in[0].as<int8_t>(), in[3].as<int8_t>(), ra, rb, az, bz, cz, y.as<int8_t>(), dims_, sa_, sb_});
+    if (!s8 && mul) run(QBinary<uint8_t, true>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), ra, rb, az, bz, cz, y.as<uint8_t>(), dims_, sa_, sb_});
+    if (!s8 && !mul) run(QBinary<uint8_t, false>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), ra, rb, az, bz, cz, y.as<uint8_t>(), dims_, sa_, sb_});
     return Status::Ok();
   }
   std::string detail() const override { return "own int8 loop"; }
@@ -189,14 +212,11 @@ class QuantElementwiseKernel final : public Kernel {
     return Status::Ok();
   }
 
-  template <class B> void runBinary(const B& op, int64_t n) {
-    const int64_t len = op.rowLength(n), rows = n / len;
-    pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / len), [&](int, int64_t b, int64_t e) { op.run(b, e, len); });
-  }
-
   std::string op_;
   ThreadPool& pool_;
   std::vector<float> range_;  // per thread: max, min
+  Shape dims_;
+  std::vector<int64_t> sa_, sb_;
 };
 
 }  // namespace
@@ -219,19 +239,18 @@ bool canRunQuantElementwise(const ir::Graph& g, const ir::Node& node) {
   if (op == "QLinearAdd" || op == "QLinearMul") {
     const ir::Tensor& b = g.tensors[node.inputs[3]];
     for (size_t k : {1, 4, 6}) if (g.tensors[node.inputs[k]].dtype != DType::kFloat32) return false;
-    const auto fits = [&](const ir::Tensor& t) {  // t's shape without leading 1s ends y's shape
-      size_t lead = 0;
-      while (lead < t.shape.size() && t.shape[lead] == 1) ++lead;
-      const size_t r = t.shape.size() - lead;
-      return r <= y.shape.size() && std::equal(t.shape.begin() + lead, t.shape.end(), y.shape.end() - r);
-    };
-    return isInt8(x.dtype) && fits(x) && fits(b);
+    return isInt8(x.dtype) && broadcastsTo(x.shape, y.shape) && broadcastsTo(b.shape, y.shape) && isStatic(y.shape);
   }
   return false;
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph&, const ir::Node& node, ThreadPool& pool) {
-  return std::unique_ptr<Kernel>(new QuantElementwiseKernel(node.op->name, pool));
+StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+  auto k = std::make_unique<QuantElementwiseKernel>(node.op->name, pool);
+  const std::string op = node.op->name;
+  if (op == "QLinearAdd" || op == "QLinearMul") {
+    k->setBroadcast(g.tensors[node.inputs[0]].shape, g.tensors[node.inputs[3]].shape, g.tensors[node.outputs[0]].shape);
+  }
+  return std::unique_ptr<Kernel>(std::move(k));
 }
 
 }  // namespace gkrt::cpu

@@ -1,7 +1,7 @@
 // The cpu backend's own loops for the per-tensor quantization ops around int8 kernels:
 // QuantizeLinear (float32 -> int8/uint8), DequantizeLinear (int8/uint8 -> float32) and
-// QLinearAdd / QLinearMul whose operands repeat over the output (same shape, a scalar, a
-// bias row), and DynamicQuantizeLinear (range and quantization, each one pass over the
+// QLinearAdd / QLinearMul with operands broadcast to the output any way, and
+// DynamicQuantizeLinear (range and quantization, each one pass over the
 // threads), with results equal to the reference kernels' (the same float32 operations,
 // in the same order: x / scale, not x * (1 / scale)), vectorised and split over the
 // threads. Per-axis, blocked and other types run the reference kernels.
