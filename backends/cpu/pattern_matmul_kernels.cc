@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backends/backend.h"
+#include "backends/cpu/cpu_precision.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/communicator.h"
@@ -150,7 +151,7 @@ StatusOr<std::unique_ptr<Kernel>> compilePatternMatMul(const ir::Graph& g, const
   const bool all_reduce = is(node, "MatMulAllReduce");
   Lowered l = lower(g, node, !all_reduce);
   if (canRunOneDnn(g, l.fused)) {
-    auto inner = compileOneDnn(g, l.fused);
+    auto inner = compileOneDnn(g, l.fused, cpuUsesBf16(options));  // --precision bf16 reaches the fused GEMMs too
     if (inner.ok()) {
       std::unique_ptr<Kernel> inner_kernel = std::move(*inner);
       return std::unique_ptr<Kernel>(new LoweredMatMul(g, node, std::move(l), std::move(inner_kernel), options.communicator));
