@@ -32,7 +32,9 @@ namespace gkrt::cpu {
 struct LayoutPlan {
   int block = 0;              // 8 or 16; 0: every tensor plain
   std::vector<char> blocked;  // per tensor of the graph
+  std::vector<char> nhwc;     // per tensor: int8 activations stored NHWC (int8_layout.h)
   bool isBlocked(int t) const { return t >= 0 && static_cast<size_t>(t) < blocked.size() && blocked[t]; }
+  bool isNhwc(int t) const { return t >= 0 && static_cast<size_t>(t) < nhwc.size() && nhwc[t]; }
 };
 
 enum class LayoutUse {

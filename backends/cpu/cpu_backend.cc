@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/cpu/blocked_pool.h"
+#include "backends/cpu/int8_layout.h"
 #include "backends/cpu/conv_epilogue_kernel.h"
 #include "backends/cpu/conv_kernel.h"
 #include "backends/cpu/cpu_precision.h"
@@ -63,6 +64,8 @@ cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
   }
   // Pooling oneDNN has no fast kernel for: gkrt's own, input and output in one layout.
   if (cpu::canRunBlockedPool(g, node)) return cpu::LayoutUse::kSame;
+  // Per-tensor Q/DQ on 4-D tensors: their loop converts between any of the layouts.
+  if (cpu::quantTakesLayouts(g, node)) return cpu::LayoutUse::kAdapts;
   if (cpu::canRunElementwise(g, node) && cpu::elementwiseTakesBlocked(g, node)) return cpu::LayoutUse::kAgnostic;
   if (cpu::canRunResize(g, node) || cpu::splitTakesBlocked(g, node, blockInUse())) return cpu::LayoutUse::kSame;
   return cpu::LayoutUse::kPlain;
@@ -75,6 +78,14 @@ int CpuBackend::blockInUse() const { return options_.cpu_blocked_layout ? cpu::p
 const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
   if (layout_graph_ != &g) {
     layout_ = cpu::planLayouts(g, blockInUse(), [&](const ir::Node& n) { return layoutUse(g, n); });
+    if (options_.cpu_blocked_layout) {
+      cpu::planInt8Nhwc(g, &layout_, [&](const ir::Node& n, int t) {
+        if (n.op && std::string(n.op->name) == "QLinearConv") {
+          return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
+        }
+        return cpu::quantTakesLayouts(g, n);
+      });
+    }
     layout_graph_ = &g;
   }
   return layout_;
@@ -143,6 +154,11 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     }
     if (touches_blocked || !node.subgraph) return cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/true);
   }
+  if (cpu::quantTakesLayouts(g, node)) {  // int8 side NCHW or NHWC, float side NCHW or blocked
+    const int f = node.op->name == std::string("QuantizeLinear") ? node.inputs[0] : node.outputs[0];
+    const int i = node.op->name == std::string("QuantizeLinear") ? node.outputs[0] : node.inputs[0];
+    return cpu::compileQuantElementwise(g, node, *pool_, layout.isNhwc(i), layout.isBlocked(f) ? layout.block : 0);
+  }
   if (cpu::concatCopiesIn(g, node, layout.blocked, layout.block)) {  // one layout: plain copies
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
   }
@@ -180,8 +196,14 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     const cpu::Int8Path path = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
                                : options_.cpu_int8_saturating ? cpu::Int8Path::kSaturating
                                                               : cpu::Int8Path::kAuto;
-    auto k = cpu::compileOneDnnInt8(g, node, path, *pool_);
+    const bool conv = node.op->name == std::string("QLinearConv") || node.op->name == std::string("ConvInteger");
+    auto k = cpu::compileOneDnnInt8(g, node, path, *pool_, conv && layout.isNhwc(node.inputs[0]),
+                                    conv && layout.isNhwc(node.outputs[0]));
     if (k.ok()) return k;  // else our own int8 GEMM or the reference kernel
+    if (layout.isNhwc(node.inputs[0]) || layout.isNhwc(node.outputs[0])) {
+      return makeError(StatusCode::kInternal, "cpu: ", node.name, " has NHWC int8 tensors but oneDNN declines it (",
+                       k.status().message(), "); run with GKRT_CPU_LAYOUT=plain and report this model");
+    }
     GKRT_LOG_INFO("cpu: oneDNN declines ", node.name, ": ", k.status().message());
   }
   if (cpu::canRunInt8Gemm(g, node)) return cpu::compileInt8Gemm(g, node, *pool_);

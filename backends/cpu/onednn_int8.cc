@@ -105,8 +105,9 @@ template <class T> void toFloatColumns(const T* __restrict x, const float* __res
 
 class OneDnnInt8Kernel final : public Kernel {
  public:
-  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op, Int8Path path, ThreadPool& pool)
-      : op_(op), stream_(oneDnnEngine()), pool_(pool) {
+  OneDnnInt8Kernel(const ir::Graph& g, const ir::Node& n, const Int8Op& op, Int8Path path, ThreadPool& pool, bool x_nhwc,
+                   bool y_nhwc)
+      : op_(op), stream_(oneDnnEngine()), pool_(pool), x_nhwc_(x_nhwc), y_nhwc_(y_nhwc) {
     const ir::Tensor& x = *tensorAt(g, n, op.x);
     const ir::Tensor& w = *tensorAt(g, n, op.w);
     const ir::Tensor& y = g.tensors[n.outputs[0]];
@@ -195,7 +196,7 @@ class OneDnnInt8Kernel final : public Kernel {
     return Status::Ok();
   }
   std::string detail() const override {
-    return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ +
+    return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ + (x_nhwc_ || y_nhwc_ ? ", nhwc" : "") +
            (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
   }
   int reorders() const override { return (x_reorder_ ? 1 : 0) + (y_reorder_ ? 1 : 0); }
@@ -228,7 +229,7 @@ class OneDnnInt8Kernel final : public Kernel {
       });
       return;
     }
-    const int64_t row = op_.conv ? inner_ : channels_, rows = n / row;
+    const int64_t row = op_.conv && !y_nhwc_ ? inner_ : channels_, rows = n / row;
     pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / row), [&](int, int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const float* a = acc + r * row;
@@ -238,7 +239,7 @@ class OneDnnInt8Kernel final : public Kernel {
     });
   }
   template <class T> void requantRow(const float* __restrict a, int64_t r, int64_t len, T* __restrict y) const {
-    if (scales_.size() == 1 || op_.conv) {
+    if (scales_.size() == 1 || (op_.conv && !y_nhwc_)) {
       requantizeRow(a, nullptr, scales_.size() == 1 ? scales_[0] : scales_[r % channels_], yzp_, y, len);
     } else {
       requantizeRow(a, scales_.data(), 0.0f, yzp_, y, len);
@@ -289,8 +290,8 @@ class OneDnnInt8Kernel final : public Kernel {
     const int64_t G = a.groups;
     const dt wt = native_ ? dt::s8 : dt::f32, bt = native_ ? dt::s32 : dt::f32;
     const dims w_dims = G == 1 ? dims{ws[0], ws[1], ws[2], ws[3]} : dims{G, ws[0] / G, ws[1], ws[2], ws[3]};
-    const dnnl::memory::desc x_md({xs[0], xs[1], xs[2], xs[3]}, xt, tag::nchw);
-    const dnnl::memory::desc y_md({ys[0], ys[1], ys[2], ys[3]}, yt, tag::nchw);
+    const dnnl::memory::desc x_md({xs[0], xs[1], xs[2], xs[3]}, xt, x_nhwc_ ? tag::nhwc : tag::nchw);
+    const dnnl::memory::desc y_md({ys[0], ys[1], ys[2], ys[3]}, yt, y_nhwc_ ? tag::nhwc : tag::nchw);
     const dnnl::memory::desc x_any({xs[0], xs[1], xs[2], xs[3]}, xt, tag::any);
     const dnnl::memory::desc y_any({ys[0], ys[1], ys[2], ys[3]}, yt, tag::any);
     const dnnl::memory::desc w_plain(w_dims, wt, G == 1 ? tag::oihw : tag::goihw);
@@ -318,8 +319,8 @@ class OneDnnInt8Kernel final : public Kernel {
     if (pd.dst_desc() != y_md) {
       y_prim_ = dnnl::memory(pd.dst_desc(), oneDnnEngine());
       const dims yd{ys[0], ys[1], ys[2], ys[3]};
-      if (!native_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw8c)) y_block_ = 8;
-      else if (!native_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw16c)) y_block_ = 16;
+      if (!native_ && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw8c)) y_block_ = 8;
+      else if (!native_ && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw16c)) y_block_ = 16;
       else y_reorder_ = dnnl::reorder(y_prim_, y_mem_);
     }
     if (native_) {
@@ -388,6 +389,7 @@ class OneDnnInt8Kernel final : public Kernel {
   std::vector<uint8_t> w_s8_;  // u8 weights as s8 (w ^ 0x80)
   dnnl::stream stream_;
   ThreadPool& pool_;
+  bool x_nhwc_ = false, y_nhwc_ = false;  // the int8 layout plan's NHWC activations (int8_layout.h)
   int64_t y_block_ = 0;  // float path: the accumulator is nChw{y_block_}c, requantized into plain y
   dnnl::primitive prim_;
   dnnl::memory x_mem_, w_mem_, y_mem_, b_mem_, x_prim_, y_prim_, zp_mem_;
@@ -421,16 +423,16 @@ bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node, Int8Path path,
-                                                    ThreadPool& pool) {
+                                                    ThreadPool& pool, bool x_nhwc, bool y_nhwc) {
   Int8Op op;
   if (!int8Op(node, &op)) return makeError(StatusCode::kUnsupported, "oneDNN int8 does not take ", node.name);
   try {
-    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, path, pool));
+    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, path, pool, x_nhwc, y_nhwc));
   } catch (const std::exception& e) {  // dnnl::error and the cases refused above
     if (path == Int8Path::kFloat) return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
   }
   try {  // oneDNN's int8 kernels refused the case (weight zero points, ...): the float path
-    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, Int8Path::kFloat, pool));
+    return std::unique_ptr<Kernel>(new OneDnnInt8Kernel(g, node, op, Int8Path::kFloat, pool, x_nhwc, y_nhwc));
   } catch (const std::exception& e) {
     return makeError(StatusCode::kUnsupported, "oneDNN int8 for ", node.name, ": ", e.what());
   }
@@ -439,7 +441,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir
 #else  // no oneDNN in this build: the reference kernels (the own int8 GEMM: not written yet)
 
 bool canRunOneDnnInt8(const ir::Graph&, const ir::Node&) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node, Int8Path, ThreadPool&) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph&, const ir::Node& node, Int8Path, ThreadPool&, bool, bool) {
   return makeError(StatusCode::kUnsupported, "this build has no oneDNN for ", node.name);
 }
 

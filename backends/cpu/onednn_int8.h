@@ -31,7 +31,8 @@ namespace gkrt::cpu {
 enum class Int8Path { kAuto, kSaturating, kFloat };
 
 bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node);
+// `x_nhwc`, `y_nhwc`: a convolution's input / output stored NHWC (int8_layout.h).
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnInt8(const ir::Graph& g, const ir::Node& node, Int8Path path,
-                                                    ThreadPool& pool);
+                                                    ThreadPool& pool, bool x_nhwc = false, bool y_nhwc = false);
 
 }  // namespace gkrt::cpu

@@ -155,6 +155,15 @@ class QuantElementwiseKernel final : public Kernel {
     const int64_t n = y.size();
     if (op_ == "DynamicQuantizeLinear") return dynamicQuantizeLinear(in[0], out);
     const bool s8 = (op_ == "QuantizeLinear" ? y.dtype : in[0].dtype) == DType::kInt8;
+    if ((op_ == "QuantizeLinear" || op_ == "DequantizeLinear") && (int8_nhwc_ || float_block_ > 0)) {
+      const float s = scaleOf(in[1]);
+      const int zp = zeroPointOf(in, 2);
+      if (op_ == "QuantizeLinear" && s8) convertLaidOut<int8_t, true>(in[0].data, y.data, s, zp);
+      if (op_ == "QuantizeLinear" && !s8) convertLaidOut<uint8_t, true>(in[0].data, y.data, s, zp);
+      if (op_ == "DequantizeLinear" && s8) convertLaidOut<int8_t, false>(in[0].data, y.data, s, zp);
+      if (op_ == "DequantizeLinear" && !s8) convertLaidOut<uint8_t, false>(in[0].data, y.data, s, zp);
+      return Status::Ok();
+    }
     if (op_ == "QuantizeLinear" || op_ == "DequantizeLinear") {
       const float s = scaleOf(in[1]);
       const int zp = zeroPointOf(in, 2);
@@ -182,9 +191,75 @@ class QuantElementwiseKernel final : public Kernel {
     if (!s8 && !mul) run(QBinary<uint8_t, false>{in[0].as<uint8_t>(), in[3].as<uint8_t>(), ra, rb, az, bz, cz, y.as<uint8_t>(), dims_, sa_, sb_});
     return Status::Ok();
   }
-  std::string detail() const override { return "own int8 loop"; }
+  std::string detail() const override {
+    if (!int8_nhwc_ && float_block_ == 0) return "own int8 loop";
+    const std::string f = float_block_ > 0 ? "nChw" + std::to_string(float_block_) + "c" : "nchw";
+    const std::string i = int8_nhwc_ ? "nhwc" : "nchw";
+    return "own int8 loop, " + (op_ == "QuantizeLinear" ? f + " to " + i : i + " to " + f);
+  }
+  // Q/DQ on a 4-D [N, C, H, W] tensor with these layouts.
+  void setLayouts(const Shape& shape, bool int8_nhwc, int float_block) {
+    dims_ = shape;
+    int8_nhwc_ = int8_nhwc;
+    float_block_ = float_block;
+  }
 
  private:
+  // One (image, group of B channels) a task, B the float block (16 where the float side
+  // is plain). In every layout the group is affine in (channel c, pixel p): offset =
+  // base + c * cs + p * ps; NHWC and nChw{B}c both have cs = 1, so between them each
+  // pixel moves one contiguous run of B values.
+  template <class T, bool kQuantize> void convertLaidOut(const void* src, void* dst, float s, int zp) {
+    const int64_t N = dims_[0], C = dims_[1], HW = dims_[2] * dims_[3];
+    const int64_t B = float_block_ > 0 ? float_block_ : 16, groups = (C + B - 1) / B;
+    pool_.parallelFor(N * groups, 1, 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t n = task / groups, g = task % groups, c0 = g * B, cn = std::min(B, C - c0);
+        // int8 side and float side: base offset, channel stride, pixel stride
+        const int64_t ib = int8_nhwc_ ? n * HW * C + c0 : (n * C + c0) * HW, ics = int8_nhwc_ ? 1 : HW,
+                      ips = int8_nhwc_ ? C : 1;
+        const int64_t fb = float_block_ > 0 ? (n * groups + g) * HW * B : (n * C + c0) * HW,
+                      fcs = float_block_ > 0 ? 1 : HW, fps = float_block_ > 0 ? B : 1;
+        const T* qi = static_cast<const T*>(src) + ib;  // DQ's input
+        T* qo = static_cast<T*>(dst) + ib;              // Q's output
+        const float* fi = static_cast<const float*>(src) + fb;
+        float* fo = static_cast<float*>(dst) + fb;
+        if (ics == 1 && fcs == 1 && cn == B) {  // NHWC <-> nChw{B}c: B contiguous values a pixel
+          if (B == 16) fastBlock<T, kQuantize, 16>(qi, qo, fi, fo, HW, ips, s, zp);
+          else if (B == 8) fastBlock<T, kQuantize, 8>(qi, qo, fi, fo, HW, ips, s, zp);
+          if (B == 16 || B == 8) continue;
+        }
+        alignas(16) float row[16];
+        T q[16];
+        for (int64_t p = 0; p < HW; ++p) {
+          if constexpr (kQuantize) {
+            for (int64_t c = 0; c < cn; ++c) row[c] = fi[c * fcs + p * fps];
+            quantize(row, s, zp, q, cn);
+            for (int64_t c = 0; c < cn; ++c) qo[c * ics + p * ips] = q[c];
+          } else {
+            for (int64_t c = 0; c < cn; ++c) q[c] = qi[c * ics + p * ips];
+            dequantize(q, s, zp, row, cn);
+            for (int64_t c = 0; c < cn; ++c) fo[c * fcs + p * fps] = row[c];
+          }
+        }
+      }
+    });
+  }
+
+  // One channel group between NHWC (pixel stride `ips`) and nChw{B}c, B a constant.
+  template <class T, bool kQuantize, int B>
+  static void fastBlock(const T* qi, T* qo, const float* fi, float* fo, int64_t HW, int64_t ips, float s, int zp) {
+    if constexpr (kQuantize) {
+      for (int64_t p = 0; p < HW; ++p) quantize(fi + p * B, s, zp, qo + p * ips, B);
+    } else {
+      for (int64_t p = 0; p < HW; ++p) {
+        const T* a = qi + p * ips;
+        float* o = fo + p * B;
+        for (int c = 0; c < B; ++c) o[c] = static_cast<float>(static_cast<int>(a[c]) - zp) * s;
+      }
+    }
+  }
+
   // The reference's formulas for scale and zero point, on the range from the threads.
   Status dynamicQuantizeLinear(const TensorView& x, const std::vector<MutableTensorView>& out) {
     const int64_t n = x.size();
@@ -217,6 +292,8 @@ class QuantElementwiseKernel final : public Kernel {
   std::vector<float> range_;  // per thread: max, min
   Shape dims_;
   std::vector<int64_t> sa_, sb_;
+  bool int8_nhwc_ = false;
+  int float_block_ = 0;
 };
 
 }  // namespace
@@ -244,9 +321,21 @@ bool canRunQuantElementwise(const ir::Graph& g, const ir::Node& node) {
   return false;
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+bool quantTakesLayouts(const ir::Graph& g, const ir::Node& node) {
+  if (!canRunQuantElementwise(g, node)) return false;
+  const std::string op = node.op->name;
+  const Shape& x = g.tensors[node.inputs[0]].shape;
+  return (op == "QuantizeLinear" || op == "DequantizeLinear") && x.size() == 4 && isStatic(x) && node.outputs.size() == 1;
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
+                                                          bool int8_nhwc, int float_block) {
   auto k = std::make_unique<QuantElementwiseKernel>(node.op->name, pool);
   const std::string op = node.op->name;
+  if (int8_nhwc || float_block > 0) {
+    if (!quantTakesLayouts(g, node)) return makeError(StatusCode::kInternal, "cpu: ", node.name, " takes plain layouts only");
+    k->setLayouts(g.tensors[node.inputs[0]].shape, int8_nhwc, float_block);
+  }
   if (op == "QLinearAdd" || op == "QLinearMul") {
     k->setBroadcast(g.tensors[node.inputs[0]].shape, g.tensors[node.inputs[3]].shape, g.tensors[node.outputs[0]].shape);
   }

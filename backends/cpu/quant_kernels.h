@@ -100,6 +100,12 @@ template <class T> inline void requantizeRow(const float* a, const float* s, flo
 }
 
 bool canRunQuantElementwise(const ir::Graph& g, const ir::Node& node);
-StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+// Whether `node` is a per-tensor QuantizeLinear/DequantizeLinear on a static 4-D tensor:
+// its loop then takes the int8 side NCHW or NHWC and the float side NCHW or nChw{B}c
+// (the layout plans of blocked_layout.h and int8_layout.h).
+bool quantTakesLayouts(const ir::Graph& g, const ir::Node& node);
+// `int8_nhwc`, `float_block`: those layouts (false / 0: plain NCHW).
+StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
+                                                          bool int8_nhwc = false, int float_block = 0);
 
 }  // namespace gkrt::cpu

@@ -26,8 +26,11 @@ saturate int16 pair sums: informational only (on MiniLM's QDQ file that run has 
 on the transformer block it is 5 steps from it).
 
 On a board (--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu", a cross-built GKRT): the
-host build's converted .gkm files and its outputs (out_<name>_<backend>_<fusion>/) are
-used, and each output must also equal the host's: integer outputs exactly, float outputs
+host build's converted .gkm files and its outputs (out_<name>_<backend>_<fusion>/; for
+cpu, out_<name>_cpu_<fusion>_exact/, which the host writes with GKRT_CPU_INT8=float: on
+a CPU with VNNI the host's default int8 kernels are oneDNN's, whose float32
+requantization may land one step from the exact result at near-ties, while boards run
+the exact own int8 GEMM) are used, and each output must also equal the host's: integer outputs exactly, float outputs
 within rtol 1e-5 + atol of 1% of one quantization step (the same int8 arithmetic; only a
 float rounding order, e.g. a fused multiply-add, may differ). Except the fake-quant float
 path (a QDQ file on cpu with fusion off: float GEMMs between QuantizeLinear nodes), held
@@ -91,6 +94,10 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
                 continue
             subprocess.run([*runner, args.gkrt, "run", gkm, *inputs, "--backend", backend, "--flags", level, "--output-dir", out_dir],
                            check=True, stdout=subprocess.DEVNULL)
+            exact_dir = host_dir + "_exact"
+            if not runner and backend == "cpu":  # the int8 float path, exact: what a board computes
+                subprocess.run([args.gkrt, "run", gkm, *inputs, "--backend", backend, "--flags", level, "--output-dir",
+                                exact_dir], check=True, stdout=subprocess.DEVNULL, env={**os.environ, "GKRT_CPU_INT8": "float"})
             outs = sorted(glob.glob(os.path.join(out_dir, "*.npy")))
             if len(outs) != len(expected):
                 print(f"{name}: {len(outs)} outputs, onnxruntime gives {len(expected)}")
@@ -113,7 +120,8 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
                     note = f"{err / step:.2f} steps, {100 * beyond:.2f}% beyond 1 step, cosine {cos:.6f}"
                 host_note = ""
                 if runner:  # the board against the host: the same model, backend and flags
-                    host = np.load(os.path.join(host_dir, os.path.basename(got_path)))
+                    base = exact_dir if os.path.isdir(exact_dir) else host_dir
+                    host = np.load(os.path.join(base, os.path.basename(got_path)))
                     host_diff = float(np.max(np.abs(got.astype(np.float64) - host))) if got.size else 0.0
                     # A QDQ file without fusion on cpu runs the fake-quant float path: float
                     # GEMMs of another summation order (oneDNN on the host, the own NEON GEMM

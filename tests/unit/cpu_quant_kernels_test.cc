@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "backends/cpu/blocked_layout.h"
 #include "runtime/builder.h"
 #include "tests/unit/test_support.h"
 
@@ -41,15 +42,21 @@ HostTensor randomBytes(DType type, const Shape& shape, uint32_t seed) {
   return t;
 }
 
+// cpu on 2 threads, the int8 kernels' float path forced or not.
+StatusOr<testing::KernelRun> runCpuInt8(const ir::Graph& g, const std::vector<HostTensor>& in, bool float_path) {
+  SessionOptions o;
+  o.backend = "cpu";
+  o.backend_options.num_threads = 2;
+  o.backend_options.cpu_int8_float = float_path;
+  return testing::runWithKernels(g, in, o);
+}
+
 // Runs on the reference and on cpu (2 threads) and expects identical bytes; returns the
 // cpu kernels' details.
 std::string expectCpuEqualsReference(const ir::Graph& g, const std::vector<HostTensor>& in) {
   auto want = testing::runGraph(g, in, "reference");
   EXPECT_TRUE(want.ok()) << want.status().message();
-  SessionOptions o;
-  o.backend = "cpu";
-  o.backend_options.num_threads = 2;
-  auto got = testing::runWithKernels(g, in, o);
+  auto got = runCpuInt8(g, in, false);
   EXPECT_TRUE(got.ok()) << got.status().message();
   if (!want.ok() || !got.ok()) return "";
   for (size_t k = 0; k < want->size(); ++k) {
@@ -64,6 +71,15 @@ std::string expectCpuEqualsReference(const ir::Graph& g, const std::vector<HostT
     EXPECT_EQ(first, -1) << "output " << k << " differs from the reference at byte " << first;
   }
   return got->details;
+}
+
+// The largest difference in quantization steps between two uint8 tensors.
+int worstStep(const HostTensor& got, const HostTensor& want) {
+  int worst = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<const uint8_t*>(got.data())[i] - static_cast<const uint8_t*>(want.data())[i]));
+  }
+  return worst;
 }
 
 TEST(CpuQuantKernels, QuantizeAndDequantizeEqualTheReference) {
@@ -158,10 +174,7 @@ TEST(CpuQuantKernels, DequantizationChainOfADynamicLayerIsOneFusedLoop) {
   *static_cast<float*>(s.data()) = 0.0173f;
   auto want = testing::runGraph(*g, {a, s}, "reference");
   ASSERT_TRUE(want.ok()) << want.status().message();
-  SessionOptions o;
-  o.backend = "cpu";
-  o.backend_options.num_threads = 2;
-  auto got = testing::runWithKernels(*g, {a, s}, o);
+  auto got = runCpuInt8(*g, {a, s}, false);
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_EQ(got->kernels.size(), 1u) << got->details;
   EXPECT_EQ(got->countDetail("small op(s) run first"), 1) << got->details;
@@ -174,6 +187,9 @@ TEST(CpuQuantKernels, DequantizationChainOfADynamicLayerIsOneFusedLoop) {
 // the convolution's blocked accumulator, equal the reference bit for bit (oneDNN's int8
 // kernels: within one step).
 TEST(CpuQuantKernels, Int8ConvolutionFloatPathEqualsTheReference) {
+#ifndef GKRT_HAVE_DNNL
+  GTEST_SKIP() << "no oneDNN in this build: these ops run the own int8 GEMM or the reference kernels";
+#endif
   GraphBuilder b;
   const int64_t C = 32, K = 48;
   Value x = b.input("x", DType::kUInt8, {1, C, 12, 12});
@@ -203,19 +219,10 @@ TEST(CpuQuantKernels, Int8ConvolutionFloatPathEqualsTheReference) {
   auto want = testing::runGraph(*g, {in}, "reference");
   ASSERT_TRUE(want.ok()) << want.status().message();
   for (bool float_path : {true, false}) {
-    SessionOptions o;
-    o.backend = "cpu";
-    o.backend_options.num_threads = 2;
-    o.backend_options.cpu_int8_float = float_path;
-    auto got = testing::runWithKernels(*g, {in}, o);
+    auto got = runCpuInt8(*g, {in}, float_path);
     ASSERT_TRUE(got.ok()) << got.status().message();
     if (float_path) EXPECT_EQ(got->countDetail("oneDNN f32 on int8 values"), 1) << got->details;
-    int worst = 0;
-    for (int64_t i = 0; i < (*want)[0].size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<const uint8_t*>(got->outputs[0].data())[i] -
-                                       static_cast<const uint8_t*>((*want)[0].data())[i]));
-    }
-    EXPECT_LE(worst, float_path ? 0 : 1) << got->details;
+    EXPECT_LE(worstStep(got->outputs[0], (*want)[0]), float_path ? 0 : 1) << got->details;
   }
 }
 
@@ -223,6 +230,9 @@ TEST(CpuQuantKernels, Int8ConvolutionFloatPathEqualsTheReference) {
 // s8 weights, so the u8 operand runs shifted (w ^ 0x80, its zero point - 128) where the
 // CPU has VNNI, and the float path otherwise; both equal the reference.
 TEST(CpuQuantKernels, ActivationTimesActivationQLinearMatMulEqualsTheReference) {
+#ifndef GKRT_HAVE_DNNL
+  GTEST_SKIP() << "no oneDNN in this build: these ops run the own int8 GEMM or the reference kernels";
+#endif
   GraphBuilder b;
   Value a = b.input("a", DType::kUInt8, {2, 4, 16, 32});
   Value k = b.input("k", DType::kUInt8, {2, 4, 32, 16});
@@ -238,23 +248,68 @@ TEST(CpuQuantKernels, ActivationTimesActivationQLinearMatMulEqualsTheReference) 
   auto want = testing::runGraph(*g, in, "reference");
   ASSERT_TRUE(want.ok()) << want.status().message();
   for (bool float_path : {true, false}) {
-    SessionOptions o;
-    o.backend = "cpu";
-    o.backend_options.num_threads = 2;
-    o.backend_options.cpu_int8_float = float_path;
-    auto got = testing::runWithKernels(*g, in, o);
+    auto got = runCpuInt8(*g, in, float_path);
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_EQ(got->countDetail(float_path ? "oneDNN f32 on int8 values" : "oneDNN"), 1) << got->details;
-    int worst = 0, count = 0;
-    for (int64_t i = 0; i < (*want)[0].size(); ++i) {
-      const int d = std::abs(static_cast<const uint8_t*>(got->outputs[0].data())[i] - static_cast<const uint8_t*>((*want)[0].data())[i]);
-      worst = std::max(worst, d);
-      count += d != 0;
-    }
     // oneDNN's own requantization rounds its float32 product, the reference a double one:
     // one step apart at near-ties; gkrt's float path is exact.
-    EXPECT_LE(worst, float_path ? 0 : 1) << count << " differ; " << got->details;
+    EXPECT_LE(worstStep(got->outputs[0], (*want)[0]), float_path ? 0 : 1) << got->details;
   }
+}
+
+// Two QDQ convolutions with a ReLU between, as onnxruntime's QDQ files have them: after
+// quant_dq_op_q_fusion the int8 tensor between the convolutions is stored NHWC (what
+// oneDNN's int8 convolutions take, int8_layout.h) and the Q/DQ loops convert between it
+// and the blocked float layout; results as with plain layouts (GKRT_CPU_LAYOUT=plain).
+TEST(CpuQuantKernels, Int8ActivationsBetweenConvolutionsStayNhwc) {
+#ifndef GKRT_HAVE_DNNL
+  GTEST_SKIP() << "no oneDNN in this build";
+#endif
+  GraphBuilder b;
+  const int64_t C = 32;
+  Value x = b.input("x", DType::kFloat32, {1, C, 10, 10});
+  std::mt19937 rng(31);
+  QuantAttrs per_tensor{1, 0, true, DType::kFloat32, DType::kFloat32};
+  QuantAttrs per_channel{0, 0, true, DType::kFloat32, DType::kFloat32};
+  QuantAttrs to_u8{1, 0, true, DType::kUInt8, DType::kFloat32};
+  const float s1 = 0.02f, s2 = 0.05f, s3 = 0.04f;
+  const uint8_t z1 = 128, z2 = 0, z3 = 100;
+  auto qdq = [&](Value v, const float& s, const uint8_t& z, const char* name) {
+    Value sc = b.constant(std::string(name) + "_s", DType::kFloat32, {}, &s);
+    Value zp = b.constant(std::string(name) + "_z", DType::kUInt8, {}, &z);
+    return b.op1("DequantizeLinear", {b.op1("QuantizeLinear", {v, sc, zp}, to_u8), sc, zp}, per_tensor);
+  };
+  auto conv = [&](Value v, const char* name) {
+    std::vector<int8_t> w(C * C * 9);
+    for (int8_t& e : w) e = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+    std::vector<float> ws(C, 0.003f);
+    std::vector<int8_t> wzp(C, 0);
+    Value wf = b.op1("DequantizeLinear", {b.constant(std::string(name) + "_w", DType::kInt8, {C, C, 3, 3}, w.data()),
+                                          b.constant(std::string(name) + "_ws", DType::kFloat32, {C}, ws.data()),
+                                          b.constant(std::string(name) + "_wz", DType::kInt8, {C}, wzp.data())},
+                     per_channel);
+    Conv2DAttrs a;
+    a.pads = {1, 1, 1, 1};
+    return b.op1("Conv2D", {v, wf}, a);
+  };
+  Value h = qdq(b.relu(qdq(conv(qdq(x, s1, z1, "in"), "c1"), s2, z2, "mid")), s2, z2, "act");
+  b.output(qdq(conv(h, "c2"), s3, z3, "out"), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::vector<HostTensor> in{testing::randomTensor({1, C, 10, 10}, 32)};
+  SessionOptions o;
+  o.backend = "cpu";
+  o.backend_options.num_threads = 2;
+  auto blocked = testing::runWithKernels(*g, in, o);
+  ASSERT_TRUE(blocked.ok()) << blocked.status().message();
+  o.backend_options.cpu_blocked_layout = false;
+  auto plain = testing::runWithKernels(*g, in, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->countDetail("nhwc"), 0) << plain->details;
+  if (cpu::preferredBlock() == 0 || C % cpu::preferredBlock() != 0) GTEST_SKIP() << "no blocked layout on this CPU";
+  EXPECT_GE(blocked->countDetail(", nhwc"), 1) << blocked->details;
+  EXPECT_GE(blocked->countDetail("to nhwc"), 1) << blocked->details;
+  EXPECT_EQ(testing::compareTensors(blocked->outputs[0], plain->outputs[0], 0, 0), "") << blocked->details;
 }
 
 }  // namespace
