@@ -108,7 +108,12 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compileConvEpilogueInLayout(const 
   }
   return cpu::compileConvEpilogue(node, *pool_, [&](const ir::Graph& b, const ir::Node& n) {
     if (cpu::canRunOneDnnConv(b, n)) {
-      auto conv = cpu::compileOneDnnConv(b, n, &head, /*allow_ref=*/true);
+      auto conv = cpu::compileOneDnnConv(b, n, &head, /*allow_ref=*/false);
+      if (conv.ok()) return conv;
+      // oneDNN has only its reference code for this case (e.g. a plain-layout depthwise
+      // 5x5 with AVX-512): the own kernel where it takes the case (plain input only).
+      if (!head.isBlocked(n.inputs[0]) && cpu::canRunConvOrPool(b, n)) return cpu::compileConvOrPool(b, n, *pool_);
+      conv = cpu::compileOneDnnConv(b, n, &head, /*allow_ref=*/true);
       if (conv.ok()) return conv;
     }
     if (head.isBlocked(n.inputs[0])) {
@@ -152,6 +157,10 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
       auto seq = compileConvEpilogueInLayout(g, node, layout);
       if (seq.ok()) return seq;
     }
+    // oneDNN has only its reference code here: the own convolution on plain tensors where
+    // it takes the case (its direct and depthwise loops run in ms, oneDNN's ref:any in
+    // seconds), else oneDNN's.
+    if (!touches_blocked && !node.subgraph && cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
     if (touches_blocked || !node.subgraph) return cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/true);
   }
   if (cpu::quantTakesLayouts(g, node)) {  // int8 side NCHW or NHWC, float side NCHW or blocked

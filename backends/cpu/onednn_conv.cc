@@ -114,18 +114,33 @@ class OneDnnConvKernel final : public Kernel {
     // Layouts oneDNN picks itself, unless a full-size operand pins the destination;
     // blocked activations are given as they are (the layout oneDNN wants on this CPU).
     const auto& src_md = x_blocked ? x_md : x_any;
-    const auto& dst_md = full_binary || y_blocked ? y_md : y_any;
-    auto desc = p_.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                              dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
-                                                              dst_md, strides, dil, pad_l, pad_r)
-                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                              dnnl::algorithm::convolution_direct, src_md, w_any,
-                                                              dst_md, strides, dil, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(desc, attr, oneDnnEngine());
-    impl_ = pd.impl_info_str();
+    const auto make_pd = [&](const dnnl::memory::desc& dst_md) {
+      auto desc = p_.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                                dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
+                                                                dst_md, strides, dil, pad_l, pad_r)
+                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                                dnnl::algorithm::convolution_direct, src_md, w_any,
+                                                                dst_md, strides, dil, pad_l, pad_r);
+      return dnnl::convolution_forward::primitive_desc(desc, attr, oneDnnEngine());
+    };
     // Post-ops run fast only in the jit convolutions (seen here: a residual Add on
     // gemm:jit took 10x the convolution); elsewhere the chain runs as its own loop.
-    const bool slow = impl_.rfind("ref", 0) == 0 || (!p_.posts.empty() && impl_.rfind("jit", 0) != 0);
+    const auto is_slow = [&](const std::string& impl) {
+      return impl.rfind("ref", 0) == 0 || (!p_.posts.empty() && impl.rfind("jit", 0) != 0);
+    };
+    auto pd = make_pd(full_binary || y_blocked ? y_md : y_any);
+    impl_ = pd.impl_info_str();
+    // A blocked input with a plain output: with the destination left to oneDNN, 2.6 gives
+    // some depthwise cases (5x5 on 7x7 maps, AVX-512) only its reference code, while a
+    // blocked destination (reordered to plain after) gets the jit kernel.
+    if (is_slow(impl_) && x_blocked && !y_blocked && !full_binary && block > 0 && y[1] % block == 0) {
+      auto blocked_pd = make_pd(actDesc(y, true, block));
+      if (!is_slow(blocked_pd.impl_info_str())) {
+        pd = blocked_pd;
+        impl_ = pd.impl_info_str();
+      }
+    }
+    const bool slow = is_slow(impl_);
     if (!allow_ref && slow) throw std::runtime_error("oneDNN has only a slow implementation (" + impl_ + ")");
     prim_ = dnnl::convolution_forward(pd);
     x_mem_ = dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE);
