@@ -123,10 +123,12 @@ class OneDnnConvKernel final : public Kernel {
                                                                 dst_md, strides, dil, pad_l, pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, oneDnnEngine());
     };
-    // Post-ops run fast only in the jit convolutions (seen here: a residual Add on
-    // gemm:jit took 10x the convolution); elsewhere the chain runs as its own loop.
+    // Post-ops run fast only in the jit convolutions, "jit:*" and the AVX-512 brgemm
+    // ones ("brgconv*", "brdgmm*"); elsewhere (seen: a residual Add on gemm:jit took 10x
+    // the convolution) the chain runs as its own loop.
     const auto is_slow = [&](const std::string& impl) {
-      return impl.rfind("ref", 0) == 0 || (!p_.posts.empty() && impl.rfind("jit", 0) != 0);
+      const bool jit = impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0 || impl.rfind("brdgmm", 0) == 0;
+      return impl.rfind("ref", 0) == 0 || (!p_.posts.empty() && !jit);
     };
     auto pd = make_pd(full_binary || y_blocked ? y_md : y_any);
     impl_ = pd.impl_info_str();
