@@ -48,16 +48,16 @@ StatusOr<size_t> parseByteSize(std::string_view text) {
   return static_cast<size_t>(value);
 }
 
-std::string formatByteSize(size_t bytes) {
+std::string formatByteSize(uint64_t bytes) {
   char buf[48];
-  if (bytes >= (size_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(size_t{1} << 30));
-  else if (bytes >= (size_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(size_t{1} << 20));
-  else if (bytes >= (size_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%zu bytes", bytes);
+  if (bytes >= (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(uint64_t{1} << 30));
+  else if (bytes >= (uint64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(uint64_t{1} << 20));
+  else if (bytes >= (uint64_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
   return buf;
 }
 
-Status checkMemoryCap(size_t bytes, size_t cap, const std::string& what) {
+Status checkMemoryCap(uint64_t bytes, size_t cap, const std::string& what) {
   if (bytes <= cap) return Status::Ok();
   return makeError(StatusCode::kInvalidArgument, what, " needs ", bytes, " bytes (", formatByteSize(bytes),
                    "), more than the memory cap of ", formatByteSize(cap),
@@ -71,7 +71,8 @@ Status checkTensorsFitCap(const ir::Graph& g, size_t cap) {
     if (!isStatic(tensor.shape)) continue;
     auto count = checkedNumElements(tensor.shape);
     if (!count.ok()) return count.status().withContext(ir::describeTensor(g, static_cast<int>(t)));
-    const size_t bytes = static_cast<size_t>(*count) * dtypeSize(tensor.dtype);
+    // In 64 bits: on a 32-bit board a shape past 4 GiB would wrap size_t to a small size.
+    const uint64_t bytes = static_cast<uint64_t>(*count) * dtypeSize(tensor.dtype);
     const std::string what = ir::describeTensor(g, static_cast<int>(t)) + " (" + dtypeName(tensor.dtype) + " " +
                              shapeToString(tensor.shape) + ")";
     RETURN_IF_ERROR(checkMemoryCap(bytes, cap, what));

@@ -10,6 +10,8 @@
 // decoding it, or before shape inference).
 #pragma once
 
+#include <cstdint>
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -24,10 +26,10 @@ size_t defaultMaxMemoryBytes();
 
 // "1073741824", "512K", "256M", "2G" (powers of 1024; a trailing "B"/"iB" allowed).
 StatusOr<size_t> parseByteSize(std::string_view text);
-std::string formatByteSize(size_t bytes);  // "256 MiB", "1.5 GiB", "100 bytes"
+std::string formatByteSize(uint64_t bytes);  // "256 MiB", "1.5 GiB", "100 bytes"
 
 // Error unless `bytes` <= `cap`; `what` names the request ("tensor 3 'x' (float32 1x2)").
-Status checkMemoryCap(size_t bytes, size_t cap, const std::string& what);
+Status checkMemoryCap(uint64_t bytes, size_t cap, const std::string& what);
 
 // Every tensor of `g` with a static shape against `cap`, before fusion and kernel
 // compilation (the arena, where tensors share bytes, is checked once planned).

@@ -94,13 +94,14 @@ StatusOr<HostTensor> readNpyBytes(const std::string& bytes, const std::string& p
   auto count = checkedNumElements(shape);
   if (!count.ok()) return bad(count.status().message());
   // Checked before allocating: a header may claim far more elements than the file holds.
-  const size_t need = static_cast<size_t>(*count) * dtypeSize(dtype);
+  // In 64 bits: on a 32-bit board a huge claimed shape would wrap size_t to a small size.
+  const uint64_t need = static_cast<uint64_t>(*count) * dtypeSize(dtype);
   const size_t data_off = offset + header_len;
-  if (bytes.size() - data_off != need) {
+  if (static_cast<uint64_t>(bytes.size() - data_off) != need) {
     return bad("data is " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " + std::to_string(need));
   }
   HostTensor t(dtype, shape);
-  if (need) std::memcpy(t.data(), bytes.data() + data_off, need);
+  if (need) std::memcpy(t.data(), bytes.data() + data_off, static_cast<size_t>(need));
   return t;
 }
 
