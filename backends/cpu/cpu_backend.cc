@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "backends/cpu/blocked_pool.h"
 #include "backends/cpu/int8_layout.h"
@@ -34,10 +35,15 @@ namespace gkrt {
 CpuBackend::CpuBackend(const BackendOptions& options)
     : options_(options), pool_(std::make_unique<cpu::ThreadPool>(options.num_threads)) {
   // The environment overrides of the cpu backend's options (comparisons, debugging).
-  if (const char* env = std::getenv("GKRT_CPU_INT8"); env && std::string(env) == "saturating") {
-    options_.cpu_int8_saturating = true;
+  if (const char* env = std::getenv("GKRT_CPU_INT8")) {
+    const std::string v = env;
+    options_.cpu_int8_saturating |= v == "saturating";
+    options_.cpu_int8_float |= v == "float";
+    static bool warned = false;  // once per process, not per backend
+    if (v != "saturating" && v != "float" && !std::exchange(warned, true)) {
+      GKRT_LOG_WARNING("GKRT_CPU_INT8='", v, "' is not a choice; use 'float' or 'saturating' (unset: the default int8 path)");
+    }
   }
-  if (const char* env = std::getenv("GKRT_CPU_INT8"); env && std::string(env) == "float") options_.cpu_int8_float = true;
   if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
     options_.cpu_blocked_layout = false;
   }
@@ -45,6 +51,9 @@ CpuBackend::CpuBackend(const BackendOptions& options)
     options_.cpu_winograd = false;
   }
   bf16_ = cpu::cpuUsesBf16(options_);
+  int8_path_ = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
+               : options_.cpu_int8_saturating ? cpu::Int8Path::kSaturating
+                                              : cpu::Int8Path::kAuto;
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -78,14 +87,12 @@ int CpuBackend::blockInUse() const { return options_.cpu_blocked_layout ? cpu::p
 const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
   if (layout_graph_ != &g) {
     layout_ = cpu::planLayouts(g, blockInUse(), [&](const ir::Node& n) { return layoutUse(g, n); });
-    if (options_.cpu_blocked_layout) {
-      cpu::planInt8Nhwc(g, &layout_, [&](const ir::Node& n, int t) {
-        if (n.op && std::string(n.op->name) == "QLinearConv") {
-          return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
-        }
-        return cpu::quantTakesLayouts(g, n);
-      });
-    }
+    cpu::planInt8Nhwc(g, &layout_, [&](const ir::Node& n, int t) {  // nothing without a block
+      if (n.op && std::string(n.op->name) == "QLinearConv") {
+        return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
+      }
+      return cpu::quantTakesLayouts(g, n);
+    });
     layout_graph_ = &g;
   }
   return layout_;
@@ -202,11 +209,8 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::canRunQuantElementwise(g, node)) return cpu::compileQuantElementwise(g, node, *pool_);
   if (cpu::canRunOneDnnInt8(g, node)) {
-    const cpu::Int8Path path = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
-                               : options_.cpu_int8_saturating ? cpu::Int8Path::kSaturating
-                                                              : cpu::Int8Path::kAuto;
     const bool conv = node.op->name == std::string("QLinearConv") || node.op->name == std::string("ConvInteger");
-    auto k = cpu::compileOneDnnInt8(g, node, path, *pool_, conv && layout.isNhwc(node.inputs[0]),
+    auto k = cpu::compileOneDnnInt8(g, node, int8_path_, *pool_, conv && layout.isNhwc(node.inputs[0]),
                                     conv && layout.isNhwc(node.outputs[0]));
     if (k.ok()) return k;  // else our own int8 GEMM or the reference kernel
     if (layout.isNhwc(node.inputs[0]) || layout.isNhwc(node.outputs[0])) {

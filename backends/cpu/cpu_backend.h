@@ -9,6 +9,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/blocked_layout.h"
+#include "backends/cpu/onednn_int8.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace gkrt {
@@ -32,6 +33,7 @@ class CpuBackend : public Backend {
 
   BackendOptions options_;
   bool bf16_ = false;  // GEMMs in bf16 (cpu_precision.h)
+  cpu::Int8Path int8_path_ = cpu::Int8Path::kAuto;  // from cpu_int8_float / cpu_int8_saturating
   std::unique_ptr<cpu::ThreadPool> pool_;
   const ir::Graph* layout_graph_ = nullptr;  // the graph layout_ was planned for
   cpu::LayoutPlan layout_;

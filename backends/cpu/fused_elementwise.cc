@@ -28,6 +28,7 @@ struct ElementwiseProgram {
   Program p;
   int64_t total = 0;
   std::vector<PrologueStep> prologue;
+  size_t num_inputs = 0;  // the kernel's inputs (prologue results are read after them)
 };
 
 // At most this share of the outputs' size for a prologue step (it runs unvectorised).
@@ -81,6 +82,7 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
   };
   Program p;
   const int num_inputs = static_cast<int>(kernel_inputs.size());
+  out->num_inputs = kernel_inputs.size();
   for (const ir::Node& n : nodes) {
     PrologueStep st;
     if (prologueStep(tensors, n, total, input_of, output_of, &st)) {
@@ -115,6 +117,7 @@ class ElementwiseKernel final : public Kernel {
  public:
   ElementwiseKernel(ElementwiseProgram p, ThreadPool& pool)
       : p_(std::move(p.p)), total_(p.total), prologue_(std::move(p.prologue)), pool_(pool) {
+    if (!prologue_.empty()) all_inputs_.resize(p.num_inputs + prologue_.size());  // launch allocates nothing
     for (PrologueStep& st : prologue_) {
       MutableTensorView y;
       y.shape = st.shape;
@@ -140,7 +143,6 @@ class ElementwiseKernel final : public Kernel {
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& outputs, void*) override {
     const std::vector<TensorView>* inputs = &in;
     if (!prologue_.empty()) {  // the kernel inputs, then each step's result
-      all_inputs_.resize(in.size() + prologue_.size());
       std::copy(in.begin(), in.end(), all_inputs_.begin());
       for (size_t k = 0; k < prologue_.size(); ++k) {
         PrologueStep& st = prologue_[k];

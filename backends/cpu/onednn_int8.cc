@@ -93,9 +93,6 @@ dnnl::memory::desc matDesc(const Shape& s, size_t rank, dt type) {
   return dnnl::memory::desc(d, type, strides);
 }
 
-// Elements per thread below which a loop stays on the calling thread.
-constexpr int64_t kMinPerThread = 8192;
-
 template <class T> void toFloat(const T* __restrict x, float z, float* __restrict f, int64_t n) {
   for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(x[i]) - z;
 }
@@ -157,7 +154,7 @@ class OneDnnInt8Kernel final : public Kernel {
       const TensorView& x = in[op_.x];
       const float z = static_cast<float>(xzp_value_);
       float* f = x_float_.data();
-      pool_.parallelFor(static_cast<int64_t>(x_float_.size()), 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+      pool_.parallelFor(static_cast<int64_t>(x_float_.size()), 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
         if (x.dtype == DType::kUInt8) toFloat(x.as<uint8_t>() + b, z, f + b, e - b);
         else toFloat(x.as<int8_t>() + b, z, f + b, e - b);
       });
@@ -166,14 +163,14 @@ class OneDnnInt8Kernel final : public Kernel {
     if (!w_const_ && w_shift_) {  // u8 -> s8, w - 128
       const uint8_t* w = in[op_.w].as<uint8_t>();
       uint8_t* s = w_s8_.data();
-      pool_.parallelFor(static_cast<int64_t>(w_s8_.size()), 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+      pool_.parallelFor(static_cast<int64_t>(w_s8_.size()), 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) s[i] = w[i] ^ 0x80;
       });
     }
     if (!w_const_ && !native_) {  // w - w_zp[column] as float32, rows of `channels_`
       const TensorView& w = in[op_.w];
       const int64_t rows = static_cast<int64_t>(w_float_.size()) / channels_;
-      pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / channels_), [&](int, int64_t b, int64_t e) {
+      pool_.parallelFor(rows, 1, std::max<int64_t>(1, kQuantMinPerThread / channels_), [&](int, int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           if (w_signed_) toFloatColumns(w.as<int8_t>() + r * channels_, w_zp_.data(), w_float_.data() + r * channels_, channels_);
           else toFloatColumns(w.as<uint8_t>() + r * channels_, w_zp_.data(), w_float_.data() + r * channels_, channels_);
@@ -224,13 +221,13 @@ class OneDnnInt8Kernel final : public Kernel {
   void requantize(const float* acc, const MutableTensorView& y) {
     const int64_t n = static_cast<int64_t>(y_float_.size());
     if (!op_.requant) {
-      pool_.parallelFor(n, 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+      pool_.parallelFor(n, 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) y.as<int32_t>()[i] = static_cast<int32_t>(std::lrint(acc[i]));
       });
       return;
     }
     const int64_t row = op_.conv && !y_nhwc_ ? inner_ : channels_, rows = n / row;
-    pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / row), [&](int, int64_t b, int64_t e) {
+    pool_.parallelFor(rows, 1, std::max<int64_t>(1, kQuantMinPerThread / row), [&](int, int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const float* a = acc + r * row;
         if (y_dtype_ == DType::kInt8) requantRow(a, r, row, y.as<int8_t>() + r * row);

@@ -129,12 +129,10 @@ void dynamicQuantize(const float* __restrict x, float scale, int zp, uint8_t* __
   saturateRow(vec, [&](int64_t i) { const float v = x[i] / scale; return v == v ? v : -kQuantClamp; }, zp, y, n);
 }
 
-// Elements per thread below which a loop stays on the calling thread.
-constexpr int64_t kMinPerThread = 8192;
-
 class QuantElementwiseKernel final : public Kernel {
  public:
-  QuantElementwiseKernel(std::string op, ThreadPool& pool) : op_(std::move(op)), pool_(pool) {}
+  QuantElementwiseKernel(std::string op, ThreadPool& pool)
+      : op_(std::move(op)), pool_(pool), range_(2 * static_cast<size_t>(pool.size())) {}
   // QLinearAdd / QLinearMul: y's dims and the operands' broadcast strides; operands that
   // are whole or one value run as one flat row.
   void setBroadcast(const Shape& a, const Shape& b, const Shape& y) {
@@ -168,7 +166,7 @@ class QuantElementwiseKernel final : public Kernel {
       const float s = scaleOf(in[1]);
       const int zp = zeroPointOf(in, 2);
       const bool q = op_ == "QuantizeLinear";
-      pool_.parallelFor(n, 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+      pool_.parallelFor(n, 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
         if (q && s8) quantize(in[0].as<float>() + b, s, zp, y.as<int8_t>() + b, e - b);
         if (q && !s8) quantize(in[0].as<float>() + b, s, zp, y.as<uint8_t>() + b, e - b);
         if (!q && s8) dequantize(in[0].as<int8_t>() + b, s, zp, y.as<float>() + b, e - b);
@@ -183,7 +181,7 @@ class QuantElementwiseKernel final : public Kernel {
     const int az = zeroPointOf(in, 2), bz = zeroPointOf(in, 5), cz = zeroPointOf(in, 7);
     const auto run = [&](auto op) {
       const int64_t len = dims_.back(), rows = n / len;
-      pool_.parallelFor(rows, 1, std::max<int64_t>(1, kMinPerThread / len), [&](int, int64_t b, int64_t e) { op.run(b, e); });
+      pool_.parallelFor(rows, 1, std::max<int64_t>(1, kQuantMinPerThread / len), [&](int, int64_t b, int64_t e) { op.run(b, e); });
     };
     if (s8 && mul) run(QBinary<int8_t, true>{in[0].as<int8_t>(), in[3].as<int8_t>(), ra, rb, az, bz, cz, y.as<int8_t>(), dims_, sa_, sb_});
     if (s8 && !mul) run(QBinary<int8_t, false>{in[0].as<int8_t>(), in[3].as<int8_t>(), ra, rb, az, bz, cz, y.as<int8_t>(), dims_, sa_, sb_});
@@ -264,8 +262,8 @@ class QuantElementwiseKernel final : public Kernel {
   Status dynamicQuantizeLinear(const TensorView& x, const std::vector<MutableTensorView>& out) {
     const int64_t n = x.size();
     const int threads = pool_.size();
-    range_.assign(2 * static_cast<size_t>(threads), 0.0f);
-    pool_.parallelFor(n, 64, kMinPerThread, [&](int t, int64_t b, int64_t e) {
+    std::fill(range_.begin(), range_.end(), 0.0f);
+    pool_.parallelFor(n, 64, kQuantMinPerThread, [&](int t, int64_t b, int64_t e) {
       float hi, lo;
       dynamicRange(x.as<float>() + b, e - b, &hi, &lo);
       range_[2 * t] = std::max(range_[2 * t], hi);
@@ -279,7 +277,7 @@ class QuantElementwiseKernel final : public Kernel {
     const float scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
     const float initial_zp = 0.0f - minx / scale;
     const float zp = std::nearbyint(std::clamp(initial_zp, 0.0f, 255.0f));
-    pool_.parallelFor(n, 64, kMinPerThread, [&](int, int64_t b, int64_t e) {
+    pool_.parallelFor(n, 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
       dynamicQuantize(x.as<float>() + b, scale, static_cast<int>(zp), out[0].as<uint8_t>() + b, e - b);
     });
     out[1].as<float>()[0] = scale;

@@ -27,6 +27,9 @@ namespace gkrt::cpu {
 // mode), so no libm call. A file that uses it is compiled with -ffp-contract=off:
 // v * scale + 1.5 * 2^23 as one FMA would round once where the reference rounds twice.
 constexpr float kQuantClamp = 4194304.0f;
+// Elements per thread below which the quantization loops (here and in onednn_int8.cc)
+// stay on the calling thread.
+constexpr int64_t kQuantMinPerThread = 8192;
 template <class T> inline T saturateQuant(float v, int zp) {
   constexpr float lo = std::is_signed_v<T> ? -128.0f : 0.0f, hi = std::is_signed_v<T> ? 127.0f : 255.0f;
   constexpr float kRound = 12582912.0f;

@@ -131,14 +131,8 @@ TEST(CpuQuantKernels, QLinearAddAndMulEqualTheReferenceOnEveryOperandShape) {
 }
 
 TEST(CpuQuantKernels, DynamicQuantizeLinearEqualsTheReferenceWithNaNAsZero) {
-  GraphBuilder b;
   const Shape shape = {2, 33333};
-  Value x = b.input("x", DType::kFloat32, shape);
-  auto outs = b.op("DynamicQuantizeLinear", {x}, {}, 3);
-  b.output(outs[0], "y");
-  b.output(outs[1], "scale");
-  b.output(outs[2], "zp");
-  auto g = b.finish();
+  auto g = testing::dynamicQuantizeGraph(shape);
   ASSERT_TRUE(g.ok()) << g.status().message();
   HostTensor in = testing::randomTensor(shape, 9);
   float* v = static_cast<float*>(in.data());

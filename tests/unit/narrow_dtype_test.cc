@@ -288,13 +288,7 @@ TEST(Quantization, BadScaleShapeIsAClearError) {
 
 // ONNX's test_dynamicquantizelinear.
 TEST(Quantization, DynamicQuantizeLinearAsOnnx) {
-  GraphBuilder b;
-  Value x = b.input("x", DType::kFloat32, {6});
-  auto outs = b.op("DynamicQuantizeLinear", {x}, {}, 3);
-  b.output(outs[0], "y");
-  b.output(outs[1], "scale");
-  b.output(outs[2], "zp");
-  auto g = b.finish();
+  auto g = testing::dynamicQuantizeGraph({6});
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto y = runEverywhere(*g, {floats({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f})});
   ASSERT_EQ(y.size(), 3u);

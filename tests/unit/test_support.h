@@ -41,6 +41,16 @@ inline StatusOr<std::vector<HostTensor>> runGraph(const ir::Graph& g, const std:
   return outs;
 }
 
+// One DynamicQuantizeLinear of a float32 input `x` of `shape`; outputs y, scale, zp.
+inline StatusOr<ir::Graph> dynamicQuantizeGraph(const Shape& shape) {
+  GraphBuilder b;
+  auto outs = b.op("DynamicQuantizeLinear", {b.input("x", DType::kFloat32, shape)}, {}, 3);
+  b.output(outs[0], "y");
+  b.output(outs[1], "scale");
+  b.output(outs[2], "zp");
+  return b.finish();
+}
+
 // Empty string when |got - want| <= atol + rtol*|want| everywhere (NaN matches NaN),
 // else a description of the first mismatch.
 inline std::string compareTensors(const HostTensor& got, const HostTensor& want, double rtol, double atol) {
