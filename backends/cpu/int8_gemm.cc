@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
+#include "backends/cpu/vector_math.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -112,7 +114,8 @@ void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt
 
 namespace {
 
-enum class Int8Op { kMatMulInteger, kQLinearMatMul, kQuantBatchMatMul };
+enum class Int8Op { kMatMulInteger, kQLinearMatMul, kQuantBatchMatMul, kToFloat };
+enum class Act { kNone, kRelu, kGeluErf, kGeluTanh };
 
 struct Int8Inputs {  // input indices; -1 when the op has none
   int a = 0, as = -1, azp = -1, b = 1, bs = -1, bzp = -1, ys = -1, yzp = -1, bias = -1;
@@ -121,6 +124,7 @@ struct Int8Inputs {  // input indices; -1 when the op has none
 Int8Inputs inputsOf(Int8Op op) {
   if (op == Int8Op::kMatMulInteger) return {0, -1, 2, 1, -1, 3, -1, -1, -1};
   if (op == Int8Op::kQLinearMatMul) return {0, 1, 2, 3, 4, 5, 6, 7, -1};
+  if (op == Int8Op::kToFloat) return {0, 2, 4, 1, 3, 5, -1, -1, 6};
   return {0, 1, 2, 3, 4, 5, -1, -1, 6};
 }
 
@@ -145,6 +149,11 @@ class Int8GemmKernel final : public Kernel {
     packInt8B(b.constant->data, b.dtype, K_, N_, bzp, &packed_);
     scratch_ = makeInt8GemmScratch(packed_, pool_.size());
     if (op_ != Int8Op::kMatMulInteger) sums_.resize(static_cast<size_t>(M_ * N_)), scale_.resize(static_cast<size_t>(N_));
+    const std::string name = n.op->name;
+    if (name == "MatMulIntegerToFloatRelu") act_ = Act::kRelu;
+    if (name == "MatMulIntegerToFloatGelu") {
+      act_ = n.attrs.get<GeluAttrs>().approximate == GeluApprox::kNone ? Act::kGeluErf : Act::kGeluTanh;
+    }
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
@@ -160,6 +169,10 @@ class Int8GemmKernel final : public Kernel {
       const float ab = static_cast<float>(static_cast<double>(as.as<float>()[0]) * bs.as<float>()[bs.size() == 1 ? 0 : j]);
       scale[j] = op_ == Int8Op::kQLinearMatMul ? static_cast<double>(static_cast<float>(ab / in[in_.ys].as<float>()[0]))
                                                 : static_cast<double>(ab);
+    }
+    if (op_ == Int8Op::kToFloat) {
+      toFloat(in, sums, static_cast<float*>(out[0].data));
+      return Status::Ok();
     }
     if (op_ == Int8Op::kQuantBatchMatMul) {
       const int32_t* bias = in_.bias < static_cast<int>(in.size()) && in[in_.bias].present() ? in[in_.bias].as<int32_t>()
@@ -191,7 +204,42 @@ class Int8GemmKernel final : public Kernel {
   }
 
  private:
+  // MatMulIntegerToFloat: float(acc) * float(as*bs[j]) + bias[j], then the activation
+  // (GeLU through the vectorised erf/tanh), rows over the threads.
+  void toFloat(const std::vector<TensorView>& in, const int32_t* sums, float* y) {
+    const float* bias = in_.bias < static_cast<int>(in.size()) && in[in_.bias].present() ? in[in_.bias].as<float>() : nullptr;
+    const int64_t N = N_;
+    pool_.parallelFor(M_, 1, std::max<int64_t>(1, 8192 / std::max<int64_t>(N, 1)), [&](int, int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* row = y + r * N;
+        for (int64_t j = 0; j < N; ++j) {
+          const float v = static_cast<float>(sums[r * N + j]) * static_cast<float>(scale_[j]);
+          row[j] = bias ? v + bias[j] : v;
+        }
+        applyActivation(row, N);
+      }
+    });
+  }
+  void applyActivation(float* row, int64_t n) const {
+    if (act_ == Act::kRelu) for (int64_t j = 0; j < n; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    if (act_ != Act::kGeluErf && act_ != Act::kGeluTanh) return;
+    float t[256];
+    for (int64_t j0 = 0; j0 < n; j0 += 256) {
+      const int64_t m = std::min<int64_t>(256, n - j0);
+      float* v = row + j0;
+      if (act_ == Act::kGeluErf) {
+        for (int64_t j = 0; j < m; ++j) t[j] = v[j] * 0.70710678f;
+        vecMath(VecFn::kErf, t, t, m);
+      } else {
+        for (int64_t j = 0; j < m; ++j) t[j] = 0.7978845608f * (v[j] + 0.044715f * v[j] * v[j] * v[j]);
+        vecMath(VecFn::kTanh, t, t, m);
+      }
+      for (int64_t j = 0; j < m; ++j) v[j] = 0.5f * v[j] * (1.0f + t[j]);
+    }
+  }
+
   ThreadPool& pool_;
+  Act act_ = Act::kNone;
   Int8Op op_;
   Int8Inputs in_;
   DType a_type_ = DType::kUInt8;
@@ -206,6 +254,9 @@ bool opOf(const ir::Node& n, Int8Op* op) {
   if (is(n, "MatMulInteger")) *op = Int8Op::kMatMulInteger;
   else if (is(n, "QLinearMatMul")) *op = Int8Op::kQLinearMatMul;
   else if (is(n, "QuantBatchMatMul")) *op = Int8Op::kQuantBatchMatMul;
+  else if (is(n, "MatMulIntegerToFloat") || is(n, "MatMulIntegerToFloatRelu") || is(n, "MatMulIntegerToFloatGelu")) {
+    *op = Int8Op::kToFloat;
+  }
   else return false;
   return true;
 }

@@ -16,6 +16,7 @@
 #include <dnnl.hpp>
 
 #include "backends/cpu/onednn_kernels.h"
+#include "backends/cpu/onednn_post_ops.h"
 #include "backends/cpu/quant_kernels.h"
 #endif
 
@@ -32,6 +33,10 @@ using tag = dnnl::memory::format_tag;
 struct Int8Op {
   bool conv = false, requant = false;
   int x = 0, w = 1, xzp = 2, wzp = 3, xs = -1, ws = -1, ys = -1, yzp = -1, bias = -1;
+  // MatMulIntegerToFloat[Relu|Gelu]: float32 y = acc * float(xs*ws[j]) + bias[j], then
+  // the activation; the scales are run-time inputs (oneDNN's run-time output scales).
+  bool to_float = false;
+  dnnl::algorithm act = dnnl::algorithm::undef;
 };
 bool int8Op(const ir::Node& n, Int8Op* o) {
   const std::string op = n.op->name;
@@ -43,6 +48,15 @@ bool int8Op(const ir::Node& n, Int8Op* o) {
     *o = {op == "ConvInteger", false};
     return true;
   }
+  if (op.rfind("MatMulIntegerToFloat", 0) == 0) {
+    *o = {false, false, 0, 1, 4, 5, 2, 3, -1, -1, 6, true};
+    if (op == "MatMulIntegerToFloatRelu") o->act = dnnl::algorithm::eltwise_relu;
+    if (op == "MatMulIntegerToFloatGelu") {
+      o->act = n.attrs.get<GeluAttrs>().approximate == GeluApprox::kNone ? dnnl::algorithm::eltwise_gelu_erf
+                                                                          : dnnl::algorithm::eltwise_gelu_tanh;
+    }
+    return true;
+  }
   return false;
 }
 
@@ -51,7 +65,9 @@ const ir::Tensor* tensorAt(const ir::Graph& g, const ir::Node& n, int k) {
   const int t = input(n, k);
   return t >= 0 ? &g.tensors[t] : nullptr;
 }
-dt dnnlType(DType t) { return t == DType::kInt8 ? dt::s8 : t == DType::kUInt8 ? dt::u8 : dt::s32; }
+dt dnnlType(DType t) {
+  return t == DType::kInt8 ? dt::s8 : t == DType::kUInt8 ? dt::u8 : t == DType::kFloat32 ? dt::f32 : dt::s32;
+}
 
 // Element i (or 0 for a one-element tensor) of a constant, as a double.
 double constAt(const ir::Tensor& t, int64_t i) {
@@ -133,10 +149,11 @@ class OneDnnInt8Kernel final : public Kernel {
     }
     dnnl::primitive_attr attr;
     if (native_) nativeAttr(op, y, wzp, &attr);
+    if (op.to_float) toFloatAttr(g, n, y, &attr);
     const dt xt = native_ ? dnnlType(x.dtype) : dt::f32, yt = native_ ? dnnlType(y.dtype) : dt::f32;
     if (!native_) {
       x_float_.resize(numElements(x.shape));
-      y_float_.resize(numElements(y.shape));
+      if (!op.to_float) y_float_.resize(numElements(y.shape));  // to_float: oneDNN writes y itself
     }
     if (op.conv) buildConv(g, n, x, w, y, wzp, xt, yt, attr);
     else buildMatMul(x, w, y, wzp, xt, yt, attr);
@@ -146,6 +163,14 @@ class OneDnnInt8Kernel final : public Kernel {
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     if (runtime_xzp_) xzp_value_ = static_cast<int32_t>(ops::loadIndex(in[op_.xzp], 0));
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, w_mem_}};
+    if (op_.to_float) {  // float(xs * ws[j]), rounded as the unfused Mul rounds it
+      const double xs = ops::loadF(in[op_.xs].data, in[op_.xs].dtype, 0);
+      const TensorView& ws = in[op_.ws];
+      for (size_t j = 0; j < scales_.size(); ++j) scales_[j] = static_cast<float>(xs * ops::loadF(ws.data, ws.dtype, j));
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = scales_mem_;
+      if (bias_mem_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] = bias_mem_;
+      y_mem_.set_data_handle(out[0].data);
+    }
     if (native_) {
       x_mem_.set_data_handle(const_cast<void*>(in[op_.x].data));
       y_mem_.set_data_handle(out[0].data);
@@ -188,17 +213,40 @@ class OneDnnInt8Kernel final : public Kernel {
     prim_.execute(stream_, args);
     if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
     stream_.wait();
+    if (op_.to_float) return Status::Ok();
     if (!native_ && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
     else if (!native_) requantize(y_float_.data(), out[0]);
     return Status::Ok();
   }
   std::string detail() const override {
     return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ + (x_nhwc_ || y_nhwc_ ? ", nhwc" : "") +
-           (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
+           (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (op_.to_float ? ", float32 out with bias/activation post-ops" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
   }
   int reorders() const override { return (x_reorder_ ? 1 : 0) + (y_reorder_ ? 1 : 0); }
 
  private:
+  // MatMulIntegerToFloat: the scales float(xs*ws[j]) as a binary multiply post-op (one
+  // value, or one per column, written at launch: oneDNN 2.6 has only its slower gemm:jit
+  // for run-time output scales, its brgemm takes binary post-ops), the bias as a binary
+  // add, the activation as an eltwise post-op.
+  void toFloatAttr(const ir::Graph& g, const ir::Node& n, const ir::Tensor& y, dnnl::primitive_attr* attr) {
+    const ir::Tensor& ws = *tensorAt(g, n, op_.ws);
+    const int64_t count = numElements(ws.shape);
+    scales_.assign(count, 1.0f);
+    const auto s_md = binaryDesc(count == 1 ? Shape{1} : Shape{count}, y.shape.size());
+    scales_mem_ = dnnl::memory(s_md, oneDnnEngine(), scales_.data());
+    dnnl::post_ops po;
+    po.append_binary(dnnl::algorithm::binary_mul, s_md);
+    if (const ir::Tensor* bias = tensorAt(g, n, op_.bias)) {
+      if (!bias->isConstant()) throw std::runtime_error("MatMulIntegerToFloat on oneDNN takes a constant bias");
+      const auto md = binaryDesc(bias->shape, y.shape.size());
+      po.append_binary(dnnl::algorithm::binary_add, md);
+      bias_mem_ = dnnl::memory(md, oneDnnEngine(), const_cast<uint8_t*>(bias->constant->data));
+    }
+    if (op_.act != dnnl::algorithm::undef) po.append_eltwise(1.0f, op_.act, 0.0f, 0.0f);
+    attr->set_post_ops(po);
+  }
+
   void nativeAttr(const Int8Op& op, const ir::Tensor& y, const ir::Tensor* wzp, dnnl::primitive_attr* attr) {
     if (op.requant) {
       const int mask = scales_.size() == 1 ? 0 : op.conv ? 1 << 1 : 1 << (y.shape.size() - 1);
@@ -273,7 +321,9 @@ class OneDnnInt8Kernel final : public Kernel {
     std::vector<float> f(n);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t c = per_row ? i / inner : i % channels_;
-      f[i] = static_cast<float>(reinterpret_cast<const int8_t*>(w.constant->data)[i]) -
+      const float v = w.dtype == DType::kUInt8 ? static_cast<float>(w.constant->data[i])
+                                               : static_cast<float>(reinterpret_cast<const int8_t*>(w.constant->data)[i]);
+      f[i] = v -
              static_cast<float>(wzp ? constAt(*wzp, numElements(wzp->shape) == 1 ? 0 : c) : 0.0);
     }
     return f;
@@ -356,7 +406,8 @@ class OneDnnInt8Kernel final : public Kernel {
     if (impl_.rfind("ref", 0) == 0) throw std::runtime_error("oneDNN has only its reference matmul for this case");
     prim_ = dnnl::matmul(pd);
     x_mem_ = native_ ? dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(x_md, oneDnnEngine(), x_float_.data());
-    y_mem_ = native_ ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
+    y_mem_ = native_ || op_.to_float ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE)
+                                     : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
     if (w_shift_) {
       w_s8_.resize(numElements(w.shape));
       if (w_const_) for (size_t i = 0; i < w_s8_.size(); ++i) w_s8_[i] = w.constant->data[i] ^ 0x80;
@@ -389,7 +440,7 @@ class OneDnnInt8Kernel final : public Kernel {
   bool x_nhwc_ = false, y_nhwc_ = false;  // the int8 layout plan's NHWC activations (int8_layout.h)
   int64_t y_block_ = 0;  // float path: the accumulator is nChw{y_block_}c, requantized into plain y
   dnnl::primitive prim_;
-  dnnl::memory x_mem_, w_mem_, y_mem_, b_mem_, x_prim_, y_prim_, zp_mem_;
+  dnnl::memory x_mem_, w_mem_, y_mem_, b_mem_, x_prim_, y_prim_, zp_mem_, scales_mem_, bias_mem_;
   dnnl::reorder x_reorder_, y_reorder_;
   bool w_const_ = false, runtime_xzp_ = false;
   int32_t xzp_value_ = 0, yzp_ = 0;
@@ -409,8 +460,11 @@ bool canRunOneDnnInt8(const ir::Graph& g, const ir::Node& node) {
   const ir::Tensor* x = tensorAt(g, node, op.x);
   const ir::Tensor* w = tensorAt(g, node, op.w);
   if (!x || !w || (op.conv && x->shape.size() != 4)) return false;
-  for (int k : {op.xs, op.ws, op.ys, op.yzp}) {
-    if (k >= 0 && (!tensorAt(g, node, k) || !tensorAt(g, node, k)->isConstant())) return false;
+  for (int k : {op.xs, op.ws, op.ys, op.yzp}) {  // MatMulIntegerToFloat reads its scales at launch
+    if (k >= 0 && (!tensorAt(g, node, k) || (!op.to_float && !tensorAt(g, node, k)->isConstant()))) return false;
+  }
+  if (op.to_float && (!w->isConstant() || (tensorAt(g, node, op.bias) && !tensorAt(g, node, op.bias)->isConstant()))) {
+    return false;
   }
   if (op.requant) {  // per-tensor activation and output scales
     for (int k : {op.xs, op.ys, op.yzp}) if (numElements(tensorAt(g, node, k)->shape) != 1) return false;

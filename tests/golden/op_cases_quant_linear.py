@@ -1,6 +1,8 @@
 """Golden cases for the integer and QLinear ops (runtime/ir/ops/quant_linear.cc), computed
 as onnx.reference computes them: int32 sums of (x - zero point) products, the rescale
 multiplier in float32 step by step, numpy's rint (half to even), clip to the type."""
+import math
+
 import numpy as np
 
 
@@ -51,6 +53,20 @@ def add_cases(case, rng):
     case("QuantBatchMatMul_per_column_bias", "QuantBatchMatMul",
          [qa, np.array(a_s), np.array(a_z), qb, b_s, b_z, qbias],
          [((acc + qbias).astype(np.float32) * qbmm_scale).astype(np.float32)], rtol=1e-6, atol=0)
+
+    # MatMulIntegerToFloat (onnxruntime's com.microsoft op; gkrt's matmul_integer_to_float_fusion
+    # makes it and its Relu/Gelu forms): float32(acc) * float32(as * bs) + bias, then the activation.
+    fbias = rng.uniform(-1, 1, (5,)).astype(np.float32)
+    fz = np.array(np.uint8(128))
+    to_float = (acc.astype(np.float32) * (a_s * b_s).astype(np.float32)).astype(np.float32) + fbias
+    fins = [qa, qb, np.array(a_s), b_s, fz, b_z, fbias]
+    case("MatMulIntegerToFloat_per_column_bias", "MatMulIntegerToFloat", fins, [to_float], constant_inputs=(1, 3, 5, 6))
+    case("MatMulIntegerToFloatRelu_per_column_bias", "MatMulIntegerToFloatRelu", fins, [np.maximum(to_float, 0)],
+         constant_inputs=(1, 3, 5, 6))
+    t64 = to_float.astype(np.float64)
+    gelu = 0.5 * t64 * (1 + np.vectorize(math.erf)(t64 / math.sqrt(2)))
+    case("MatMulIntegerToFloatGelu_erf", "MatMulIntegerToFloatGelu", fins, [gelu.astype(np.float32)],
+         {"approximate": "none"}, constant_inputs=(1, 3, 5, 6))
 
     cw = rng.integers(-128, 128, (3, 2, 3, 3)).astype(np.int8)
     w_s = rng.uniform(0.002, 0.01, (3,)).astype(np.float32)

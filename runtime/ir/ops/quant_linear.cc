@@ -6,6 +6,10 @@
 //   QLinearAdd / QLinearMul (com.microsoft)           c = sat(rint(deq(a) (+|*) deq(b) / cs) + czp)
 //   QuantBatchMatMul(a, as, azp, b, bs, bzp, B?)      float32 y = (acc + B) * as*bs   (gkrt: MindSpore's
 //       QuantBatchMatmul with its bias, made by inference_qbmm_add_fusion; B int32 per column)
+//   MatMulIntegerToFloat(a, b, as, bs, azp?, bzp?, bias?)  float32 y = float(acc) * float(as*bs) + bias
+//       (onnxruntime's com.microsoft op; gkrt makes it, and its Relu/Gelu forms with the activation
+//       applied last, from the dequantization chain of a dynamically quantized model:
+//       fusion/passes/matmul_integer_to_float_fusion.cc)
 // Reference kernels follow onnx.reference: integer accumulation in int32 (exact here in
 // int64), the rescale multiplier computed in the scales' float type step by step, round
 // half to even, saturation to the output type. Scales and zero points are per tensor
@@ -318,6 +322,56 @@ template <bool kMul> Status qlinearBinaryKernel(const KernelContext& c) {
   return Status::Ok();
 }
 
+// MatMulIntegerToFloat[Relu|Gelu]: inputs a, b, a_scale, b_scale, a_zp?, b_zp?, bias?.
+Status dtypeMatMulIntegerToFloat(const ir::Node& n, const In& in, std::vector<DType>& out) {
+  RETURN_IF_ERROR(requireInt8(n, in, 0, "a"));
+  RETURN_IF_ERROR(requireInt8(n, in, 1, "b"));
+  for (size_t k : {2, 3}) RETURN_IF_ERROR(requireFloat(n, in[k], k));
+  RETURN_IF_ERROR(requireZeroPointType(n, in, 0, 4));
+  RETURN_IF_ERROR(requireZeroPointType(n, in, 1, 5));
+  if (in.size() > 6 && in[6] && in[6]->dtype != DType::kFloat32) {
+    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias (input 6) must be float32, got ",
+                     dtypeName(in[6]->dtype));
+  }
+  out = {DType::kFloat32};
+  return Status::Ok();
+}
+Status shapeMatMulIntegerToFloat(const ir::Node& n, const In& in, std::vector<Shape>& out) {
+  Shape y;
+  RETURN_IF_ERROR(matMulShape(n, in[0]->shape, in[1]->shape, y));
+  const int64_t N = y.back();
+  RETURN_IF_ERROR(requireParamCount(n, in, 2, 1, "a scale"));
+  RETURN_IF_ERROR(requireParamCount(n, in, 3, N, "b scale"));
+  RETURN_IF_ERROR(requireParamCount(n, in, 4, 1, "a zero point"));
+  RETURN_IF_ERROR(requireParamCount(n, in, 5, N, "b zero point"));
+  if (in.size() > 6 && in[6] && numElements(in[6]->shape) != N) {
+    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias has ", numElements(in[6]->shape),
+                     " elements; it needs one per output column (", N, ")");
+  }
+  out = {y};
+  return Status::Ok();
+}
+// Each step in float32 as the unfused ops round it: Cast(acc), Mul by float32(as*bs),
+// Add bias, then the activation (GeLU's reference formula).
+Status matMulIntegerToFloatKernel(const KernelContext& c) {
+  const TensorView &as = c.in(2), &bs = c.in(3);
+  const TensorView* bias = optionalIn(c, 6);
+  const MutableTensorView& y = c.out(0);
+  const std::string op = c.node.op->name;
+  const bool relu = op == "MatMulIntegerToFloatRelu", gelu = op == "MatMulIntegerToFloatGelu";
+  const bool erf_form = gelu && c.node.attrs.get<GeluAttrs>().approximate == GeluApprox::kNone;
+  integerMatMul(c.in(0), c.in(1), optionalIn(c, 4), optionalIn(c, 5), y.shape, [&](int64_t i, int64_t acc, int64_t, int64_t col) {
+    const float scale = static_cast<float>(scaleAt(as, 0) * scaleAt(bs, col));
+    float v = static_cast<float>(acc) * scale;
+    if (bias) v += bias->as<float>()[bias->size() == 1 ? 0 : col];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    if (gelu && erf_form) v = 0.5f * v * (1.0f + std::erf(v * 0.70710678f));
+    else if (gelu) v = 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    y.as<float>()[i] = v;
+  });
+  return Status::Ok();
+}
+
 }  // namespace
 
 void registerQuantLinearOps(std::vector<OpDef>& t) {
@@ -333,6 +387,15 @@ void registerQuantLinearOps(std::vector<OpDef>& t) {
   if constexpr (opSelected("QuantBatchMatMul")) t.push_back({"QuantBatchMatMul", OpClass::kOpaque, 6, 7, 1, 1, AttrKind::kNone,
                dtypeQuantBatchMatMul, shapeQuantBatchMatMul, quantBatchMatMulKernel,
                "float32 y = ((a - azp) @ (b - bzp) + B) * as*bs; a per tensor, b per tensor or column, B int32"});
+  if constexpr (opSelected("MatMulIntegerToFloat")) t.push_back({"MatMulIntegerToFloat", OpClass::kOpaque, 4, 7, 1, 1, AttrKind::kNone,
+               dtypeMatMulIntegerToFloat, shapeMatMulIntegerToFloat, matMulIntegerToFloatKernel,
+               "float32 y = (a - azp) @ (b - bzp) * as*bs + bias; a per tensor, b per tensor or column (com.microsoft)"});
+  if constexpr (opSelected("MatMulIntegerToFloatRelu")) t.push_back({"MatMulIntegerToFloatRelu", OpClass::kOpaque, 4, 7, 1, 1,
+               AttrKind::kNone, dtypeMatMulIntegerToFloat, shapeMatMulIntegerToFloat, matMulIntegerToFloatKernel,
+               "relu(MatMulIntegerToFloat(...)) (gkrt)"});
+  if constexpr (opSelected("MatMulIntegerToFloatGelu")) t.push_back({"MatMulIntegerToFloatGelu", OpClass::kOpaque, 4, 7, 1, 1,
+               AttrKind::kGelu, dtypeMatMulIntegerToFloat, shapeMatMulIntegerToFloat, matMulIntegerToFloatKernel,
+               "gelu(MatMulIntegerToFloat(...)), erf or tanh form (gkrt)"});
   if constexpr (opSelected("QLinearConv")) t.push_back({"QLinearConv", OpClass::kOpaque, 8, 9, 1, 1, AttrKind::kConv2D,
                dtypeQLinearConv, shapeQLinearConv, qlinearConvKernel,
                "y = sat(rint((conv(x - xzp, w - wzp) + B) * xs*ws/ys) + yzp); w per tensor or output channel"});
