@@ -5,6 +5,10 @@
 //   Q(Conv2D(DQ(x), DQ(w), [DQ(b) | b]))          -> QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, b_int32)
 //   Q(MatMul | BatchMatMul(DQ(a), DQ(b)))         -> QLinearMatMul(a, as, azp, b, bs, bzp, ys, yzp)
 //   Q(Add | Mul(DQ(a), DQ(b)))                    -> QLinearAdd | QLinearMul(a, as, azp, b, bs, bzp, ys, yzp)
+//   Q(M1(...Mk(DQ(x)))), Mi Reshape/Transpose/Squeeze/Unsqueeze/Flatten, Q's scale and
+//   zero point equal to DQ's (one element each)   -> M1(...Mk(x)) on the integers
+//   (onnxruntime's QOperator files put DQ ... Q around the attention's reshapes; the
+//   round trip is exact: round((x - z) * s / s) + z = x)
 // x, a and the output per tensor, int8 or uint8; w per tensor or per output channel
 // (axis 0), a matmul's b per tensor or per column (its last axis), int8 or uint8. The
 // conv bias becomes int32 at scale xs*ws (the int32 of a DQ with exactly that scale and
@@ -20,6 +24,7 @@
 #include "fusion/passes/passes.h"
 #include "fusion/passes/pattern_match.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::passes {
 namespace {
@@ -138,7 +143,42 @@ ir::Node quantNode(const char* op, const std::string& name, Attrs attrs, std::ve
   return n;
 }
 
+// DQ -> data movement -> Q with the same parameters: the movement on the integers.
+StatusOr<bool> integerMovementOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Q q;
+    if (!quantizes(g, i, &q)) continue;
+    std::vector<int> chain;  // movement nodes, from Q's side
+    int t = q.y;
+    for (const ir::Node* m; pg.singleUse(t) && (m = pg.producer(t, {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"}));) {
+      bool other_inputs_const = true;
+      for (size_t k = 1; k < m->inputs.size(); ++k) other_inputs_const = other_inputs_const && (m->inputs[k] < 0 || isConst(g, m->inputs[k]));
+      if (!other_inputs_const || m->outputs.size() != 1) break;
+      chain.push_back(pg.producerIndex(t));
+      t = m->inputs[0];
+    }
+    Dq d;
+    if (chain.empty() || !pg.singleUse(t) || !dequantized(pg, t, &d) || !paramsFit(g, d, 0, 0)) continue;
+    const DType type = g.tensors[d.x].dtype;
+    if (type != g.nodes[i].attrs.get<QuantAttrs>().to || (d.zp >= 0 && g.tensors[d.zp].dtype != type)) continue;
+    const auto zpValue = [&](int z) { return z < 0 ? 0.0 : ops::loadF(g.tensors[z].constant->data, g.tensors[z].dtype, 0); };
+    if (constFloat(g, d.scale, 0) != constFloat(g, q.scale, 0) || zpValue(d.zp) != zpValue(q.zp)) continue;
+    const int dq = pg.producerIndex(t);
+    for (int n : chain) g.tensors[g.nodes[n].outputs[0]].dtype = type;
+    g.nodes[chain.back()].inputs[0] = d.x;
+    ir::Node last = g.nodes[chain.front()];
+    last.outputs[0] = g.nodes[i].outputs[0];
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(last), {chain.front(), dq}));
+    return true;
+  }
+  return false;
+}
+
 StatusOr<bool> fuseOnce(FusionContext& ctx) {
+  ASSIGN_OR_RETURN(bool moved, integerMovementOnce(ctx));
+  if (moved) return true;
   ir::Graph& g = ctx.graph;
   PatternGraph pg(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

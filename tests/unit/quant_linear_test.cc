@@ -154,6 +154,46 @@ TEST(QuantDqOpQFusion, ConvBecomesQLinearConvAndDisablePassKeepsTheFloatPath) {
   }
 }
 
+// DQ -> Reshape -> Transpose -> Q with the same scale and zero point (onnxruntime's
+// QOperator files write it around attention's head split): the movement runs on the
+// integers and the round trip goes; with another output scale it stays.
+ir::Graph dqMoveQGraph(float q_scale) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kUInt8, {1, 6, 8});
+  const float s = 0.05f;
+  const uint8_t z = 131;
+  QuantAttrs qa{1, 0, true, DType::kUInt8, DType::kFloat32};
+  QuantAttrs dqa{1, 0, true, DType::kFloat32, DType::kFloat32};
+  Value f = b.op1("DequantizeLinear", {x, b.constant("s", DType::kFloat32, {}, &s), b.constant("z", DType::kUInt8, {}, &z)}, dqa);
+  Value r = b.op1("Reshape", {f}, ShapeAttrs{{1, 6, 2, 4}});
+  Value t = b.op1("Transpose", {r}, PermAttrs{{0, 2, 1, 3}});
+  b.output(b.op1("QuantizeLinear", {t, b.constant("qs", DType::kFloat32, {}, &q_scale), b.constant("qz", DType::kUInt8, {}, &z)}, qa), "y");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(QuantDqOpQFusion, DataMovementBetweenEqualDqAndQRunsOnTheIntegers) {
+  HostTensor x(DType::kUInt8, {1, 6, 8});
+  for (int64_t i = 0; i < x.size(); ++i) static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>((i * 37) % 256);
+  for (float q_scale : {0.05f, 0.07f}) {
+    const ir::Graph g = dqMoveQGraph(q_scale);
+    ir::Graph fused = g;
+    ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
+    const bool same = q_scale == 0.05f;
+    EXPECT_EQ(hasOp(fused, "QuantizeLinear"), !same) << q_scale;
+    EXPECT_EQ(hasOp(fused, "DequantizeLinear"), !same) << q_scale;
+    EXPECT_TRUE(hasOp(fused, "Transpose")) << q_scale;
+    auto want = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    for (const char* backend : {"reference", "cpu"}) {
+      auto got = testing::runGraph(g, {x}, backend, testing::optLevel(2));
+      ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
+      EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 0.0, 0.0), "") << backend << " " << q_scale;
+    }
+  }
+}
+
 TEST(CpuPrecision, Bf16WithoutNativeSupportRunsFloat32) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {4, 64});
