@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "backends/cpu/vector_math.h"
@@ -23,16 +25,70 @@ inline float laneSum(const float* x, int64_t n) {
   return s;
 }
 
+// Max with two 8-lane vector accumulators (GCC vector extensions: one ymm each on
+// AVX2/AVX-512 clones, two SSE registers on baseline x86-64, NEON q registers on
+// boards); the 16 scalar lanes it had before did not vectorise (0.27 ns an element).
+typedef float Lanes8 __attribute__((vector_size(32)));
 inline float laneMax(const float* x, int64_t n) {
-  float acc[16];
-  std::fill(acc, acc + 16, -INFINITY);
+  const float inf = -INFINITY;
+  Lanes8 a0 = {inf, inf, inf, inf, inf, inf, inf, inf}, a1 = a0;
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  for (; i + 16 <= n; i += 16) {
+    Lanes8 v0, v1;
+    std::memcpy(&v0, x + i, sizeof v0);
+    std::memcpy(&v1, x + i + 8, sizeof v1);
+    a0 = v0 > a0 ? v0 : a0;
+    a1 = v1 > a1 ? v1 : a1;
+  }
   float m = -INFINITY;
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  for (float a : acc) m = a > m ? a : m;
+  for (int j = 0; j < 8; ++j) {
+    m = a0[j] > m ? a0[j] : m;
+    m = a1[j] > m ? a1[j] : m;
+  }
   return m;
+}
+
+// exp(v) for v <= 0 (softmax's x - max), inline so the row's loop vectorises as one:
+// Cody-Waite reduction by ln 2, degree-6 polynomial, 2^k through the exponent bits;
+// max relative error 2.2e-7 (SLEEF's 1-ulp expf through vecMath took 0.3 ns an element
+// on 128-wide rows); v below -87 (and -inf, a masked score) gives 0, NaN stays NaN.
+inline float expNonPositive(float v) {
+  const float c = v < -87.0f ? -87.0f : v;
+  const float k = (c * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest, |k| < 2^22
+  const float r = c - k * 0.693145751953125f - k * 1.428606765330187e-06f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(k) + 127) * (1 << 23);
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return v < -87.0f ? 0.0f : p * scale;
+}
+
+// One contiguous softmax row: max, exp(x - max), sum, scale. Cloned for AVX-512 and AVX2
+// (the library is built for baseline x86-64): MiniLM's 128-wide attention rows went from
+// 0.83 to 0.55 ns an element (AVX-512; 0.63 with AVX2), measured on the row alone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GKRT_SOFTMAX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GKRT_SOFTMAX_CLONES
+#endif
+GKRT_SOFTMAX_CLONES void softmaxRow(const float* __restrict x, float* __restrict y, int64_t n, bool log_softmax) {
+  const float mx = laneMax(x, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = expNonPositive(x[i] - mx);
+  const float sum = laneSum(y, n);
+  if (log_softmax) {  // y was scratch for the log-sum-exp
+    const float lse = mx + std::log(sum);
+    for (int64_t k = 0; k < n; ++k) y[k] = x[k] - lse;
+    return;
+  }
+  const float scale = 1.0f / sum;
+  for (int64_t k = 0; k < n; ++k) y[k] *= scale;
 }
 
 // Softmax / LogSoftmax along one axis: lines of `extent` elements `inner` apart.
@@ -89,20 +145,7 @@ class SoftmaxKernel final : public Kernel {
   }
 
  private:
-  static void row(const float* x, float* y, int64_t n) {
-    const float mx = laneMax(x, n);
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - mx;
-    if (kLog) {
-      // log-sum-exp through y as scratch, then y = x - max - log(sum).
-      vecMath(VecFn::kExp, y, y, n);
-      const float lse = mx + std::log(laneSum(y, n));
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] - lse;
-      return;
-    }
-    vecMath(VecFn::kExp, y, y, n);
-    const float scale = 1.0f / laneSum(y, n);
-    for (int64_t i = 0; i < n; ++i) y[i] *= scale;
-  }
+  static void row(const float* x, float* y, int64_t n) { softmaxRow(x, y, n, kLog); }
 
   ThreadPool& pool_;
   ops::AxisSplit split_{1, 1, 1};
