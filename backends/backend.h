@@ -58,6 +58,11 @@ struct BackendOptions {
   // (backends/cpu/blocked_layout.h); off for a device backend's cpu fallback, whose
   // graph has nodes other backends run. GKRT_CPU_LAYOUT=plain also turns it off.
   bool cpu_blocked_layout = true;
+  // cpu, with cpu_blocked_layout: activations NHWC instead of channel-blocked across the
+  // graph (blocked_layout.h): -1 where channelsLastSuits the graph (grouped convolutions
+  // with groups of channels oneDNN cannot block), 0 never, 1 always.
+  // GKRT_CPU_LAYOUT=nhwc / blocked set 1 / 0.
+  int cpu_channels_last = -1;
   // cpu: 3x3 stride-1 convolutions on blocked activations as Winograd F(4x4, 3x3)
   // (backends/cpu/winograd_kernel.h) where it pays off; GKRT_CPU_WINOGRAD=off too.
   bool cpu_winograd = true;

@@ -47,6 +47,7 @@ const std::vector<PassSpec>& pipeline() {
       {0, "preprocess", 3, "RecognizeExportedPatterns", level1, passes::recognizeExportedPatterns},
       // gkrt's own, after GeLU is one op again and before the expanders split it.
       {0, "preprocess", 5, "matmul_integer_to_float_fusion", level1, passes::fuseMatMulIntegerToFloat},
+      {0, "preprocess", 6, "channel_shuffle_fusion", level1, passes::fuseChannelShuffle},
       {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
       {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
@@ -56,12 +57,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 6);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 7);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 6, p.end());
+    all.insert(all.end(), p.begin() + 7, p.end());
     return all;
   }();
   return with_patterns;

@@ -3,6 +3,8 @@
 #include <numeric>
 #include <string>
 
+#include "runtime/ir/op_def.h"
+
 namespace gkrt::cpu {
 namespace {
 
@@ -13,17 +15,19 @@ int findRoot(std::vector<int>& parent, int x) {
 
 }  // namespace
 
-LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<LayoutUse(const ir::Node&)>& use) {
+LayoutPlan planLayouts(const ir::Graph& g, int block, bool channels_last,
+                       const std::function<LayoutUse(const ir::Node&)>& use) {
   LayoutPlan plan;
   const size_t nt = g.tensors.size();
   plan.blocked.assign(nt, 0);
   if (block <= 0) return plan;
   plan.block = block;
+  plan.channels_last = channels_last;
   std::vector<char> ok(nt, 0);  // may be blocked
   for (size_t t = 0; t < nt; ++t) {
     const ir::Tensor& x = g.tensors[t];
-    ok[t] = x.dtype == DType::kFloat32 && !x.isConstant() && x.shape.size() == 4 && x.shape[1] % block == 0 &&
-            x.shape[2] * x.shape[3] > 1 && isStatic(x.shape);
+    ok[t] = x.dtype == DType::kFloat32 && !x.isConstant() && x.shape.size() == 4 && isStatic(x.shape) &&
+            (channels_last || x.shape[1] % block == 0) && x.shape[2] * x.shape[3] > 1;
   }
   for (int t : g.inputs) if (t >= 0) ok[t] = 0;
   for (int t : g.outputs) if (t >= 0) ok[t] = 0;
@@ -36,12 +40,19 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<Layout
     if (u == LayoutUse::kAdapts && n.subgraph && !n.outputs.empty()) {
       // A convolution's epilogue reads a full-size operand (a residual) in the
       // destination's layout: the two share one.
+      // (Also the convolution's own input where the epilogue reads it too: y = conv(x) + x.)
       const Shape& out = g.tensors[n.outputs[0]].shape;
       const ir::Graph& body = *n.subgraph;
-      const int conv_x = body.nodes.empty() || body.nodes[0].inputs.empty() ? -1 : body.nodes[0].inputs[0];
+      const auto epilogueReads = [&](int bt) {
+        for (size_t i = 0; i < body.nodes.size(); ++i) {
+          const std::vector<int>& ins = body.nodes[i].inputs;
+          for (size_t j = 0; j < ins.size(); ++j) if (ins[j] == bt && (i > 0 || j > 0)) return true;
+        }
+        return false;
+      };
       for (size_t k = 0; k < n.inputs.size() && k < body.inputs.size(); ++k) {
         const int t = n.inputs[k];
-        if (t >= 0 && body.inputs[k] != conv_x && g.tensors[t].shape == out) {
+        if (t >= 0 && g.tensors[t].shape == out && epilogueReads(body.inputs[k])) {
           parent[findRoot(parent, t)] = findRoot(parent, n.outputs[0]);
         }
       }
@@ -78,6 +89,34 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<Layout
   for (size_t t = 0; t < nt; ++t) if (!ok[t]) group_ok[findRoot(parent, int(t))] = 0;
   for (size_t t = 0; t < nt; ++t) plan.blocked[t] = ok[t] && group_ok[findRoot(parent, int(t))];
   return plan;
+}
+
+namespace {
+// The Conv2D nodes of g, also the first node of a convolution epilogue's body.
+template <class Fn> void forEachConv(const ir::Graph& g, Fn&& fn) {
+  for (const ir::Node& n : g.nodes) {
+    const ir::Node* c = &n;
+    const ir::Graph* owner = &g;
+    if (n.subgraph && !n.subgraph->nodes.empty()) {
+      c = &n.subgraph->nodes[0];
+      owner = n.subgraph.get();
+    }
+    if (c->op && std::string(c->op->name) == "Conv2D" && c->inputs.size() >= 2) fn(*owner, *c);
+  }
+}
+}  // namespace
+
+bool channelsLastSuits(const ir::Graph& g, int block) {
+  if (block <= 0) return false;
+  int convs = 0, awkward = 0;
+  forEachConv(g, [&](const ir::Graph& owner, const ir::Node& c) {
+    const Shape& w = owner.tensors[c.inputs[1]].shape;  // O, I/G, kh, kw
+    if (w.size() != 4) return;
+    const int64_t groups = c.attrs.get<Conv2DAttrs>().groups, in = w[1] * groups;
+    ++convs;
+    if (groups > 1 && groups < in && (w[1] % block != 0 || (w[0] / groups) % block != 0)) ++awkward;
+  });
+  return convs > 0 && 4 * awkward >= convs;
 }
 
 int preferredBlock() {

@@ -18,6 +18,15 @@
 //   - every other kernel (and graph inputs, outputs, constants) needs plain NCHW.
 // Only tensors whose channel count is a multiple of the block are blocked, so a
 // blocked tensor has exactly its plain size and the memory plan is unchanged.
+//
+// Channels-last plans (`channels_last`): the same plan with "blocked" meaning NHWC, the
+// block of each tensor its own channel count (nChw{C}c is NHWC), so every channel count
+// qualifies. Chosen per graph (channelsLastSuits) where oneDNN's convolutions cannot
+// take the channel blocks: grouped convolutions whose groups hold channels that are not
+// a multiple of the block (ShuffleNet's 4 groups of 34) run only on NHWC (brgconv) or
+// plain (gemm:jit, 1.5-18x slower), so a blocked plan reordered twice per convolution.
+// In such a plan gkrt's own blocked pooling, Resize, Split, Concat copies and the int8
+// NHWC plan stand aside (oneDNN's pooling and concat take NHWC).
 // BackendOptions::cpu_blocked_layout (or GKRT_CPU_LAYOUT=plain, read by CpuBackend's
 // constructor with the rest of its options) turns blocked layouts off.
 #pragma once
@@ -31,10 +40,13 @@ namespace gkrt::cpu {
 
 struct LayoutPlan {
   int block = 0;              // 8 or 16; 0: every tensor plain
+  bool channels_last = false; // "blocked" tensors are NHWC (a tensor's block: its channels)
   std::vector<char> blocked;  // per tensor of the graph
   std::vector<char> nhwc;     // per tensor: int8 activations stored NHWC (int8_layout.h)
   bool isBlocked(int t) const { return t >= 0 && static_cast<size_t>(t) < blocked.size() && blocked[t]; }
   bool isNhwc(int t) const { return t >= 0 && static_cast<size_t>(t) < nhwc.size() && nhwc[t]; }
+  // The block of a blocked tensor with `channels` channels.
+  int blockOf(int64_t channels) const { return channels_last ? static_cast<int>(channels) : block; }
 };
 
 enum class LayoutUse {
@@ -45,7 +57,14 @@ enum class LayoutUse {
 };
 
 // `use(node)`: how the kernel the backend compiles for that node treats layouts.
-LayoutPlan planLayouts(const ir::Graph& g, int block, const std::function<LayoutUse(const ir::Node&)>& use);
+LayoutPlan planLayouts(const ir::Graph& g, int block, bool channels_last,
+                       const std::function<LayoutUse(const ir::Node&)>& use);
+
+// Whether a channels-last plan suits g better than channel blocks of `block`: at least
+// a quarter of its convolutions (Conv2D nodes, also as a convolution epilogue's first
+// node) are grouped (1 < groups < channels) with a group's input or output channels not
+// a multiple of the block.
+bool channelsLastSuits(const ir::Graph& g, int block);
 
 // The block oneDNN's convolutions prefer on this CPU (16 with AVX-512, 8 with AVX2),
 // or 0 without oneDNN or on other CPUs.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "backends/cpu/blocked_pool.h"
+#include "backends/cpu/channel_gather_kernel.h"
 #include "backends/cpu/int8_layout.h"
 #include "backends/cpu/conv_epilogue_kernel.h"
 #include "backends/cpu/conv_kernel.h"
@@ -44,8 +45,14 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       GKRT_LOG_WARNING("GKRT_CPU_INT8='", v, "' is not a choice; use 'float' or 'saturating' (unset: the default int8 path)");
     }
   }
-  if (const char* env = std::getenv("GKRT_CPU_LAYOUT"); env && std::string(env) == "plain") {
-    options_.cpu_blocked_layout = false;
+  if (const char* env = std::getenv("GKRT_CPU_LAYOUT")) {
+    const std::string v = env;
+    if (v == "plain") options_.cpu_blocked_layout = false;
+    if (v == "nhwc" || v == "blocked") options_.cpu_channels_last = v == "nhwc" ? 1 : 0;
+    static bool warned = false;
+    if (v != "plain" && v != "nhwc" && v != "blocked" && !std::exchange(warned, true)) {
+      GKRT_LOG_WARNING("GKRT_CPU_LAYOUT='", v, "' is not a choice; use 'plain', 'blocked' or 'nhwc' (unset: chosen per graph)");
+    }
   }
   if (const char* env = std::getenv("GKRT_CPU_WINOGRAD"); env && std::string(env) == "off") {
     options_.cpu_winograd = false;
@@ -66,10 +73,17 @@ cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
   if (conv || pool) {
     auto it = is_fast_.find(&node);
     if (it == is_fast_.end()) {
-      const bool fast = conv ? cpu::oneDnnConvIsFast(g, node, blockInUse()) : cpu::oneDnnPoolIsFast(g, node, blockInUse());
+      const bool fast = conv ? cpu::oneDnnConvIsFast(g, node, blockInUse(), channels_last_)
+                             : cpu::oneDnnPoolIsFast(g, node, blockInUse(), channels_last_);
       it = is_fast_.emplace(&node, fast).first;
     }
     if (it->second) return cpu::LayoutUse::kAdapts;
+  }
+  if (cpu::canRunChannelGather(g, node)) return cpu::LayoutUse::kSame;
+  // A channels-last plan: elementwise clusters take NHWC, gkrt's other blocked kernels not.
+  if (channels_last_) {
+    const bool ew = cpu::canRunElementwise(g, node) && cpu::elementwiseTakesBlocked(g, node);
+    return ew ? cpu::LayoutUse::kAgnostic : cpu::LayoutUse::kPlain;
   }
   // Pooling oneDNN has no fast kernel for: gkrt's own, input and output in one layout.
   if (cpu::canRunBlockedPool(g, node)) return cpu::LayoutUse::kSame;
@@ -86,7 +100,10 @@ int CpuBackend::blockInUse() const { return options_.cpu_blocked_layout ? cpu::p
 // drops it (the next session's graph gets its own).
 const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
   if (layout_graph_ != &g) {
-    layout_ = cpu::planLayouts(g, blockInUse(), [&](const ir::Node& n) { return layoutUse(g, n); });
+    is_fast_.clear();  // probed for the plan's kind
+    channels_last_ = blockInUse() > 0 && (options_.cpu_channels_last > 0 ||
+                                          (options_.cpu_channels_last < 0 && cpu::channelsLastSuits(g, blockInUse())));
+    layout_ = cpu::planLayouts(g, blockInUse(), channels_last_, [&](const ir::Node& n) { return layoutUse(g, n); });
     cpu::planInt8Nhwc(g, &layout_, [&](const ir::Node& n, int t) {  // nothing without a block
       if (n.op && std::string(n.op->name) == "QLinearConv") {
         return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
@@ -109,6 +126,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compileConvEpilogueInLayout(const 
   const ir::Graph& body = *node.subgraph;
   cpu::LayoutPlan head;
   head.block = layout.block;
+  head.channels_last = layout.channels_last;
   head.blocked.assign(body.tensors.size(), 0);
   for (size_t k = 0; k < node.inputs.size() && k < body.inputs.size(); ++k) {
     if (layout.isBlocked(node.inputs[k])) head.blocked[body.inputs[k]] = 1;
@@ -132,6 +150,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compileConvEpilogueInLayout(const 
 
 Status CpuBackend::finishCompile() {
   layout_graph_ = nullptr;
+  channels_last_ = false;
   layout_ = {};
   is_fast_.clear();
   return Status::Ok();
@@ -175,10 +194,14 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     const int i = node.op->name == std::string("QuantizeLinear") ? node.outputs[0] : node.inputs[0];
     return cpu::compileQuantElementwise(g, node, *pool_, layout.isNhwc(i), layout.isBlocked(f) ? layout.block : 0);
   }
-  if (cpu::concatCopiesIn(g, node, layout.blocked, layout.block)) {  // one layout: plain copies
+  if (cpu::concatCopiesIn(g, node, layout.blocked, layout.channels_last ? 0 : layout.block)) {  // one layout: plain copies
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
   }
-  if (cpu::canRunBlockedPool(g, node) && layout.isBlocked(node.inputs[0])) {
+  if (cpu::canRunChannelGather(g, node)) {
+    const auto blockOf = [&](int t) { return layout.isBlocked(t) ? layout.blockOf(g.tensors[t].shape[1]) : 1; };
+    return cpu::compileChannelGather(g, node, *pool_, blockOf(node.inputs[0]), blockOf(node.outputs[0]));
+  }
+  if (cpu::canRunBlockedPool(g, node) && layout.isBlocked(node.inputs[0]) && !layout.channels_last) {
     return cpu::compileBlockedPool(g, node, *pool_, layout.block, layout.isBlocked(node.outputs[0]));
   }
   if (cpu::canRunOneDnnPoolOrConcat(g, node)) {
@@ -196,7 +219,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::canRunElementwise(g, node)) {
     const bool blocked = !node.outputs.empty() && layout.isBlocked(node.outputs[0]);
-    return cpu::compileElementwise(g, node, *pool_, blocked ? layout.block : 0);
+    return cpu::compileElementwise(g, node, *pool_, blocked ? layout.blockOf(g.tensors[node.outputs[0]].shape[1]) : 0);
   }
   if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {

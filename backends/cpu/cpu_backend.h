@@ -37,6 +37,7 @@ class CpuBackend : public Backend {
   std::unique_ptr<cpu::ThreadPool> pool_;
   const ir::Graph* layout_graph_ = nullptr;  // the graph layout_ was planned for
   cpu::LayoutPlan layout_;
+  bool channels_last_ = false;  // layout_ is a channels-last plan (decided before planning it)
   std::map<const ir::Node*, bool> is_fast_;  // oneDnnConvIsFast/oneDnnPoolIsFast per node of that graph
 };
 

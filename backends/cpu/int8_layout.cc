@@ -9,7 +9,7 @@ namespace gkrt::cpu {
 void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool(const ir::Node&, int tensor)>& takes_nhwc) {
   const size_t nt = g.tensors.size();
   plan->nhwc.assign(nt, 0);
-  if (plan->block <= 0) return;
+  if (plan->block <= 0 || plan->channels_last) return;
   std::vector<char> ok(nt, 0), conv(nt, 0), produced(nt, 0);
   for (size_t t = 0; t < nt; ++t) {
     const ir::Tensor& x = g.tensors[t];

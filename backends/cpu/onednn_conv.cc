@@ -68,10 +68,10 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
 
 namespace {
 
-tag blockedTag(int block) { return block == 16 ? tag::nChw16c : tag::nChw8c; }
-
-dnnl::memory::desc actDesc(const Shape& s, bool blocked, int block) {
-  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dt::f32, blocked ? blockedTag(block) : tag::nchw);
+// `layout`'s block for s (0 without a plan).
+dnnl::memory::desc actDesc(const Shape& s, bool blocked, const LayoutPlan* layout) {
+  const int block = layout ? layout->blockOf(s[1]) : 0;
+  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dt::f32, activationTag(blocked, block, layout && layout->channels_last));
 }
 
 class OneDnnConvKernel final : public Kernel {
@@ -86,11 +86,11 @@ class OneDnnConvKernel final : public Kernel {
     const Shape& x = g.tensors[p_.x_tensor].shape;
     const Shape& y = g.tensors[p_.output].shape;
     const ir::Tensor& w = p_.body->tensors[p_.conv->inputs[1]];
-    const int block = layout ? layout->block : 0;
+    const int block = layout ? layout->blockOf(y[1]) : 0;
     const bool x_blocked = layout && layout->isBlocked(p_.x_tensor);
-    const auto x_md = actDesc(x, x_blocked, block);
+    const auto x_md = actDesc(x, x_blocked, layout);
     const bool y_blocked = layout && layout->isBlocked(p_.output);
-    const auto y_md = actDesc(y, y_blocked, block);
+    const auto y_md = actDesc(y, y_blocked, layout);
     const int64_t G = a.groups;
     const dims w_dims = G == 1 ? dims{w.shape[0], w.shape[1], w.shape[2], w.shape[3]}
                                : dims{G, w.shape[0] / G, w.shape[1], w.shape[2], w.shape[3]};
@@ -104,8 +104,7 @@ class OneDnnConvKernel final : public Kernel {
     for (PostOp& post : p_.posts) {
       if (!post.binary || post.t->shape != y) continue;
       full_binary = true;
-      post.blocked = y_blocked;
-      post.block = block;
+      if (y_blocked) post.layout = activationTag(true, block, layout->channels_last);
     }
     const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
     const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
@@ -136,7 +135,7 @@ class OneDnnConvKernel final : public Kernel {
     // some depthwise cases (5x5 on 7x7 maps, AVX-512) only its reference code, while a
     // blocked destination (reordered to plain after) gets the jit kernel.
     if (is_slow(impl_) && x_blocked && !y_blocked && !full_binary && block > 0 && y[1] % block == 0) {
-      auto blocked_pd = make_pd(actDesc(y, true, block));
+      auto blocked_pd = make_pd(actDesc(y, true, layout));
       if (!is_slow(blocked_pd.impl_info_str())) {
         pd = blocked_pd;
         impl_ = pd.impl_info_str();
@@ -218,13 +217,19 @@ bool canRunOneDnnConv(const ir::Graph& g, const ir::Node& node) {
   return planConv(g, node, &p);
 }
 
-bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block) {
+bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last) {
   ConvPlan p;
   if (!planConv(g, node, &p)) return false;
   LayoutPlan layout;  // as the layout plan may make it: blocked where the channels allow
   layout.block = block;
+  layout.channels_last = channels_last;
   layout.blocked.assign(g.tensors.size(), 0);
-  for (int t : {p.x_tensor, p.output}) layout.blocked[t] = block > 0 && g.tensors[t].shape[1] % block == 0;
+  for (int t : {p.x_tensor, p.output}) {
+    layout.blocked[t] = block > 0 && (channels_last || g.tensors[t].shape[1] % block == 0);
+  }
+  // Graph inputs stay plain (a grouped convolution from plain to NHWC has only oneDNN's
+  // reference code).
+  for (int t : g.inputs) if (t == p.x_tensor) layout.blocked[t] = 0;
   try {
     OneDnnConvKernel probe(g, std::move(p), &layout, /*allow_ref=*/false);
     return true;
@@ -250,7 +255,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir
 
 namespace gkrt::cpu {
 bool canRunOneDnnConv(const ir::Graph&, const ir::Node&) { return false; }
-bool oneDnnConvIsFast(const ir::Graph&, const ir::Node&, int) { return false; }
+bool oneDnnConvIsFast(const ir::Graph&, const ir::Node&, int, bool) { return false; }
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph&, const ir::Node& node, const LayoutPlan*, bool) {
   return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
 }

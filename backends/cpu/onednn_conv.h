@@ -21,7 +21,7 @@ bool canRunOneDnnConv(const ir::Graph& g, const ir::Node& node);
 // Whether oneDNN has a fast (non-reference) implementation for it with its input and
 // output channel-blocked by `block` where their channel counts allow (0: plain),
 // checked by making the primitive (it reorders its weights: compile time only).
-bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block);
+bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last = false);
 
 // `layout`: the graph's layout plan (null: every tensor plain). Without `allow_ref`, a
 // node only oneDNN's reference implementation takes is refused (kUnsupported).

@@ -18,9 +18,10 @@ bool float4d(const ir::Tensor& t) {
   return t.dtype == DType::kFloat32 && t.shape.size() == 4 && numElements(t.shape) > 0 && isStatic(t.shape);
 }
 
-dnnl::memory::desc actDesc(const Shape& s, bool blocked, int block) {
-  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dt::f32,
-                            blocked ? (block == 16 ? tag::nChw16c : tag::nChw8c) : tag::nchw);
+// `layout`'s block for s (0 without a plan).
+dnnl::memory::desc actDesc(const Shape& s, bool blocked, const LayoutPlan* layout) {
+  const int block = layout ? layout->blockOf(s[1]) : 0;
+  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dt::f32, activationTag(blocked, block, layout && layout->channels_last));
 }
 
 // A [N, C, 1, 1] tensor has the same bytes plain and blocked when C is a multiple of
@@ -34,14 +35,14 @@ class OneDnnPoolKernel final : public Kernel {
     const std::string op = node.op->name;
     const Shape& x = g.tensors[node.inputs[0]].shape;
     const Shape& y = g.tensors[node.outputs[0]].shape;
-    const int block = layout ? layout->block : 0;
+    const int block = layout ? layout->blockOf(x[1]) : 0;
     const bool xb = layout && layout->isBlocked(node.inputs[0]);
     const bool yb = layout && layout->isBlocked(node.outputs[0]);
-    const auto x_md = actDesc(x, xb, block), y_md = actDesc(y, yb, block);
+    const auto x_md = actDesc(x, xb, layout), y_md = actDesc(y, yb, layout);
     // Pooling wants one layout on both sides: blocked when either is (and the
     // channels allow); the other side is reordered through the workspace.
     const bool pool_blocked = (xb || yb) && block > 0 && x[1] % block == 0;
-    const auto px_md = actDesc(x, pool_blocked, block), py_md = actDesc(y, pool_blocked, block);
+    const auto px_md = actDesc(x, pool_blocked, layout), py_md = actDesc(y, pool_blocked, layout);
     dnnl::memory::dims k{x[2], x[3]}, st{1, 1}, pl{0, 0}, pr{0, 0};
     dnnl::algorithm alg = dnnl::algorithm::pooling_avg_exclude_padding;
     if (op != "GlobalAvgPool") {
@@ -109,13 +110,12 @@ class OneDnnPoolKernel final : public Kernel {
 class OneDnnConcatKernel final : public Kernel {
  public:
   OneDnnConcatKernel(const ir::Graph& g, const ir::Node& node, const LayoutPlan* layout) : stream_(oneDnnEngine()) {
-    const int block = layout ? layout->block : 0;
     std::vector<dnnl::memory::desc> mds;
     for (int t : node.inputs) {
-      mds.push_back(actDesc(g.tensors[t].shape, layout && layout->isBlocked(t), block));
+      mds.push_back(actDesc(g.tensors[t].shape, layout && layout->isBlocked(t), layout));
       src_mems_.push_back(dnnl::memory(mds.back(), oneDnnEngine(), DNNL_MEMORY_NONE));
     }
-    const auto y_md = actDesc(g.tensors[node.outputs[0]].shape, layout && layout->isBlocked(node.outputs[0]), block);
+    const auto y_md = actDesc(g.tensors[node.outputs[0]].shape, layout && layout->isBlocked(node.outputs[0]), layout);
     dnnl::concat::primitive_desc pd(y_md, 1, mds, oneDnnEngine());
     impl_ = pd.impl_info_str();
     prim_ = dnnl::concat(pd);
@@ -160,12 +160,15 @@ bool canRunOneDnnPoolOrConcat(const ir::Graph& g, const ir::Node& node) {
   return !(op == "AvgPool" && a.ceil_mode && a.count_include_pad);
 }
 
-bool oneDnnPoolIsFast(const ir::Graph& g, const ir::Node& node, int block) {
+bool oneDnnPoolIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last) {
   if (std::string(node.op->name) == "Concat") return true;
   LayoutPlan layout;  // as the layout plan may make it: blocked where the channels allow
   layout.block = block;
+  layout.channels_last = channels_last;
   layout.blocked.assign(g.tensors.size(), 0);
-  for (int t : {node.inputs[0], node.outputs[0]}) layout.blocked[t] = block > 0 && g.tensors[t].shape[1] % block == 0;
+  for (int t : {node.inputs[0], node.outputs[0]}) {
+    layout.blocked[t] = block > 0 && (channels_last || g.tensors[t].shape[1] % block == 0);
+  }
   try {
     OneDnnPoolKernel probe(g, node, &layout, /*allow_ref=*/false);
     return true;
@@ -190,7 +193,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnPoolOrConcat(const ir::Graph& g, 
 
 namespace gkrt::cpu {
 bool canRunOneDnnPoolOrConcat(const ir::Graph&, const ir::Node&) { return false; }
-bool oneDnnPoolIsFast(const ir::Graph&, const ir::Node&, int) { return false; }
+bool oneDnnPoolIsFast(const ir::Graph&, const ir::Node&, int, bool) { return false; }
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnPoolOrConcat(const ir::Graph&, const ir::Node&, const LayoutPlan*, bool) {
   return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
 }

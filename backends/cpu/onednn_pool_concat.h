@@ -13,7 +13,7 @@ namespace gkrt::cpu {
 bool canRunOneDnnPoolOrConcat(const ir::Graph& g, const ir::Node& node);
 // Whether oneDNN has a non-reference pooling for it with its tensors blocked by
 // `block` where the channels allow (concat: always).
-bool oneDnnPoolIsFast(const ir::Graph& g, const ir::Node& node, int block);
+bool oneDnnPoolIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last = false);
 // Without `allow_ref`, a pooling only oneDNN's reference implementation takes is
 // refused (kUnsupported): the backend's own pooling kernel is faster.
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnPoolOrConcat(const ir::Graph& g, const ir::Node& node,

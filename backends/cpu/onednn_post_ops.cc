@@ -135,16 +135,21 @@ dnnl::memory::desc binaryDesc(const Shape& s, size_t rank) {
   return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
 }
 
+dnnl::memory::format_tag activationTag(bool blocked, int block, bool channels_last) {
+  using tag = dnnl::memory::format_tag;
+  if (!blocked) return tag::nchw;
+  if (channels_last) return tag::nhwc;
+  return block == 16 ? tag::nChw16c : tag::nChw8c;
+}
+
 void appendPostOps(const std::vector<PostOp>& posts, size_t rank, dnnl::primitive_attr* attr,
                    std::vector<dnnl::memory>* mems) {
   dnnl::post_ops po;
   for (const PostOp& post : posts) {
     if (post.binary) {
       const Shape& s = post.t->shape;
-      const auto md = post.blocked && s.size() == 4
-                          ? dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dnnl::memory::data_type::f32,
-                                               post.block == 16 ? dnnl::memory::format_tag::nChw16c
-                                                                : dnnl::memory::format_tag::nChw8c)
+      const auto md = post.layout != dnnl::memory::format_tag::undef && s.size() == 4
+                          ? dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dnnl::memory::data_type::f32, post.layout)
                           : binaryDesc(s, rank);
       po.append_binary(post.alg, md);
       mems->push_back(dnnl::memory(md, oneDnnEngine(), DNNL_MEMORY_NONE));

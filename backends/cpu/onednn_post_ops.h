@@ -29,8 +29,9 @@ struct PostOp {
   float alpha = 0, beta = 0;
   const ir::Tensor* t = nullptr;  // binary: the other operand
   Source src;
-  bool blocked = false;  // binary, 4-D: the operand is stored channel-blocked (blocked_layout.h)
-  int block = 0;
+  // binary, 4-D: the layout the operand is stored in (blocked_layout.h); undef: plain,
+  // read through binaryDesc's broadcast strides
+  dnnl::memory::format_tag layout = dnnl::memory::format_tag::undef;
 };
 
 // Finds tensor t among the kernel's operands (false: neither an input nor a constant).
@@ -47,6 +48,13 @@ SourceFn operandSource(const ir::Graph& g, const ir::Node& node);
 // a node has no oneDNN post-op.
 bool planPostOps(const ir::Graph& body, size_t first, int chain, const Shape& y, const SourceFn& source,
                  std::vector<PostOp>* posts);
+
+// The oneDNN layout of a 4-D activation in a layout plan (blocked_layout.h): plain nchw;
+// nChw8c/nChw16c; nhwc in a channels-last plan — for every channel count, also 16 or 8,
+// where nChw16c/nChw8c are the same bytes: oneDNN picks kernels by the tags, and a
+// convolution between a 16-channel nChw16c tensor and an nhwc one gets only its
+// reference code.
+dnnl::memory::format_tag activationTag(bool blocked, int block, bool channels_last);
 
 // `rank`-D descriptor of a binary operand broadcast against an output of that rank.
 dnnl::memory::desc binaryDesc(const Shape& s, size_t rank);

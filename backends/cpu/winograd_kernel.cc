@@ -109,7 +109,7 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
   if (a.strides != Ints{1, 1} || a.dilations != Ints{1, 1} || a.groups != 1) {
     return refuse(node, "strided, dilated or grouped");
   }
-  if (layout.block != kWinogradBlock || !layout.isBlocked(p.x_tensor) || !layout.isBlocked(p.output)) {
+  if (layout.block != kWinogradBlock || layout.channels_last || !layout.isBlocked(p.x_tensor) || !layout.isBlocked(p.output)) {
     return refuse(node, "input or output not in nChw8c");
   }
   if (p.has_bias && !p.bias.constant) return refuse(node, "the bias is not a constant");

@@ -22,7 +22,8 @@ PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> 
 PassResult splitClusters(FusionContext& ctx);           // pattern rules, limits, stitching
 PassResult fuseParallel(FusionContext& ctx);            // independent clusters sharing inputs
 PassResult fuseQuantDqOpQ(FusionContext& ctx);
-PassResult fuseMatMulIntegerToFloat(FusionContext& ctx);  // dynamic quantization's dequant chain -> MatMulIntegerToFloat          // QDQ around Conv/MatMul/Add/Mul -> QLinear ops
+PassResult fuseMatMulIntegerToFloat(FusionContext& ctx);
+PassResult fuseChannelShuffle(FusionContext& ctx);  // Reshape -> Transpose -> Reshape channel shuffle -> Gather  // dynamic quantization's dequant chain -> MatMulIntegerToFloat          // QDQ around Conv/MatMul/Add/Mul -> QLinear ops
 // The outputs of the nodes (MatMul and its two DequantizeLinear) of every match of
 // inference_qbmm_add_fusion, which ConstantFolding and the matmul_elem add passes leave
 // to it when it will run (quant_dq_op_q_fusion.cc).

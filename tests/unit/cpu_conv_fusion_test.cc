@@ -2,7 +2,8 @@
 // one oneDNN convolution with post-ops), channel-blocked activations between kernels
 // (backends/cpu/blocked_layout.h), and gkrt's own cluster rows (Clip, HSwish, ...):
 // kernel counts, and outputs equal to the reference backend's (rtol 1e-4) with blocked
-// layouts on and off, 1 and 2 threads.
+// layouts on and off, 1 and 2 threads. Channels-last plans and the channel shuffle as one
+// channel gather (ShuffleNet) at the end.
 #include "backends/cpu/blocked_layout.h"
 #include "fusion/fusion_tables.h"
 #include "fusion/pass_manager.h"
@@ -40,11 +41,12 @@ struct SessionRun {
 };
 
 SessionRun runOn(const ir::Graph& g, const std::vector<HostTensor>& inputs, const std::string& backend, int level,
-          bool blocked, int threads, const std::string& extra_flags = "") {
+          bool blocked, int threads, const std::string& extra_flags = "", int channels_last = -1) {
   SessionOptions o;
   o.backend = backend;
   o.backend_options.num_threads = threads;
   o.backend_options.cpu_blocked_layout = blocked;
+  o.backend_options.cpu_channels_last = channels_last;
   o.fusion = *parseFusionFlags("--opt_level=" + std::to_string(level) + " " + extra_flags);
   auto s = Session::create(g, o);
   EXPECT_TRUE(s.ok()) << s.status().toString();
@@ -290,6 +292,82 @@ TEST(ConvFusion, ConcatCopiesOnEveryAxis) {
     const SessionRun want = runOn(*g, in, "reference", 0, false, 1), got = runOn(*g, in, "cpu", 0, true, 2);
     EXPECT_NE(got.details.find("block copies"), std::string::npos) << got.details;
     EXPECT_EQ(testing::compareTensors(got.outputs[0], want.outputs[0], 0, 0), "") << "axis " << axis;
+  }
+}
+
+// A stem convolution, then ShuffleNet's unit: grouped 1x1 convolution (4 groups of 6
+// channels: no channel blocks of 8 or 16 inside a group) + ReLU, the channel shuffle as
+// exporters write it (Reshape, Transpose, Reshape), a depthwise 3x3, a grouped 1x1 +
+// residual Add + ReLU; a grouped 1x1 + ReLU and a 1x1 head.
+ir::Graph shuffleUnit(int64_t c, int64_t hw, int64_t groups) {
+  GraphBuilder b;
+  Value x = b.relu(conv(b, b.input("x", DType::kFloat32, {1, 3, hw, hw}), 3, c, 3, 1));
+  Value y = b.relu(conv(b, x, c, c, 1, 3, true, groups));
+  y = b.op1("Reshape", {y}, ShapeAttrs{{1, groups, c / groups, hw, hw}});
+  y = b.op1("Transpose", {y}, PermAttrs{{0, 2, 1, 3, 4}});
+  y = b.op1("Reshape", {y}, ShapeAttrs{{1, c, hw, hw}});
+  y = conv(b, y, c, c, 3, 5, true, c);
+  y = b.relu(b.add(conv(b, y, c, c, 1, 7, true, groups), x));
+  y = b.relu(conv(b, y, c, c, 1, 9, true, groups));
+  b.output(conv(b, y, c, 8, 1, 11), "y");
+  return *b.finish();
+}
+
+TEST(ChannelsLast, ChannelShuffleIsOneGatherAndAShuffleNetUnitRunsNhwcWithoutReorders) {
+  const ir::Graph g = shuffleUnit(24, 10, 4);
+  ir::Graph fused = g;
+  ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu).ok());
+  EXPECT_EQ(testing::countOps(fused, "Gather"), 1);
+  EXPECT_EQ(testing::countOps(fused, "Transpose") + testing::countOps(fused, "Reshape"), 0);
+  ir::Graph kept = g;  // switched off: the three ops stay
+  ASSERT_TRUE(runFusionPipeline(kept, *parseFusionFlags("--disable_pass=channel_shuffle_fusion"), FusionColumn::kCpu).ok());
+  EXPECT_EQ(testing::countOps(kept, "Gather"), 0);
+  const std::vector<HostTensor> in{randomTensor({1, 3, 10, 10}, 3)};
+  const SessionRun run = runOn(g, in, "cpu", 2, true, 1);
+#ifdef GKRT_HAVE_DNNL
+  if (cpu::preferredBlock() > 0) {
+    EXPECT_TRUE(cpu::channelsLastSuits(fused, cpu::preferredBlock()));
+    // NHWC from the first convolution to the last: only the plain graph input and
+    // output are reordered; the shuffle gathers within each pixel.
+    EXPECT_NE(run.details.find("own channel gather, nhwc"), std::string::npos) << run.details;
+    EXPECT_LE(run.reorders, 2) << run.details;
+    EXPECT_EQ(run.details.find("elementwise loop"), std::string::npos) << run.details;  // every epilogue a post-op
+  }
+#endif
+  expectMatchesReference(g, in);
+  for (int channels_last : {0, 1}) {
+    for (int threads : {1, 2}) {
+      const SessionRun got = runOn(g, in, "cpu", 2, true, threads, "", channels_last);
+      EXPECT_EQ(testing::compareTensors(got.outputs[0], runOn(g, in, "reference", 0, false, 1).outputs[0], 1e-4, 1e-5), "")
+          << "channels_last " << channels_last << ", " << threads << " threads\n" << got.details;
+    }
+  }
+}
+
+TEST(ChannelsLast, EveryKernelOfAResidualPoolConcatGraphTakesItWhenForced) {
+  // A plan made channels-last on a graph it would not pick: convolutions with epilogues
+  // (one reading its own input as the residual: y = relu(conv(s) + s)), pooling, concat,
+  // a per-channel broadcast cluster and a channel gather, against the reference backend.
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 16, 12, 12});
+  Value a = b.relu(conv(b, x, 16, 24, 3, 3));
+  Value p = b.op1("MaxPool", {a}, PoolAttrs{{3, 3}, {1, 1}, {1, 1, 1, 1}});
+  Value c = b.op1("Concat", {p, b.relu(conv(b, a, 24, 8, 1, 5))}, AxisAttrs{1, false});
+  std::vector<int64_t> order(32);
+  for (int64_t k = 0; k < 32; ++k) order[k] = (k * 7) % 32;
+  Value shuffled = b.op1("Gather", {c, b.constant("order", DType::kInt64, {32}, order.data())}, AxisAttrs{1, false});
+  Value scaled = b.mul(shuffled, weight(b, {1, 32, 1, 1}, 11));
+  Value res = b.relu(b.add(conv(b, scaled, 32, 32, 3, 13), scaled));
+  b.output(conv(b, res, 32, 8, 1, 15), "y");
+  const ir::Graph g = *b.finish();
+  const std::vector<HostTensor> in{randomTensor({1, 16, 12, 12}, 5)};
+  const std::vector<HostTensor> want = runOn(g, in, "reference", 0, false, 1).outputs;
+  for (int threads : {1, 2}) {
+    const SessionRun got = runOn(g, in, "cpu", 2, true, threads, "", 1);
+    EXPECT_EQ(testing::compareTensors(got.outputs[0], want[0], 1e-4, 1e-5), "") << threads << " threads\n" << got.details;
+#ifdef GKRT_HAVE_DNNL
+    if (cpu::preferredBlock() > 0) EXPECT_NE(got.details.find("nhwc"), std::string::npos) << got.details;
+#endif
   }
 }
 
