@@ -133,7 +133,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compileConvEpilogueInLayout(const 
   }
   return cpu::compileConvEpilogue(node, *pool_, [&](const ir::Graph& b, const ir::Node& n) {
     if (cpu::canRunOneDnnConv(b, n)) {
-      auto conv = cpu::compileOneDnnConv(b, n, &head, /*allow_ref=*/false);
+      auto conv = cpu::compileOneDnnConv(b, n, &head, /*allow_ref=*/false, options_.cpu_winograd);
       if (conv.ok()) return conv;
       // oneDNN has only its reference code for this case (e.g. a plain-layout depthwise
       // 5x5 with AVX-512): the own kernel where it takes the case (plain input only).
@@ -175,7 +175,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
       auto w = cpu::compileWinogradConv(g, node, layout, *pool_);
       if (w.ok()) return w;  // else oneDNN's direct convolution
     }
-    auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/false);
+    auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/false, options_.cpu_winograd);
     if (k.ok()) return k;
     // A slow epilogue (e.g. a residual in plain layout): the convolution alone, in the
     // layout plan's input layout, then the chain as one loop.

@@ -1,5 +1,6 @@
 #include "backends/cpu/onednn_conv.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -79,7 +80,7 @@ class OneDnnConvKernel final : public Kernel {
   // `allow_ref`: keep a slow oneDNN implementation (the reference one, or post-ops on
   // a non-jit convolution) when it is the only one; else throw so that the caller
   // picks another kernel.
-  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref)
+  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false)
       : p_(std::move(plan)), stream_(oneDnnEngine()) {
     if (!p_.folded_bias.empty()) p_.bias.constant = p_.folded_bias.data();
     const auto& a = p_.conv->attrs.get<Conv2DAttrs>();
@@ -113,15 +114,26 @@ class OneDnnConvKernel final : public Kernel {
     // Layouts oneDNN picks itself, unless a full-size operand pins the destination;
     // blocked activations are given as they are (the layout oneDNN wants on this CPU).
     const auto& src_md = x_blocked ? x_md : x_any;
-    const auto make_pd = [&](const dnnl::memory::desc& dst_md) {
-      auto desc = p_.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                                dnnl::algorithm::convolution_direct, src_md, w_any, b_md,
-                                                                dst_md, strides, dil, pad_l, pad_r)
-                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                                dnnl::algorithm::convolution_direct, src_md, w_any,
+    const auto make_pd = [&](const dnnl::memory::desc& dst_md,
+                             dnnl::algorithm alg = dnnl::algorithm::convolution_direct) {
+      auto desc = p_.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src_md, w_any,
+                                                                b_md, dst_md, strides, dil, pad_l, pad_r)
+                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src_md, w_any,
                                                                 dst_md, strides, dil, pad_l, pad_r);
       return dnnl::convolution_forward::primitive_desc(desc, attr, oneDnnEngine());
     };
+    // Winograd where it applies (compileOneDnnConv); else, or where oneDNN declines, direct.
+    const bool wino = winograd && x_blocked && y_blocked && layout && !layout->channels_last && block == 16 && G == 1 &&
+                      w.shape[2] == 3 && w.shape[3] == 3 && a.strides[0] == 1 && a.strides[1] == 1 &&
+                      a.dilations[0] == 1 && a.dilations[1] == 1 && x[1] >= 16 && y[1] >= 16;
+    if (wino) {
+      try {
+        auto wpd = make_pd(y_md, dnnl::algorithm::convolution_winograd);
+        const std::string impl = wpd.impl_info_str();
+        if (impl.rfind("jit", 0) == 0 && impl.find("wino") != std::string::npos) winograd_pd_.emplace(std::move(wpd));
+      } catch (const dnnl::error&) {
+      }
+    }
     // Post-ops run fast only in the jit convolutions, "jit:*" and the AVX-512 brgemm
     // ones ("brgconv*", "brdgmm*"); elsewhere (seen: a residual Add on gemm:jit took 10x
     // the convolution) the chain runs as its own loop.
@@ -129,7 +141,7 @@ class OneDnnConvKernel final : public Kernel {
       const bool jit = impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0 || impl.rfind("brdgmm", 0) == 0;
       return impl.rfind("ref", 0) == 0 || (!p_.posts.empty() && !jit);
     };
-    auto pd = make_pd(full_binary || y_blocked ? y_md : y_any);
+    auto pd = winograd_pd_ ? *winograd_pd_ : make_pd(full_binary || y_blocked ? y_md : y_any);
     impl_ = pd.impl_info_str();
     // A blocked input with a plain output: with the destination left to oneDNN, 2.6 gives
     // some depthwise cases (5x5 on 7x7 maps, AVX-512) only its reference code, while a
@@ -208,6 +220,7 @@ class OneDnnConvKernel final : public Kernel {
   size_t x_bytes_ = 0, y_bytes_ = 0;
   std::vector<dnnl::memory> post_mems_;
   std::string impl_;
+  std::optional<dnnl::convolution_forward::primitive_desc> winograd_pd_;
 };
 
 }  // namespace
@@ -239,11 +252,11 @@ bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool 
 }
 
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir::Node& node, const LayoutPlan* layout,
-                                                    bool allow_ref) {
+                                                    bool allow_ref, bool winograd) {
   ConvPlan p;
   if (!planConv(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
   try {
-    return std::unique_ptr<Kernel>(new OneDnnConvKernel(g, std::move(p), layout, allow_ref));
+    return std::unique_ptr<Kernel>(new OneDnnConvKernel(g, std::move(p), layout, allow_ref, winograd));
   } catch (const std::exception& e) {  // dnnl::error and allocation failures
     return makeError(StatusCode::kUnsupported, "oneDNN convolution for ", node.name, ": ", e.what());
   }
@@ -256,7 +269,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir
 namespace gkrt::cpu {
 bool canRunOneDnnConv(const ir::Graph&, const ir::Node&) { return false; }
 bool oneDnnConvIsFast(const ir::Graph&, const ir::Node&, int, bool) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph&, const ir::Node& node, const LayoutPlan*, bool) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph&, const ir::Node& node, const LayoutPlan*, bool, bool) {
   return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
 }
 }  // namespace gkrt::cpu
