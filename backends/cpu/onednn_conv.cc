@@ -51,8 +51,25 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
   p->x_tensor = node.inputs[p->x.input];
   if (!node.subgraph) return node.outputs.size() == 1;
   if (!planPostOps(*body, 1, conv.outputs[0], yt.shape, source, &p->posts)) return false;
-  // A constant per-channel Add first: into the bias.
   const int64_t C = yt.shape[1];
+  // A constant per-channel Mul first: into the weights (per output channel) and the bias.
+  if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_mul &&
+      p->posts[0].src.constant && isPerChannel(p->posts[0].t->shape, C) && (!p->has_bias || p->bias.constant)) {
+    const float* mul = static_cast<const float*>(p->posts[0].src.constant);
+    const float* w0 = static_cast<const float*>(p->weights);
+    const int64_t n = numElements(w.shape), inner = n / C;
+    p->folded_weights.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) p->folded_weights[i] = w0[i] * mul[i / inner];
+    p->weights = p->folded_weights.data();
+    if (p->has_bias) {
+      const float* b = static_cast<const float*>(p->bias.constant);
+      p->folded_bias.resize(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c) p->folded_bias[c] = b[c] * mul[c];
+      p->bias = Source{-1, p->folded_bias.data()};
+    }
+    p->posts.erase(p->posts.begin());
+  }
+  // Then a constant per-channel Add: into the bias.
   if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_add &&
       p->posts[0].src.constant && isPerChannel(p->posts[0].t->shape, C) &&
       (!p->has_bias || p->bias.constant)) {
@@ -82,7 +99,7 @@ class OneDnnConvKernel final : public Kernel {
   // picks another kernel.
   OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false)
       : p_(std::move(plan)), stream_(oneDnnEngine()) {
-    if (!p_.folded_bias.empty()) p_.bias.constant = p_.folded_bias.data();
+    repointFolded(&p_);
     const auto& a = p_.conv->attrs.get<Conv2DAttrs>();
     const Shape& x = g.tensors[p_.x_tensor].shape;
     const Shape& y = g.tensors[p_.output].shape;

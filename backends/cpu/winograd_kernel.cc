@@ -100,7 +100,7 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
                                                       const LayoutPlan& layout, ThreadPool& pool) {
   ConvPlan p;
   if (!planConv(g, node, &p)) return refuse(node, "not a float32 convolution with a post-op epilogue");
-  if (!p.folded_bias.empty()) p.bias.constant = p.folded_bias.data();
+  repointFolded(&p);
   const auto& a = p.conv->attrs.get<Conv2DAttrs>();
   const ir::Tensor& w = p.body->tensors[p.conv->inputs[1]];
   const Shape& x = g.tensors[p.x_tensor].shape;
