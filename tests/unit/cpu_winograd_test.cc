@@ -276,10 +276,11 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
 }
 
 // On AVX-512 plans (nChw16c) the stride-1 3x3 convolutions between blocked tensors run
-// as oneDNN's Winograd convolution instead (gkrt's own kernel is for nChw8c) where oneDNN
-// 2.6 takes the epilogue (here the conv + bias + ReLU; it declines the residual Add,
-// SiLU, HardSwish, Clip and per-channel Mul post-ops, which stay on its direct kernels),
-// within the same tolerance; cpu_winograd off gives direct ones only.
+// as oneDNN's Winograd convolution instead (gkrt's own kernel is for nChw8c): with the
+// epilogue as post-ops where oneDNN 2.6 takes them (ReLU), unary epilogues (SiLU,
+// HardSwish, ReLU6) as in-place eltwise passes after it, binary ones (the residual Add,
+// the per-channel Mul) on its direct kernels; within the same tolerance; cpu_winograd
+// off gives direct ones only.
 TEST(WinogradSessions, OneDnnWinogradOnAvx512PlansMatchesReference) {
   if (cpu::preferredBlock() != 16) GTEST_SKIP() << "needs nChw16c (an AVX-512 machine)";
   const ir::Graph g = vggResidualGraph();
@@ -291,7 +292,8 @@ TEST(WinogradSessions, OneDnnWinogradOnAvx512PlansMatchesReference) {
   for (int threads : {1, 2}) {
     const testing::KernelRun on = runCpu(g, x, threads, true);
     ASSERT_EQ(on.outputs.size(), 1u);
-    EXPECT_GE(on.countDetail("wino"), 1) << on.details;
+    EXPECT_GE(on.countDetail("wino"), 4) << on.details;
+    EXPECT_GE(on.countDetail("in-place eltwise pass"), 3) << on.details;  // SiLU, HardSwish, ReLU6
     EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "") << on.details;
     const testing::KernelRun off = runCpu(g, x, threads, false);
     EXPECT_EQ(off.countDetail("wino"), 0) << off.details;
