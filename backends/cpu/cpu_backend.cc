@@ -108,6 +108,7 @@ const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
       if (n.op && std::string(n.op->name) == "QLinearConv") {
         return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
       }
+      if (cpu::canRunByteLookup(g, n)) return t == n.inputs[1] || t == n.outputs[0];
       return cpu::quantTakesLayouts(g, n);
     });
     layout_graph_ = &g;
@@ -197,6 +198,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::concatCopiesIn(g, node, layout.blocked, layout.channels_last ? 0 : layout.block)) {  // one layout: plain copies
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
   }
+  if (cpu::canRunByteLookup(g, node)) return cpu::compileByteLookup(g, node, *pool_);
   if (cpu::canRunChannelGather(g, node)) {
     const auto blockOf = [&](int t) { return layout.isBlocked(t) ? layout.blockOf(g.tensors[t].shape[1]) : 1; };
     return cpu::compileChannelGather(g, node, *pool_, blockOf(node.inputs[0]), blockOf(node.outputs[0]));

@@ -21,17 +21,21 @@ void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool
   for (const ir::Node& n : g.nodes) {
     const std::string op = n.op ? n.op->name : "";
     const bool is_conv = op == "QLinearConv";
+    // A 256-entry lookup (a Gather of int8 values: quant_dq_op_q_fusion's Q(f(DQ(x))))
+    // maps each byte where it is: its x and y in one layout (tied below).
+    const bool lookup = op == "Gather" && n.inputs.size() == 2 && n.inputs[1] >= 0 && takes_nhwc(n, n.inputs[1]);
     // The float side of a Q (its input) or DQ (its output) must be blocked.
     const int float_side = op == "QuantizeLinear" ? n.inputs[0] : op == "DequantizeLinear" ? n.outputs[0] : -1;
     const bool float_blocked = float_side >= 0 && plan->isBlocked(float_side);
     const auto visit = [&](int t) {
       if (t < 0 || !ok[t]) return;
-      if (!takes_nhwc(n, t) || (!is_conv && !float_blocked)) ok[t] = 0;
+      if (!takes_nhwc(n, t) || (!is_conv && !lookup && !float_blocked)) ok[t] = 0;
       if (is_conv) conv[t] = 1;
     };
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int t = n.inputs[k];
-      if (t >= 0 && ok[t] && !(k == 0 && (is_conv || op == "DequantizeLinear"))) ok[t] = 0;  // only x is a layout
+      const bool x = (k == 0 && (is_conv || op == "DequantizeLinear")) || (k == 1 && lookup);
+      if (t >= 0 && ok[t] && !x) ok[t] = 0;  // only x is a layout
       else visit(t);
     }
     for (int t : n.outputs) {
@@ -40,6 +44,19 @@ void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool
     }
   }
   for (size_t t = 0; t < nt; ++t) plan->nhwc[t] = ok[t] && conv[t] && produced[t];
+  // A lookup's x and y share a layout: where they differ, both plain (every kernel
+  // reading or writing an int8 tensor takes plain NCHW, so this never breaks another).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const ir::Node& n : g.nodes) {
+      if (!n.op || std::string(n.op->name) != "Gather" || n.inputs.size() != 2 || n.inputs[1] < 0) continue;
+      const int x = n.inputs[1], y = n.outputs[0];
+      if (plan->nhwc[x] != plan->nhwc[y]) {
+        plan->nhwc[x] = plan->nhwc[y] = 0;
+        changed = true;
+      }
+    }
+  }
 }
 
 }  // namespace gkrt::cpu

@@ -340,4 +340,37 @@ StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, co
   return std::unique_ptr<Kernel>(std::move(k));
 }
 
+namespace {
+class ByteLookupKernel final : public Kernel {
+ public:
+  ByteLookupKernel(const uint8_t* table, ThreadPool& pool) : pool_(pool) { std::copy(table, table + 256, table_); }
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    const uint8_t* x = static_cast<const uint8_t*>(in[1].data);  // int8 bytes index as 0..255: -1 is entry 255
+    uint8_t* y = static_cast<uint8_t*>(out[0].data);
+    pool_.parallelFor(out[0].size(), 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = table_[x[i]];
+    });
+    return Status::Ok();
+  }
+  std::string detail() const override { return "own 256-entry int8 lookup"; }
+
+ private:
+  uint8_t table_[256];
+  ThreadPool& pool_;
+};
+}  // namespace
+
+bool canRunByteLookup(const ir::Graph& g, const ir::Node& node) {
+  if (!node.op || std::string(node.op->name) != "Gather" || node.subgraph || node.inputs.size() != 2) return false;
+  if (node.inputs[0] < 0 || node.inputs[1] < 0 || node.attrs.get<AxisAttrs>().axis != 0) return false;
+  const ir::Tensor &table = g.tensors[node.inputs[0]], &x = g.tensors[node.inputs[1]];
+  return table.isConstant() && table.shape == Shape{256} && dtypeSize(table.dtype) == 1 && isInt8(x.dtype) &&
+         isStatic(x.shape);
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileByteLookup(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+  if (!canRunByteLookup(g, node)) return makeError(StatusCode::kInternal, "cpu: ", node.name, " is not a byte lookup");
+  return std::unique_ptr<Kernel>(new ByteLookupKernel(g.tensors[node.inputs[0]].constant->data, pool));
+}
+
 }  // namespace gkrt::cpu

@@ -111,4 +111,10 @@ bool quantTakesLayouts(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, const ir::Node& node, ThreadPool& pool,
                                                           bool int8_nhwc = false, int float_block = 0);
 
+// Gather(table, x) of a constant 256-entry one-byte table by int8/uint8 x (negative int8
+// values from the end): the lookup quant_dq_op_q_fusion makes of Q(f(DQ(x))). One byte
+// load a value, over the threads.
+bool canRunByteLookup(const ir::Graph& g, const ir::Node& node);
+StatusOr<std::unique_ptr<Kernel>> compileByteLookup(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+
 }  // namespace gkrt::cpu

@@ -9,6 +9,12 @@
 //   zero point equal to DQ's (one element each)   -> M1(...Mk(x)) on the integers
 //   (onnxruntime's QOperator files put DQ ... Q around the attention's reshapes; the
 //   round trip is exact: round((x - z) * s / s) + z = x)
+//   Q(f(DQ(x))), f a chain of elementwise float ops on x's shape, each reading the
+//   chain's value and one-element constants (GeLU, HardSwish, Sigmoid, ... between int8
+//   layers)                                       -> Gather(table, x)
+//   (a 256-entry table of Q's type: the DQ, the chain and the Q run here by their
+//   reference kernels on all 256 values of x, so it equals the unfused ops exactly; an
+//   int8 x indexes it from the end for negative values, as Gather does)
 // x, a and the output per tensor, int8 or uint8; w per tensor or per output channel
 // (axis 0), a matmul's b per tensor or per column (its last axis), int8 or uint8. The
 // conv bias becomes int32 at scale xs*ws (the int32 of a DQ with exactly that scale and
@@ -19,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "fusion/passes/passes.h"
@@ -176,6 +183,91 @@ StatusOr<bool> integerMovementOnce(FusionContext& ctx) {
   return false;
 }
 
+// Runs `n` by its reference kernel on 256-element views: the inputs found in `values`
+// (the chain's tensors so far), else the node's constants.
+bool evaluate(const ir::Graph& g, const ir::Node& n, std::map<int, std::vector<uint8_t>>& values, DType out_type) {
+  std::vector<TensorView> in;
+  for (int t : n.inputs) {
+    auto it = values.find(t);
+    if (it != values.end()) in.push_back({g.tensors[t].dtype, {256}, it->second.data()});
+    else if (t < 0) in.push_back({DType::kFloat32, {}, nullptr});
+    else in.push_back({g.tensors[t].dtype, g.tensors[t].shape, g.tensors[t].constant->data});
+  }
+  std::vector<uint8_t>& out = values[n.outputs[0]];
+  out.assign(256 * dtypeSize(out_type), 0);
+  std::vector<MutableTensorView> outs = {{out_type, {256}, out.data()}};
+  return n.op->reference(KernelContext{n, in, outs}).ok();
+}
+
+// Q(f(DQ(x))) -> Gather(table, x): see the top of the file. f: the elementwise nodes
+// between the DQ and the Q (a DAG: GeLU's erf form reads its input twice), each with a
+// float32 output of x's shape, whose only tensor operands are the DQ's output and each
+// other's, with one-element constants beside; every value they make read only inside.
+StatusOr<bool> lookupTableOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  if (!findOp("Gather")) return false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Q q;
+    if (!quantizes(g, i, &q)) continue;
+    const Shape& shape = g.tensors[q.y].shape;
+    std::set<int> nodes, seen;
+    std::vector<int> stack = {q.y};
+    int dq_out = -1;
+    Dq d;
+    bool ok = true;
+    while (!stack.empty() && ok && nodes.size() <= 24) {
+      const int t = stack.back();
+      stack.pop_back();
+      if (!seen.insert(t).second) continue;
+      if (dequantized(pg, t, &d)) {
+        ok = dq_out < 0 && paramsFit(g, d, 0, 0) && isInt8(g.tensors[d.x].dtype) && g.tensors[d.x].shape == shape;
+        dq_out = t;
+        continue;
+      }
+      const ir::Node* p = pg.producer(t);
+      ok = p && !p->subgraph && p->outputs.size() == 1 && p->op->reference && g.tensors[t].dtype == DType::kFloat32 &&
+           g.tensors[t].shape == shape &&
+           (p->op->op_class == OpClass::kElementwise || p->op->op_class == OpClass::kBroadcast);
+      if (!ok) break;
+      nodes.insert(pg.producerIndex(t));
+      for (int u : p->inputs) {
+        if (u < 0) continue;
+        if (isConst(g, u)) ok = ok && elements(g, u) == 1;
+        else stack.push_back(u);
+      }
+    }
+    if (!ok || nodes.empty() || dq_out < 0 || nodes.size() > 24) continue;
+    // Every value inside is read only inside (not by another node, not a graph output).
+    for (int t : seen) {
+      if (t == q.y && pg.uses(t) == 1) continue;
+      int reads = 0;
+      for (int n : nodes) for (int u : g.nodes[n].inputs) reads += u == t;
+      ok = ok && reads == pg.uses(t);
+    }
+    if (!ok) continue;
+    const DType yt = g.nodes[i].attrs.get<QuantAttrs>().to;
+    std::map<int, std::vector<uint8_t>> values;
+    std::vector<uint8_t>& all = values[d.x];
+    all.resize(256);
+    for (int v = 0; v < 256; ++v) all[v] = static_cast<uint8_t>(v);  // as int8: 0..127, -128..-1
+    const int dq = pg.producerIndex(dq_out);
+    ok = evaluate(g, g.nodes[dq], values, DType::kFloat32);
+    for (int n : nodes) ok = ok && evaluate(g, g.nodes[n], values, DType::kFloat32);  // ascending: topological
+    ok = ok && evaluate(g, g.nodes[i], values, yt);
+    if (!ok) continue;
+    const int table = addPatternTensor(g, g.nodes[i].name + "_table", yt, {256});
+    g.tensors[table].constant = ir::ConstData::copyOf(values[g.nodes[i].outputs[0]].data(), 256);
+    std::vector<int> erase(nodes.begin(), nodes.end());
+    erase.push_back(dq);
+    ir::Node gather = quantNode("Gather", g.nodes[i].name + "_lookup", Attrs(AxisAttrs{0, false}), {table, d.x},
+                                g.nodes[i].outputs[0]);
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(gather), erase));
+    return true;
+  }
+  return false;
+}
+
 StatusOr<bool> fuseOnce(FusionContext& ctx) {
   ASSIGN_OR_RETURN(bool moved, integerMovementOnce(ctx));
   if (moved) return true;
@@ -285,7 +377,11 @@ StatusOr<bool> fuseOneQbmmAdd(FusionContext& ctx) {
 
 }  // namespace
 
-PassResult fuseQuantDqOpQ(FusionContext& ctx) { return rewriteAll(ctx, fuseOnce); }
+PassResult fuseQuantDqOpQ(FusionContext& ctx) {
+  ASSIGN_OR_RETURN(bool fused, rewriteAll(ctx, fuseOnce));
+  ASSIGN_OR_RETURN(bool tables, rewriteAll(ctx, lookupTableOnce));  // after the QLinear ops took theirs
+  return fused || tables;
+}
 
 PassResult fuseQbmmAdd(FusionContext& ctx) { return !findOp("QuantBatchMatMul") ? PassResult(false) : rewriteAll(ctx, fuseOneQbmmAdd); }
 

@@ -251,11 +251,13 @@ TEST(CpuQuantKernels, ActivationTimesActivationQLinearMatMulEqualsTheReference) 
   }
 }
 
-// Two QDQ convolutions with a ReLU between, as onnxruntime's QDQ files have them: after
-// quant_dq_op_q_fusion the int8 tensor between the convolutions is stored NHWC (what
-// oneDNN's int8 convolutions take, int8_layout.h) and the Q/DQ loops convert between it
-// and the blocked float layout; results as with plain layouts (GKRT_CPU_LAYOUT=plain).
-TEST(CpuQuantKernels, Int8ActivationsBetweenConvolutionsStayNhwc) {
+// Two QDQ convolutions with a MaxPool (float, on the blocked layout) or a ReLU between,
+// as onnxruntime's QDQ files have them: after quant_dq_op_q_fusion the int8 tensors
+// between the convolutions are stored NHWC (what oneDNN's int8 convolutions take,
+// int8_layout.h); around the MaxPool the Q/DQ loops convert between NHWC and the blocked
+// float layout, the ReLU becomes a 256-entry lookup reading and writing NHWC; results as
+// with plain layouts (GKRT_CPU_LAYOUT=plain).
+void int8ActivationsStayNhwc(bool pool) {
 #ifndef GKRT_HAVE_DNNL
   GTEST_SKIP() << "no oneDNN in this build";
 #endif
@@ -286,7 +288,8 @@ TEST(CpuQuantKernels, Int8ActivationsBetweenConvolutionsStayNhwc) {
     a.pads = {1, 1, 1, 1};
     return b.op1("Conv2D", {v, wf}, a);
   };
-  Value h = qdq(b.relu(qdq(conv(qdq(x, s1, z1, "in"), "c1"), s2, z2, "mid")), s2, z2, "act");
+  Value mid = qdq(conv(qdq(x, s1, z1, "in"), "c1"), s2, z2, "mid");
+  Value h = qdq(pool ? b.op1("MaxPool", {mid}, PoolAttrs{{3, 3}, {1, 1}, {1, 1, 1, 1}}) : b.relu(mid), s2, z2, "act");
   b.output(qdq(conv(h, "c2"), s3, z3, "out"), "y");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -301,10 +304,14 @@ TEST(CpuQuantKernels, Int8ActivationsBetweenConvolutionsStayNhwc) {
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(plain->countDetail("nhwc"), 0) << plain->details;
   if (cpu::preferredBlock() == 0 || C % cpu::preferredBlock() != 0) GTEST_SKIP() << "no blocked layout on this CPU";
-  EXPECT_GE(blocked->countDetail(", nhwc"), 1) << blocked->details;
-  EXPECT_GE(blocked->countDetail("to nhwc"), 1) << blocked->details;
+  EXPECT_GE(blocked->countDetail(", nhwc"), 2) << blocked->details;
+  if (pool) EXPECT_GE(blocked->countDetail("to nhwc"), 1) << blocked->details;
+  else EXPECT_EQ(blocked->countDetail("int8 lookup"), 1) << blocked->details;
   EXPECT_EQ(testing::compareTensors(blocked->outputs[0], plain->outputs[0], 0, 0), "") << blocked->details;
 }
+
+TEST(CpuQuantKernels, Int8ActivationsBetweenConvolutionsStayNhwc) { int8ActivationsStayNhwc(true); }
+TEST(CpuQuantKernels, Int8LookupBetweenConvolutionsKeepsNhwc) { int8ActivationsStayNhwc(false); }
 
 }  // namespace
 }  // namespace gkrt
