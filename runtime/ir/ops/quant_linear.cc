@@ -17,6 +17,7 @@
 // QLinearAdd/Mul compute in float32 as onnxruntime's MLAS kernels do.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "runtime/ir/ops/conv_loop.h"
@@ -171,30 +172,44 @@ Status qlinearMatMulKernel(const KernelContext& c) {
   return Status::Ok();
 }
 
-// QuantBatchMatMul: inputs a, a_scale, a_zp, b, b_scale, b_zp, bias_int32?; float32 out.
-Status dtypeQuantBatchMatMul(const ir::Node& n, const In& in, std::vector<DType>& out) {
-  RETURN_IF_ERROR(requireInt8(n, in, 0, "a"));
-  RETURN_IF_ERROR(requireInt8(n, in, 3, "b"));
-  for (size_t k : {1, 4}) RETURN_IF_ERROR(requireFloat(n, in[k], k));
-  RETURN_IF_ERROR(requireZeroPointType(n, in, 0, 2));
-  RETURN_IF_ERROR(requireZeroPointType(n, in, 3, 5));
-  if (in.size() > 6 && in[6] && in[6]->dtype != DType::kInt32) {
-    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias (input 6) must be int32, got ",
-                     dtypeName(in[6]->dtype));
+// The integer matmuls with a float32 result: where their operands are, and the bias type.
+//   QuantBatchMatMul(a, a_scale, a_zp, b, b_scale, b_zp, bias_int32?)
+//   MatMulIntegerToFloat[Relu|Gelu](a, b, a_scale, b_scale, a_zp?, b_zp?, bias_float32?)
+struct ToFloatInputs {
+  size_t a, as, azp, b, bs, bzp;
+  DType bias;
+};
+ToFloatInputs toFloatInputs(const ir::Node& n) {
+  if (std::string(n.op->name) == "QuantBatchMatMul") return {0, 1, 2, 3, 4, 5, DType::kInt32};
+  return {0, 2, 4, 1, 3, 5, DType::kFloat32};
+}
+constexpr size_t kToFloatBias = 6;  // both ops
+
+Status dtypeIntegerMatMulToFloat(const ir::Node& n, const In& in, std::vector<DType>& out) {
+  const ToFloatInputs k = toFloatInputs(n);
+  RETURN_IF_ERROR(requireInt8(n, in, k.a, "a"));
+  RETURN_IF_ERROR(requireInt8(n, in, k.b, "b"));
+  for (size_t i : {k.as, k.bs}) RETURN_IF_ERROR(requireFloat(n, in[i], i));
+  RETURN_IF_ERROR(requireZeroPointType(n, in, k.a, k.azp));
+  RETURN_IF_ERROR(requireZeroPointType(n, in, k.b, k.bzp));
+  if (in.size() > kToFloatBias && in[kToFloatBias] && in[kToFloatBias]->dtype != k.bias) {
+    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias (input 6) must be ", dtypeName(k.bias), ", got ",
+                     dtypeName(in[kToFloatBias]->dtype));
   }
   out = {DType::kFloat32};
   return Status::Ok();
 }
-Status shapeQuantBatchMatMul(const ir::Node& n, const In& in, std::vector<Shape>& out) {
+Status shapeIntegerMatMulToFloat(const ir::Node& n, const In& in, std::vector<Shape>& out) {
+  const ToFloatInputs k = toFloatInputs(n);
   Shape y;
-  RETURN_IF_ERROR(matMulShape(n, in[0]->shape, in[3]->shape, y));
+  RETURN_IF_ERROR(matMulShape(n, in[k.a]->shape, in[k.b]->shape, y));
   const int64_t N = y.back();
-  RETURN_IF_ERROR(requireParamCount(n, in, 1, 1, "a scale"));
-  RETURN_IF_ERROR(requireParamCount(n, in, 2, 1, "a zero point"));
-  RETURN_IF_ERROR(requireParamCount(n, in, 4, N, "b scale"));
-  RETURN_IF_ERROR(requireParamCount(n, in, 5, N, "b zero point"));
-  if (in.size() > 6 && in[6] && numElements(in[6]->shape) != N) {
-    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias has ", numElements(in[6]->shape),
+  RETURN_IF_ERROR(requireParamCount(n, in, k.as, 1, "a scale"));
+  RETURN_IF_ERROR(requireParamCount(n, in, k.azp, 1, "a zero point"));
+  RETURN_IF_ERROR(requireParamCount(n, in, k.bs, N, "b scale"));
+  RETURN_IF_ERROR(requireParamCount(n, in, k.bzp, N, "b zero point"));
+  if (in.size() > kToFloatBias && in[kToFloatBias] && numElements(in[kToFloatBias]->shape) != N) {
+    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias has ", numElements(in[kToFloatBias]->shape),
                      " elements; it needs one per output column (", N, ")");
   }
   out = {y};
@@ -322,35 +337,6 @@ template <bool kMul> Status qlinearBinaryKernel(const KernelContext& c) {
   return Status::Ok();
 }
 
-// MatMulIntegerToFloat[Relu|Gelu]: inputs a, b, a_scale, b_scale, a_zp?, b_zp?, bias?.
-Status dtypeMatMulIntegerToFloat(const ir::Node& n, const In& in, std::vector<DType>& out) {
-  RETURN_IF_ERROR(requireInt8(n, in, 0, "a"));
-  RETURN_IF_ERROR(requireInt8(n, in, 1, "b"));
-  for (size_t k : {2, 3}) RETURN_IF_ERROR(requireFloat(n, in[k], k));
-  RETURN_IF_ERROR(requireZeroPointType(n, in, 0, 4));
-  RETURN_IF_ERROR(requireZeroPointType(n, in, 1, 5));
-  if (in.size() > 6 && in[6] && in[6]->dtype != DType::kFloat32) {
-    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias (input 6) must be float32, got ",
-                     dtypeName(in[6]->dtype));
-  }
-  out = {DType::kFloat32};
-  return Status::Ok();
-}
-Status shapeMatMulIntegerToFloat(const ir::Node& n, const In& in, std::vector<Shape>& out) {
-  Shape y;
-  RETURN_IF_ERROR(matMulShape(n, in[0]->shape, in[1]->shape, y));
-  const int64_t N = y.back();
-  RETURN_IF_ERROR(requireParamCount(n, in, 2, 1, "a scale"));
-  RETURN_IF_ERROR(requireParamCount(n, in, 3, N, "b scale"));
-  RETURN_IF_ERROR(requireParamCount(n, in, 4, 1, "a zero point"));
-  RETURN_IF_ERROR(requireParamCount(n, in, 5, N, "b zero point"));
-  if (in.size() > 6 && in[6] && numElements(in[6]->shape) != N) {
-    return makeError(StatusCode::kInvalidArgument, n.op->name, " bias has ", numElements(in[6]->shape),
-                     " elements; it needs one per output column (", N, ")");
-  }
-  out = {y};
-  return Status::Ok();
-}
 // Each step in float32 as the unfused ops round it: Cast(acc), Mul by float32(as*bs),
 // Add bias, then the activation (GeLU's reference formula).
 Status matMulIntegerToFloatKernel(const KernelContext& c) {
@@ -385,16 +371,16 @@ void registerQuantLinearOps(std::vector<OpDef>& t) {
                dtypeQLinearMatMul, shapeQLinearMatMul, qlinearMatMulKernel,
                "y = sat(rint((a - azp) @ (b - bzp) * as*bs/ys) + yzp); b per tensor or column"});
   if constexpr (opSelected("QuantBatchMatMul")) t.push_back({"QuantBatchMatMul", OpClass::kOpaque, 6, 7, 1, 1, AttrKind::kNone,
-               dtypeQuantBatchMatMul, shapeQuantBatchMatMul, quantBatchMatMulKernel,
+               dtypeIntegerMatMulToFloat, shapeIntegerMatMulToFloat, quantBatchMatMulKernel,
                "float32 y = ((a - azp) @ (b - bzp) + B) * as*bs; a per tensor, b per tensor or column, B int32"});
   if constexpr (opSelected("MatMulIntegerToFloat")) t.push_back({"MatMulIntegerToFloat", OpClass::kOpaque, 4, 7, 1, 1, AttrKind::kNone,
-               dtypeMatMulIntegerToFloat, shapeMatMulIntegerToFloat, matMulIntegerToFloatKernel,
+               dtypeIntegerMatMulToFloat, shapeIntegerMatMulToFloat, matMulIntegerToFloatKernel,
                "float32 y = (a - azp) @ (b - bzp) * as*bs + bias; a per tensor, b per tensor or column (com.microsoft)"});
   if constexpr (opSelected("MatMulIntegerToFloatRelu")) t.push_back({"MatMulIntegerToFloatRelu", OpClass::kOpaque, 4, 7, 1, 1,
-               AttrKind::kNone, dtypeMatMulIntegerToFloat, shapeMatMulIntegerToFloat, matMulIntegerToFloatKernel,
+               AttrKind::kNone, dtypeIntegerMatMulToFloat, shapeIntegerMatMulToFloat, matMulIntegerToFloatKernel,
                "relu(MatMulIntegerToFloat(...)) (gkrt)"});
   if constexpr (opSelected("MatMulIntegerToFloatGelu")) t.push_back({"MatMulIntegerToFloatGelu", OpClass::kOpaque, 4, 7, 1, 1,
-               AttrKind::kGelu, dtypeMatMulIntegerToFloat, shapeMatMulIntegerToFloat, matMulIntegerToFloatKernel,
+               AttrKind::kGelu, dtypeIntegerMatMulToFloat, shapeIntegerMatMulToFloat, matMulIntegerToFloatKernel,
                "gelu(MatMulIntegerToFloat(...)), erf or tanh form (gkrt)"});
   if constexpr (opSelected("QLinearConv")) t.push_back({"QLinearConv", OpClass::kOpaque, 8, 9, 1, 1, AttrKind::kConv2D,
                dtypeQLinearConv, shapeQLinearConv, qlinearConvKernel,
