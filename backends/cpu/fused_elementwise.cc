@@ -206,8 +206,11 @@ bool elementwiseTakesBlocked(const ir::Graph& g, const ir::Node& node) {
   if (outs.empty()) return false;
   const Shape& y = body->tensors[outs[0]].shape;
   if (y.size() != 4) return false;
-  if (node.subgraph) {
-    for (const ir::Node& n : body->nodes) if (body->tensors[n.outputs[0]].shape != y) return false;
+  if (node.subgraph) {  // smaller ones are prologue steps on plain broadcast operands (their results read as such)
+    for (const ir::Node& n : body->nodes) {
+      const Shape& s = body->tensors[n.outputs[0]].shape;
+      if (s != y && numElements(s) >= numElements(y)) return false;
+    }
   }
   for (int t : ins) {
     if (t >= 0 && body->tensors[t].shape != y && numElements(body->tensors[t].shape) >= numElements(y)) return false;

