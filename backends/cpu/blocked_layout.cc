@@ -1,5 +1,6 @@
 #include "backends/cpu/blocked_layout.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -117,6 +118,19 @@ bool channelsLastSuits(const ir::Graph& g, int block) {
     if (groups > 1 && groups < in && (w[1] % block != 0 || (w[0] / groups) % block != 0)) ++awkward;
   });
   return convs > 0 && 4 * awkward >= convs;
+}
+
+LayoutPlan probeLayout(const ir::Graph& g, int block, bool channels_last, std::initializer_list<int> tensors) {
+  LayoutPlan layout;
+  layout.block = block;
+  layout.channels_last = channels_last;
+  layout.blocked.assign(g.tensors.size(), 0);
+  for (int t : tensors) {
+    if (t < 0) continue;
+    const bool input = std::find(g.inputs.begin(), g.inputs.end(), t) != g.inputs.end();
+    layout.blocked[t] = block > 0 && !input && (channels_last || g.tensors[t].shape[1] % block == 0);
+  }
+  return layout;
 }
 
 int preferredBlock() {

@@ -66,6 +66,12 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, bool channels_last,
 // a multiple of the block.
 bool channelsLastSuits(const ir::Graph& g, int block);
 
+// The plan a kernel is probed with before the graph's plan exists (is a fast kernel there
+// for this node as the plan may lay it out?): `tensors` blocked where planLayouts could
+// block them (the channels allow, or a channels-last plan; not graph inputs, which stay
+// plain), every other tensor plain.
+LayoutPlan probeLayout(const ir::Graph& g, int block, bool channels_last, std::initializer_list<int> tensors);
+
 // The block oneDNN's convolutions prefer on this CPU (16 with AVX-512, 8 with AVX2),
 // or 0 without oneDNN or on other CPUs.
 int preferredBlock();

@@ -1,6 +1,8 @@
 #include "backends/cpu/int8_layout.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/ir/op_def.h"
 
@@ -11,6 +13,7 @@ void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool
   plan->nhwc.assign(nt, 0);
   if (plan->block <= 0 || plan->channels_last) return;
   std::vector<char> ok(nt, 0), conv(nt, 0), produced(nt, 0);
+  std::vector<std::pair<int, int>> ties;  // (x, y) of each lookup
   for (size_t t = 0; t < nt; ++t) {
     const ir::Tensor& x = g.tensors[t];
     ok[t] = (x.dtype == DType::kUInt8 || x.dtype == DType::kInt8) && !x.isConstant() && x.shape.size() == 4 &&
@@ -24,6 +27,7 @@ void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool
     // A 256-entry lookup (a Gather of int8 values: quant_dq_op_q_fusion's Q(f(DQ(x))))
     // maps each byte where it is: its x and y in one layout (tied below).
     const bool lookup = op == "Gather" && n.inputs.size() == 2 && n.inputs[1] >= 0 && takes_nhwc(n, n.inputs[1]);
+    if (lookup) ties.emplace_back(n.inputs[1], n.outputs[0]);
     // The float side of a Q (its input) or DQ (its output) must be blocked.
     const int float_side = op == "QuantizeLinear" ? n.inputs[0] : op == "DequantizeLinear" ? n.outputs[0] : -1;
     const bool float_blocked = float_side >= 0 && plan->isBlocked(float_side);
@@ -48,9 +52,7 @@ void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool
   // reading or writing an int8 tensor takes plain NCHW, so this never breaks another).
   for (bool changed = true; changed;) {
     changed = false;
-    for (const ir::Node& n : g.nodes) {
-      if (!n.op || std::string(n.op->name) != "Gather" || n.inputs.size() != 2 || n.inputs[1] < 0) continue;
-      const int x = n.inputs[1], y = n.outputs[0];
+    for (const auto& [x, y] : ties) {
       if (plan->nhwc[x] != plan->nhwc[y]) {
         plan->nhwc[x] = plan->nhwc[y] = 0;
         changed = true;

@@ -277,16 +277,9 @@ bool canRunOneDnnConv(const ir::Graph& g, const ir::Node& node) {
 bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last) {
   ConvPlan p;
   if (!planConv(g, node, &p)) return false;
-  LayoutPlan layout;  // as the layout plan may make it: blocked where the channels allow
-  layout.block = block;
-  layout.channels_last = channels_last;
-  layout.blocked.assign(g.tensors.size(), 0);
-  for (int t : {p.x_tensor, p.output}) {
-    layout.blocked[t] = block > 0 && (channels_last || g.tensors[t].shape[1] % block == 0);
-  }
-  // Graph inputs stay plain (a grouped convolution from plain to NHWC has only oneDNN's
-  // reference code).
-  for (int t : g.inputs) if (t == p.x_tensor) layout.blocked[t] = 0;
+  // (A graph input stays plain: a grouped convolution from plain to NHWC has only oneDNN's
+  // reference code, so probing it blocked would claim a fast kernel the plan cannot give.)
+  const LayoutPlan layout = probeLayout(g, block, channels_last, {p.x_tensor, p.output});
   try {
     OneDnnConvKernel probe(g, std::move(p), &layout, /*allow_ref=*/false);
     return true;

@@ -162,13 +162,7 @@ bool canRunOneDnnPoolOrConcat(const ir::Graph& g, const ir::Node& node) {
 
 bool oneDnnPoolIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last) {
   if (std::string(node.op->name) == "Concat") return true;
-  LayoutPlan layout;  // as the layout plan may make it: blocked where the channels allow
-  layout.block = block;
-  layout.channels_last = channels_last;
-  layout.blocked.assign(g.tensors.size(), 0);
-  for (int t : {node.inputs[0], node.outputs[0]}) {
-    layout.blocked[t] = block > 0 && (channels_last || g.tensors[t].shape[1] % block == 0);
-  }
+  const LayoutPlan layout = probeLayout(g, block, channels_last, {node.inputs[0], node.outputs[0]});
   try {
     OneDnnPoolKernel probe(g, node, &layout, /*allow_ref=*/false);
     return true;

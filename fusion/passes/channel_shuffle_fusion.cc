@@ -34,14 +34,9 @@ StatusOr<bool> fuseOne(FusionContext& ctx) {
     if (mid[0] != xs[0] || groups * per != xs[1] || mid[3] != xs[2] || mid[4] != xs[3] || groups < 1 || per < 1) continue;
     std::vector<int64_t> idx(static_cast<size_t>(xs[1]));
     for (int64_t c = 0; c < xs[1]; ++c) idx[c] = (c % groups) * per + c / groups;
-    const int t = addPatternTensor(g, back.name + "_channel_order", DType::kInt64, {xs[1]});
-    g.tensors[t].constant = ir::ConstData::copyOf(idx.data(), idx.size() * sizeof(int64_t));
-    ir::Node gather;
-    gather.op = findOp("Gather");
-    gather.name = back.name + "_channel_shuffle";
-    gather.attrs = Attrs(AxisAttrs{1, false});
-    gather.inputs = {x, t};
-    gather.outputs = {g.nodes[i].outputs[0]};
+    const int t = addPatternConstant(g, back.name + "_channel_order", DType::kInt64, {xs[1]}, idx.data());
+    ir::Node gather = patternNode("Gather", back.name + "_channel_shuffle", Attrs(AxisAttrs{1, false}), {x, t},
+                                  {g.nodes[i].outputs[0]});
     const int tr_index = pg.producerIndex(back.inputs[0]), front_index = pg.producerIndex(tr->inputs[0]);
     std::vector<int> erase = {tr_index};
     if (pg.singleUse(front->outputs[0])) erase.push_back(front_index);  // else kept for its other reader

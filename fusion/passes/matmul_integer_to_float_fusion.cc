@@ -30,10 +30,7 @@ bool floatConst(const ir::Graph& g, int t, int64_t n) {
 // A constant with one element per column, broadcast along the last axis only.
 bool columnConst(const ir::Graph& g, int t, int64_t n) {
   const ir::Tensor& x = g.tensors[t];
-  if (!x.isConstant() || x.dtype != DType::kFloat32 || x.shape.empty() || x.shape.back() != n || elements(g, t) != n) {
-    return false;
-  }
-  return true;
+  return x.isConstant() && x.dtype == DType::kFloat32 && !x.shape.empty() && x.shape.back() == n && elements(g, t) == n;
 }
 
 struct Match {
@@ -124,21 +121,14 @@ StatusOr<bool> fuseOne(FusionContext& ctx) {
     const ir::Node& mmi = g.nodes[m.mmi];
     const int root = m.act >= 0 ? m.act : m.add >= 0 ? m.add : m.mul;
     int as = m.as;
-    if (as < 0) {  // S was the whole scale: as = 1
-      as = addPatternTensor(g, g.tensors[m.bs].name + "_unit", DType::kFloat32, {});
-      const float one = 1.0f;
-      g.tensors[as].constant = ir::ConstData::copyOf(&one, sizeof one);
-    }
+    const float one = 1.0f;
+    if (as < 0) as = addPatternConstant(g, g.tensors[m.bs].name + "_unit", DType::kFloat32, {}, &one);  // S was the whole scale
     const int azp = mmi.inputs.size() > 2 ? mmi.inputs[2] : -1, bzp = mmi.inputs.size() > 3 ? mmi.inputs[3] : -1;
     std::vector<int> ins = {mmi.inputs[0], mmi.inputs[1], as, m.bs, azp, bzp};
     if (m.bias >= 0) ins.push_back(m.bias);
     while (!ins.empty() && ins.back() < 0) ins.pop_back();
-    ir::Node node;
-    node.op = findOp(m.op);
-    node.name = mmi.name + "_to_float";
-    if (m.act >= 0 && isOp(g.nodes[m.act], "GeLU")) node.attrs = g.nodes[m.act].attrs;
-    node.inputs = std::move(ins);
-    node.outputs = {g.nodes[root].outputs[0]};
+    const Attrs attrs = m.act >= 0 && isOp(g.nodes[m.act], "GeLU") ? g.nodes[m.act].attrs : Attrs{};
+    ir::Node node = patternNode(m.op, mmi.name + "_to_float", attrs, std::move(ins), {g.nodes[root].outputs[0]});
     std::vector<int> erase = {m.mmi, m.cast, m.mul};
     if (m.add >= 0) erase.push_back(m.add);
     RETURN_IF_ERROR(replaceWithPatternNode(g, root, std::move(node), erase));

@@ -52,6 +52,17 @@ int addPatternTensor(ir::Graph& g, const std::string& base, DType dtype, const S
   return g.addTensor(std::move(t));
 }
 
+int addPatternConstant(ir::Graph& g, const std::string& base, DType dtype, const Shape& shape, const void* bytes) {
+  const int t = addPatternTensor(g, base, dtype, shape);
+  g.tensors[t].constant = ir::ConstData::copyOf(bytes, static_cast<size_t>(numElements(shape)) * dtypeSize(dtype));
+  return t;
+}
+
+ir::Node patternNode(const char* op, const std::string& name, Attrs attrs, std::vector<int> inputs,
+                     std::vector<int> outputs) {
+  return ir::Node{name, findOp(op), std::move(attrs), std::move(inputs), std::move(outputs)};
+}
+
 Status replaceWithPatternNode(ir::Graph& g, int root, ir::Node node, std::vector<int> erase) {
   g.nodes[root] = std::move(node);
   std::sort(erase.begin(), erase.end());

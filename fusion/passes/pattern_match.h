@@ -48,6 +48,11 @@ std::optional<float> scalarConstant(const ir::Graph& g, int t);
 Status replaceWithPatternNode(ir::Graph& g, int root, ir::Node node, std::vector<int> erase = {});
 // A new tensor for a node output, named after `base`.
 int addPatternTensor(ir::Graph& g, const std::string& base, DType dtype, const Shape& shape);
+// A new constant tensor holding `bytes` (numElements(shape) * dtypeSize(dtype) of them).
+int addPatternConstant(ir::Graph& g, const std::string& base, DType dtype, const Shape& shape, const void* bytes);
+// A node of `op` (null op when this build lacks it: check findOp first).
+ir::Node patternNode(const char* op, const std::string& name, Attrs attrs, std::vector<int> inputs,
+                     std::vector<int> outputs);
 
 // Runs `match_one` (returns true after one rewrite) until it finds nothing more.
 StatusOr<bool> rewriteAll(FusionContext& ctx, StatusOr<bool> (*match_one)(FusionContext&));

@@ -113,10 +113,6 @@ std::optional<GeluApprox> geluFactor(const PatternGraph& pg, int factor, int x) 
   return std::nullopt;
 }
 
-ir::Node opNode(const char* op, const std::string& name, Attrs attrs, std::vector<int> inputs, std::vector<int> outputs) {
-  return ir::Node{name, findOp(op), std::move(attrs), std::move(inputs), std::move(outputs)};
-}
-
 StatusOr<bool> recognizeOnce(FusionContext& ctx) {
   ir::Graph& g = ctx.graph;
   PatternGraph pg(g);
@@ -148,14 +144,14 @@ StatusOr<bool> recognizeOnce(FusionContext& ctx) {
       std::vector<int> outs = {out};
       std::vector<int> ins = {x, gamma, beta};
       while (ins.back() < 0) ins.pop_back();
-      RETURN_IF_ERROR(replaceWithPatternNode(g, root, opNode("LayerNorm", n.name + "/layer_norm", Attrs(NormAttrs{-1, eps}), ins, outs)));
+      RETURN_IF_ERROR(replaceWithPatternNode(g, root, patternNode("LayerNorm", n.name + "/layer_norm", Attrs(NormAttrs{-1, eps}), ins, outs)));
       return true;
     }
     if (!isOp(n, "Mul")) continue;
     for (const auto& [gx, factor] : halfTimesXTimes(pg, n)) {
       if (auto approx = geluFactor(pg, factor, gx)) {
         RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i),
-            opNode("GeLU", n.name + "/gelu", Attrs(GeluAttrs{*approx}), {gx}, n.outputs)));
+            patternNode("GeLU", n.name + "/gelu", Attrs(GeluAttrs{*approx}), {gx}, n.outputs)));
         return true;
       }
     }
@@ -163,7 +159,7 @@ StatusOr<bool> recognizeOnce(FusionContext& ctx) {
       const ir::Node* sig = pg.producer(n.inputs[k], {"Sigmoid"});
       if (sig && sig->inputs[0] == n.inputs[1 - k] && pg.singleUse(n.inputs[k])) {
         RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i),
-            opNode("SiLU", n.name + "/silu", Attrs(), {n.inputs[1 - k]}, n.outputs)));
+            patternNode("SiLU", n.name + "/silu", Attrs(), {n.inputs[1 - k]}, n.outputs)));
         return true;
       }
     }

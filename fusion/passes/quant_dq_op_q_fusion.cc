@@ -68,10 +68,8 @@ bool paramsFit(const ir::Graph& g, const Dq& d, int64_t axis, int64_t count) {
 // The zero point as an input: a zero of x's type when the DQ has none.
 int zeroPoint(ir::Graph& g, const Dq& d) {
   if (d.zp >= 0) return d.zp;
-  const int t = addPatternTensor(g, g.tensors[d.x].name + "_zero_point", g.tensors[d.x].dtype, {});
   const uint8_t zero = 0;
-  g.tensors[t].constant = ir::ConstData::copyOf(&zero, 1);
-  return t;
+  return addPatternConstant(g, g.tensors[d.x].name + "_zero_point", g.tensors[d.x].dtype, {}, &zero);
 }
 
 struct Q {
@@ -135,19 +133,12 @@ int int32Bias(ir::Graph& g, const PatternGraph& pg, int b, int xs, int ws, int64
     if (!(std::fabs(v) < 2147483647.0)) return -2;
     q[o] = static_cast<int32_t>(v);
   }
-  const int t = addPatternTensor(g, g.tensors[b].name + "_int32", DType::kInt32, {channels});
-  g.tensors[t].constant = ir::ConstData::copyOf(q.data(), q.size() * sizeof(int32_t));
-  return t;
+  return addPatternConstant(g, g.tensors[b].name + "_int32", DType::kInt32, {channels}, q.data());
 }
 
+// The fused op named after the node it replaces.
 ir::Node quantNode(const char* op, const std::string& name, Attrs attrs, std::vector<int> inputs, int output) {
-  ir::Node n;
-  n.name = std::string(op) + "_" + name;
-  n.op = findOp(op);
-  n.attrs = std::move(attrs);
-  n.inputs = std::move(inputs);
-  n.outputs = {output};
-  return n;
+  return patternNode(op, std::string(op) + "_" + name, std::move(attrs), std::move(inputs), {output});
 }
 
 // DQ -> data movement -> Q with the same parameters: the movement on the integers.
@@ -256,8 +247,7 @@ StatusOr<bool> lookupTableOnce(FusionContext& ctx) {
     for (int n : nodes) ok = ok && evaluate(g, g.nodes[n], values, DType::kFloat32);  // ascending: topological
     ok = ok && evaluate(g, g.nodes[i], values, yt);
     if (!ok) continue;
-    const int table = addPatternTensor(g, g.nodes[i].name + "_table", yt, {256});
-    g.tensors[table].constant = ir::ConstData::copyOf(values[g.nodes[i].outputs[0]].data(), 256);
+    const int table = addPatternConstant(g, g.nodes[i].name + "_table", yt, {256}, values[g.nodes[i].outputs[0]].data());
     std::vector<int> erase(nodes.begin(), nodes.end());
     erase.push_back(dq);
     ir::Node gather = quantNode("Gather", g.nodes[i].name + "_lookup", Attrs(AxisAttrs{0, false}), {table, d.x},
