@@ -175,5 +175,32 @@ TEST(MatMulIntegerToFloatFusion, DisablePassKeepsTheChainAndTheCpuRunsItOnOneDnn
   EXPECT_TRUE(fast) << "MatMulIntegerToFloatGelu ran on the reference kernel";
 }
 
+// A model file carrying the op directly (it is registered like any other) with operands
+// that do not fit gets a clear error naming the operand, not a crash.
+TEST(MatMulIntegerToFloatFusion, MisfitOperandsAreClearErrors) {
+  const auto build = [](int64_t bias_len, DType bias_type, int64_t scale_len) {
+    GraphBuilder b;
+    Value a = b.input("a", DType::kUInt8, {3, 8});
+    std::vector<uint8_t> w(8 * 5, 1);
+    std::vector<float> ws(static_cast<size_t>(scale_len), 0.1f), bias(static_cast<size_t>(bias_len), 0.5f);
+    const float as = 0.2f;
+    b.output(b.op1("MatMulIntegerToFloat", {a, b.constant("w", DType::kInt8, {8, 5}, w.data()),
+                                            b.constant("as", DType::kFloat32, {}, &as),
+                                            b.constant("ws", DType::kFloat32, {scale_len}, ws.data()), Value(), Value(),
+                                            b.constant("bias", bias_type, {bias_len}, bias.data())}), "y");
+    return b.finish();
+  };
+  EXPECT_TRUE(build(5, DType::kFloat32, 5).ok());
+  auto bias = build(4, DType::kFloat32, 5);
+  ASSERT_FALSE(bias.ok());
+  EXPECT_NE(bias.status().message().find("bias has 4 elements"), std::string::npos) << bias.status().message();
+  auto type = build(5, DType::kInt32, 5);
+  ASSERT_FALSE(type.ok());
+  EXPECT_NE(type.status().message().find("must be float32"), std::string::npos) << type.status().message();
+  auto scale = build(5, DType::kFloat32, 3);
+  ASSERT_FALSE(scale.ok());
+  EXPECT_NE(scale.status().message().find("b scale"), std::string::npos) << scale.status().message();
+}
+
 }  // namespace
 }  // namespace gkrt
