@@ -54,8 +54,14 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       GKRT_LOG_WARNING("GKRT_CPU_LAYOUT='", v, "' is not a choice; use 'plain', 'blocked' or 'nhwc' (unset: chosen per graph)");
     }
   }
-  if (const char* env = std::getenv("GKRT_CPU_WINOGRAD"); env && std::string(env) == "off") {
-    options_.cpu_winograd = false;
+  if (const char* env = std::getenv("GKRT_CPU_WINOGRAD")) {  // off: direct only; onednn: not gkrt's own
+    const std::string v = env;
+    if (v == "off") options_.cpu_winograd = false;
+    if (v == "onednn") own_winograd_ = false;
+    static bool warned = false;
+    if (v != "off" && v != "onednn" && !std::exchange(warned, true)) {
+      GKRT_LOG_WARNING("GKRT_CPU_WINOGRAD='", v, "' is not a choice; use 'off' or 'onednn' (unset: gkrt's own F(4x4,3x3) where it takes the convolution, else oneDNN's)");
+    }
   }
   bf16_ = cpu::cpuUsesBf16(options_);
   int8_path_ = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
@@ -172,7 +178,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   for (int t : node.inputs) touches_blocked |= layout.isBlocked(t);
   for (int t : node.outputs) touches_blocked |= layout.isBlocked(t);
   if (cpu::canRunOneDnnConv(g, node)) {
-    if (options_.cpu_winograd) {
+    if (options_.cpu_winograd && own_winograd_) {
       auto w = cpu::compileWinogradConv(g, node, layout, *pool_);
       if (w.ok()) return w;  // else oneDNN's direct convolution
     }
@@ -225,7 +231,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (cpu::canRunReduce(g, node)) return cpu::compileReduce(g, node, *pool_);
   if (cpu::canRunOneDnn(g, node)) {
-    auto k = cpu::compileOneDnn(g, node, bf16_);
+    auto k = cpu::compileOneDnn(g, node, bf16_, pool_.get());
     if (k.ok()) return k;  // else our own GEMM / convolution
   }
   if (cpu::isConvEpilogue(node)) {

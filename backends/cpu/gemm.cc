@@ -58,6 +58,29 @@ inline __attribute__((always_inline)) void microKernelBody(int64_t K, const floa
   }
 }
 
+// The same tile with A read in place: row r of A at ar[r] (K contiguous floats), B's
+// row k at b + k * ldb (16 readable columns).
+template <int MR, class V>
+inline __attribute__((always_inline)) void microKernelRowsBody(int64_t K, const float* const* ar, const float* b,
+                                                               int64_t ldb, float* c, int64_t ldc, int64_t rows,
+                                                               int64_t cols) {
+  constexpr int kLanes = sizeof(V) / sizeof(float), kVecs = kGemmNR / kLanes;
+  V acc[MR][kVecs] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    V bk[kVecs];
+    for (int j = 0; j < kVecs; ++j) std::memcpy(&bk[j], b + k * ldb + j * kLanes, sizeof(V));
+    for (int r = 0; r < MR; ++r) {
+      const float ark = ar[r][k];
+      for (int j = 0; j < kVecs; ++j) acc[r][j] += ark * bk[j];
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float v[kGemmNR];
+    for (int j = 0; j < kVecs; ++j) std::memcpy(v + j * kLanes, &acc[r][j], sizeof(V));
+    std::memcpy(c + r * ldc, v, cols * sizeof(float));
+  }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 // AVX-512 machines have two FMA pipes of latency 4: eight rows (eight independent zmm
 // accumulators) keep both busy. Elsewhere four rows fit the register file.
@@ -67,6 +90,42 @@ __attribute__((target("avx512f"))) void microKernel8(int64_t K, const float* a, 
 }
 // AVX2+FMA and baseline builds of the 4-row kernel, picked by the CPU's features
 // (cpu_features.h; the "arch=haswell" clone this had ran SSE2 on AMD CPUs).
+__attribute__((target("avx512f"))) void microKernelRows8(int64_t K, const float* const* ar, const float* b, int64_t ldb,
+                                                          float* c, int64_t ldc, int64_t rows, int64_t cols) {
+  microKernelRowsBody<8, V16>(K, ar, b, ldb, c, ldc, rows, cols);
+}
+// Two panels (32 columns) at once: 16 zmm accumulators, half the A broadcasts per FMA.
+__attribute__((target("avx512f"))) void microKernelRows8x2(int64_t K, const float* const* ar, const float* b0,
+                                                            const float* b1, int64_t ldb, float* c, int64_t ldc,
+                                                            int64_t rows, int64_t cols) {
+  V16 acc0[8] = {}, acc1[8] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    V16 x0, x1;
+    std::memcpy(&x0, b0 + k * ldb, sizeof x0);
+    std::memcpy(&x1, b1 + k * ldb, sizeof x1);
+    for (int r = 0; r < 8; ++r) {
+      const float ark = ar[r][k];
+      acc0[r] += ark * x0;
+      acc1[r] += ark * x1;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float v[2 * kGemmNR];
+    std::memcpy(v, &acc0[r], sizeof(V16));
+    std::memcpy(v + kGemmNR, &acc1[r], sizeof(V16));
+    std::memcpy(c + r * ldc, v, cols * sizeof(float));
+  }
+}
+__attribute__((target("avx2,fma"))) void microKernelRows4Fma(int64_t K, const float* const* ar, const float* b,
+                                                             int64_t ldb, float* c, int64_t ldc, int64_t rows,
+                                                             int64_t cols) {
+  microKernelRowsBody<4, V8>(K, ar, b, ldb, c, ldc, rows, cols);
+}
+void microKernelRows4(int64_t K, const float* const* ar, const float* b, int64_t ldb, float* c, int64_t ldc,
+                      int64_t rows, int64_t cols) {
+  if (cpuHasAvx2Fma()) return microKernelRows4Fma(K, ar, b, ldb, c, ldc, rows, cols);
+  microKernelRowsBody<4, V4>(K, ar, b, ldb, c, ldc, rows, cols);
+}
 __attribute__((target("avx2,fma"))) void microKernel4Fma(int64_t K, const float* a, const float* b, float* c,
                                                          int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
   microKernelBody<4, V8>(K, a, b, c, ldc, rows, cols, bias);
@@ -86,6 +145,13 @@ int64_t detectMR() {
 }
 #else
 void microKernel8(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, const float*) {}
+void microKernelRows8(int64_t, const float* const*, const float*, int64_t, float*, int64_t, int64_t, int64_t) {}
+void microKernelRows8x2(int64_t, const float* const*, const float*, const float*, int64_t, float*, int64_t, int64_t,
+                        int64_t) {}
+void microKernelRows4(int64_t K, const float* const* ar, const float* b, int64_t ldb, float* c, int64_t ldc,
+                      int64_t rows, int64_t cols) {
+  microKernelRowsBody<4, V4>(K, ar, b, ldb, c, ldc, rows, cols);
+}
 void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
                   const float* bias) {
   microKernelBody<4, V4>(K, a, b, c, ldc, rows, cols, bias);
@@ -149,6 +215,33 @@ void gemmSerial(int64_t M, const float* a_pack, int64_t K, const float* panels, 
     for (int64_t p = 0; p < num_panels; ++p) {
       microKernel(K, a_pack + blk * K * mr, panels + p * K * kGemmNR, c + row * ldc + p * kGemmNR, ldc,
                   std::min(mr, M - row), std::min(kGemmNR, N - p * kGemmNR), row_bias ? row_bias + row : nullptr);
+    }
+  }
+}
+
+void gemmRowsSerial(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
+                    int64_t b_panel_stride, float* c, int64_t ldc) {
+  const int64_t mr = gemmMR();
+  const float* ar[8];
+  for (int64_t row = 0; row < M; row += mr) {
+    const int64_t rows = std::min(mr, M - row);
+    for (int64_t r = 0; r < mr; ++r) ar[r] = a + (row + std::min(r, rows - 1)) * lda;  // spare lanes repeat a row
+    int64_t col = 0;
+    if (mr == 8) {  // AVX-512: 32 columns a tile while two panels remain
+      for (; col + kGemmNR < N; col += 2 * kGemmNR) {
+        const float* panel = b + (col / kGemmNR) * b_panel_stride;
+        microKernelRows8x2(K, ar, panel, panel + b_panel_stride, ldb, c + row * ldc + col, ldc, rows,
+                           std::min(2 * kGemmNR, N - col));
+      }
+    }
+    for (; col < N; col += kGemmNR) {
+      const float* panel = b + (col / kGemmNR) * b_panel_stride;
+      const int64_t cols = std::min(kGemmNR, N - col);
+      if (mr == 8) {
+        microKernelRows8(K, ar, panel, ldb, c + row * ldc + col, ldc, rows, cols);
+      } else {
+        microKernelRows4(K, ar, panel, ldb, c + row * ldc + col, ldc, rows, cols);
+      }
     }
   }
 }

@@ -37,6 +37,14 @@ void gemmPacked(int64_t M, const float* a_pack, const PackedB& b, float* c, int6
 void gemmSerial(int64_t M, const float* a_pack, int64_t K, const float* panels, int64_t N, float* c, int64_t ldc,
                 const float* row_bias);
 
+// C[M, N] = A[M, K] * B[K, N] on the calling thread with A read in place (row-major,
+// row stride lda: no packing, for tiles that sit in cache) and B as 16-column panels,
+// panel p at b + p * b_panel_stride, its row k at + k * ldb: packed panels (ldb 16,
+// stride K * 16) or a row-major matrix (ldb its row stride, stride 16). Every panel
+// must have 16 readable columns (the last one zero-padded or followed by data).
+void gemmRowsSerial(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b, int64_t ldb,
+                    int64_t b_panel_stride, float* c, int64_t ldc);
+
 // C[M, N] = op(A)[M, K] * B (row-major; op(A) transposed is stored K x M). `a_pack`
 // needs packedASize(M, K) floats.
 void gemm(int64_t M, const float* a, bool transpose_a, const PackedB& b, float* c, float* a_pack, ThreadPool& pool);

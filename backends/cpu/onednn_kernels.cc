@@ -8,6 +8,7 @@
 #include "runtime/ir/op_def.h"
 
 #include "backends/cpu/onednn_post_ops.h"
+#include "backends/cpu/vector_math.h"
 
 namespace gkrt::cpu {
 
@@ -94,7 +95,13 @@ dnnl::memory::desc retyped(const dnnl::memory::desc& d, dt type) {
 
 class OneDnnMatMul final : public Kernel {
  public:
-  OneDnnMatMul(MatMulPlan plan, bool bf16) : p_(std::move(plan)), stream_(cpuEngine()) {
+  OneDnnMatMul(MatMulPlan plan, bool bf16, ThreadPool* pool) : p_(std::move(plan)), stream_(cpuEngine()), pool_(pool) {
+    // An erf GeLU ending the chain runs as gkrt's own pass over the product (vector_math.h:
+    // oneDNN's gelu_erf post-op costs twice the GEMM's own epilogue time on AVX-512).
+    if (pool_ && !p_.posts.empty() && !p_.posts.back().binary && p_.posts.back().alg == dnnl::algorithm::eltwise_gelu_erf) {
+      p_.posts.pop_back();
+      gelu_tail_ = true;
+    }
     const size_t rank = p_.y.size();
     const auto a_md = matrixDesc(p_.a->shape, rank, p_.ta);
     const auto b_md = matrixDesc(p_.b->shape, rank, p_.tb);
@@ -142,12 +149,18 @@ class OneDnnMatMul final : public Kernel {
     setPostOpArgs(p_.posts, post_mems_, in, &args);
     prim_.execute(stream_, args);
     stream_.wait();
+    if (gelu_tail_) {
+      float* y = static_cast<float*>(out[0].data);
+      pool_->parallelFor(numElements(p_.y), 1024, 16384, [&](int, int64_t b, int64_t e) { geluErfInPlace(y + b, e - b); });
+    }
     return Status::Ok();
   }
 
  private:
   MatMulPlan p_;
   dnnl::stream stream_;
+  ThreadPool* pool_;
+  bool gelu_tail_ = false;
   dnnl::matmul prim_;
   dnnl::memory a_mem_, b_mem_, y_mem_;
   dnnl::memory a_bf16_, b_bf16_;         // bf16 runs: the converted activations
@@ -270,12 +283,12 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
   return planFor(g, node, &p);
 }
 
-StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node, bool bf16) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node, bool bf16, ThreadPool* pool) {
   try {
     if (std::string(node.op->name) == "ConvTranspose") return std::unique_ptr<Kernel>(new OneDnnDeconv(g, node));
     MatMulPlan p;
     if (!planFor(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
-    return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p), bf16));
+    return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p), bf16, pool));
   } catch (const std::exception& e) {  // dnnl::error and allocation failures
     return makeError(StatusCode::kUnsupported, "oneDNN for ", node.name, ": ", e.what());
   }
@@ -284,7 +297,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::No
 #else  // no oneDNN in this build
 
 bool canRunOneDnn(const ir::Graph&, const ir::Node&) { return false; }
-StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph&, const ir::Node& node, bool) {
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph&, const ir::Node& node, bool, ThreadPool*) {
   return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/cpu/thread_pool.h"
 
 #ifdef GKRT_HAVE_DNNL
 namespace dnnl {
@@ -28,7 +29,9 @@ bool canRunOneDnn(const ir::Graph& g, const ir::Node& node);
 
 // `bf16`: a MatMul/BatchMatMul/Gemm takes bf16 operands (weights converted at compile,
 // activations at launch) with float32 accumulation and output; callers ask only where
-// the CPU has bf16 (cpu_precision.h).
-StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node, bool bf16 = false);
+// the CPU has bf16 (cpu_precision.h). With `pool`, an erf GeLU ending a matmul's chain
+// runs as gkrt's own pass on it (vector_math.h) instead of oneDNN's slower post-op.
+StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::Node& node, bool bf16 = false,
+                                                ThreadPool* pool = nullptr);
 
 }  // namespace gkrt::cpu

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
+#include "backends/cpu/flash_attention_kernel.h"
 #include "backends/cpu/onednn_kernels.h"
 #include "backends/cpu/vector_math.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/communicator.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/ir/ops/attention_layout.h"
 #include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::cpu {
@@ -24,27 +23,6 @@ bool is(const ir::Node& n, const char* op) { return std::strcmp(n.op->name, op) 
 #else
 #define GKRT_PATTERN_CLONES
 #endif
-
-// s[0:n] = sum_d q[d] * kt[d * ldk + 0:n]: one query row against a block of keys stored
-// transposed, as axpys over contiguous rows.
-GKRT_PATTERN_CLONES void scoreRow(float* s, const float* q, const float* kt, int64_t D, int64_t ldk, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) s[j] = 0.0f;
-  for (int64_t d = 0; d < D; ++d) {
-    const float qd = q[d];
-    const float* k = kt + d * ldk;
-    for (int64_t j = 0; j < n; ++j) s[j] += qd * k[j];
-  }
-}
-
-// o[0:dv] = o * correction + sum_j p[j] * v[j * dv + 0:dv].
-GKRT_PATTERN_CLONES void accumulateRow(float* o, const float* p, const float* v, int64_t n, int64_t dv, float correction) {
-  if (correction != 1.0f) for (int64_t d = 0; d < dv; ++d) o[d] *= correction;
-  for (int64_t j = 0; j < n; ++j) {
-    const float pj = p[j];
-    const float* vj = v + j * dv;
-    for (int64_t d = 0; d < dv; ++d) o[d] += pj * vj[d];
-  }
-}
 
 // The sum of a row and x1 + x2 -> s; returns sum(s).
 GKRT_PATTERN_CLONES float addRow(float* s, const float* a, const float* b, int64_t n) {
@@ -140,100 +118,6 @@ class SwiGLUKernel final : public Kernel {
   int64_t outer_, half_;
 };
 
-// ---- FlashAttention: per (batch, head, block of queries), key blocks stream through an
-// online softmax (running max and sum, the accumulator rescaled when the max grows), so
-// only one kBlockQ x kBlockK tile of scores ever exists. The loops are axpys over
-// contiguous packed rows, which the compiler vectorises without reassociating sums.
-class FlashAttentionKernel final : public Kernel {
- public:
-  static constexpr int64_t kBlockQ = 32, kBlockK = 64;
-
-  FlashAttentionKernel(const ir::Graph& g, const ir::Node& n, ThreadPool& pool) : pool_(pool) {
-    a_ = n.attrs.get<AttentionAttrs>();
-    (void)attentionDims(a_, g.tensors[n.inputs[0]].shape, false, &q_);
-    (void)attentionDims(a_, g.tensors[n.inputs[1]].shape, a_.key_transposed, &k_);
-    (void)attentionDims(a_, g.tensors[n.inputs[2]].shape, false, &v_);
-    (void)attentionDims(a_, g.tensors[n.outputs[0]].shape, false, &o_);
-    if (n.inputs.size() > 3 && n.inputs[3] >= 0) {
-      mask_strides_ = ops::broadcastStrides(g.tensors[n.inputs[3]].shape, Shape{q_.b, q_.n, q_.s, k_.s});
-    }
-    per_thread_ = kBlockQ * q_.d + q_.d * kBlockK + kBlockK * v_.d + kBlockQ * kBlockK + kBlockQ * v_.d + 2 * kBlockQ;
-  }
-  size_t workspaceBytes() const override { return static_cast<size_t>(pool_.size() * per_thread_) * sizeof(float); }
-
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* ws) override {
-    const float *q = in[0].as<float>(), *k = in[1].as<float>(), *v = in[2].as<float>();
-    const float* mask = in.size() > 3 && in[3].present() ? in[3].as<float>() : nullptr;
-    float* y = static_cast<float*>(out[0].data);
-    const int64_t qblocks = (q_.s + kBlockQ - 1) / kBlockQ;
-    const int64_t items = q_.b * q_.n * qblocks;
-    pool_.parallelFor(items, 1, 1, [&](int thread, int64_t begin, int64_t end) {
-      float* scratch = static_cast<float*>(ws) + thread * per_thread_;
-      for (int64_t w = begin; w < end; ++w) block(q, k, v, mask, y, w / (q_.n * qblocks), (w / qblocks) % q_.n,
-                                                  (w % qblocks) * kBlockQ, scratch);
-    });
-    return Status::Ok();
-  }
-
- private:
-  void block(const float* q, const float* k, const float* v, const float* mask, float* y, int64_t b, int64_t h,
-             int64_t q0, float* scratch) const {
-    const int64_t D = q_.d, Dv = v_.d, rows = std::min(kBlockQ, q_.s - q0);
-    float* qb = scratch;
-    float* kt = qb + kBlockQ * D;
-    float* vb = kt + D * kBlockK;
-    float* s = vb + kBlockK * Dv;
-    float* o = s + kBlockQ * kBlockK;
-    float* m = o + kBlockQ * Dv;
-    float* l = m + kBlockQ;
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t d = 0; d < D; ++d) qb[i * D + d] = q[q_.at(b, h, q0 + i, d)];
-      m[i] = -std::numeric_limits<float>::infinity();
-      l[i] = 0.0f;
-      std::fill(o + i * Dv, o + (i + 1) * Dv, 0.0f);
-    }
-    for (int64_t k0 = 0; k0 < k_.s; k0 += kBlockK) {
-      const int64_t cols = std::min(kBlockK, k_.s - k0);
-      for (int64_t j = 0; j < cols; ++j) {
-        for (int64_t d = 0; d < D; ++d) kt[d * kBlockK + j] = k[k_.at(b, h, k0 + j, d)];
-        for (int64_t d = 0; d < Dv; ++d) vb[j * Dv + d] = v[v_.at(b, h, k0 + j, d)];
-      }
-      for (int64_t i = 0; i < rows; ++i) {
-        float* si = s + i * kBlockK;
-        scoreRow(si, qb + i * D, kt, D, kBlockK, cols);
-        float mx = m[i];
-        if (mask) {
-          const float* mrow = mask + b * mask_strides_[0] + h * mask_strides_[1] + (q0 + i) * mask_strides_[2];
-          const int64_t ms = mask_strides_[3];
-          for (int64_t j = 0; j < cols; ++j) si[j] = si[j] * a_.scale + mrow[(k0 + j) * ms];
-        } else {
-          for (int64_t j = 0; j < cols; ++j) si[j] *= a_.scale;
-        }
-        for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, si[j]);
-        if (mx == -std::numeric_limits<float>::infinity()) continue;  // every score masked out so far
-        const float correction = std::exp(m[i] - mx);
-        for (int64_t j = 0; j < cols; ++j) si[j] -= mx;
-        vecMath(VecFn::kExp, si, si, cols);
-        float rowsum = 0.0f;
-        for (int64_t j = 0; j < cols; ++j) rowsum += si[j];
-        l[i] = l[i] * correction + rowsum;
-        m[i] = mx;
-        accumulateRow(o + i * Dv, si, vb, cols, Dv, correction);
-      }
-    }
-    for (int64_t i = 0; i < rows; ++i) {
-      const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-      for (int64_t d = 0; d < Dv; ++d) y[o_.at(b, h, q0 + i, d)] = o[i * Dv + d] * inv;
-    }
-  }
-
-  ThreadPool& pool_;
-  AttentionAttrs a_;
-  AttentionDims q_, k_, v_, o_;
-  std::vector<int64_t> mask_strides_;
-  int64_t per_thread_ = 0;
-};
-
 // ---- AllReduce: the sum over the ranks of the backend's communicator ------------------
 class AllReduceKernel final : public Kernel {
  public:
@@ -255,7 +139,7 @@ class AllReduceKernel final : public Kernel {
 // (onednn_kernels.cc): see pattern_matmul_kernels.cc.
 bool canRunPatternMatMul(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compilePatternMatMul(const ir::Graph& g, const ir::Node& node,
-                                                       const BackendOptions& options);
+                                                       const BackendOptions& options, ThreadPool& pool);
 
 bool canRunPatternQuant(const ir::Graph& g, const ir::Node& node);  // pattern_quant_kernels.cc
 StatusOr<std::unique_ptr<Kernel>> compilePatternQuant(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
@@ -277,9 +161,9 @@ StatusOr<std::unique_ptr<Kernel>> compilePattern(const ir::Graph& g, const ir::N
   if (is(node, "AddLayerNorm")) return std::unique_ptr<Kernel>(new AddNormKernel(g, node, pool, false));
   if (is(node, "AddRmsNorm")) return std::unique_ptr<Kernel>(new AddNormKernel(g, node, pool, true));
   if (is(node, "SwiGLU")) return std::unique_ptr<Kernel>(new SwiGLUKernel(g, node, pool));
-  if (is(node, "FlashAttention")) return std::unique_ptr<Kernel>(new FlashAttentionKernel(g, node, pool));
+  if (is(node, "FlashAttention")) return makeFlashAttentionKernel(g, node, pool);
   if (is(node, "AllReduce")) return std::unique_ptr<Kernel>(new AllReduceKernel(options.communicator));
-  return compilePatternMatMul(g, node, options);
+  return compilePatternMatMul(g, node, options, pool);
 }
 
 }  // namespace gkrt::cpu

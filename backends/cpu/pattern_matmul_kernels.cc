@@ -147,11 +147,11 @@ bool canRunPatternMatMul(const ir::Graph& g, const ir::Node& node) {
 // oneDNN where the planner takes the cluster; the reference kernel otherwise (builds
 // without oneDNN, shapes it declines) — except AllReduce, which must reach the ranks.
 StatusOr<std::unique_ptr<Kernel>> compilePatternMatMul(const ir::Graph& g, const ir::Node& node,
-                                                       const BackendOptions& options) {
+                                                       const BackendOptions& options, ThreadPool& pool) {
   const bool all_reduce = is(node, "MatMulAllReduce");
   Lowered l = lower(g, node, !all_reduce);
   if (canRunOneDnn(g, l.fused)) {
-    auto inner = compileOneDnn(g, l.fused, cpuUsesBf16(options));  // --precision bf16 reaches the fused GEMMs too
+    auto inner = compileOneDnn(g, l.fused, cpuUsesBf16(options), &pool);  // --precision bf16 reaches the fused GEMMs too
     if (inner.ok()) {
       std::unique_ptr<Kernel> inner_kernel = std::move(*inner);
       return std::unique_ptr<Kernel>(new LoweredMatMul(g, node, std::move(l), std::move(inner_kernel), options.communicator));

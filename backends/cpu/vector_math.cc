@@ -50,26 +50,33 @@ void libmPow(float* y, const float* x, const float* e, int64_t n) {
 // error 4.5e-7 against double-precision erf; NaN passes through. A branch-free loop the
 // compiler vectorises, cloned for AVX-512/AVX2 on x86-64 (picked at load time): several
 // times SLEEF's 1-ulp erf, which dominated GeLU.
+inline __attribute__((always_inline)) float erfOf(float a) {
+  const float v = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a);
+  const float v2 = v * v;
+  float p = v2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = v2 * p - 2.10102402082508e-06f;
+  p = v2 * p - 5.69250639462346e-05f;
+  p = v2 * p - 7.34990630326855e-04f;
+  p = v2 * p - 2.95459980854025e-03f;
+  p = v2 * p - 1.60960333262415e-02f;
+  float q = v2 * -1.45660718464996e-05f - 2.13374055278905e-04f;
+  q = v2 * q - 1.68282697438203e-03f;
+  q = v2 * q - 7.37332916720468e-03f;
+  q = v2 * q - 1.42647390514189e-02f;
+  return v * p / q;  // NaN fails both clamps and stays NaN
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define GKRT_ERF_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define GKRT_ERF_CLONES
 #endif
-void rationalErf(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = x[i];
-    const float v = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a);
-    const float v2 = v * v;
-    float p = v2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-    p = v2 * p - 2.10102402082508e-06f;
-    p = v2 * p - 5.69250639462346e-05f;
-    p = v2 * p - 7.34990630326855e-04f;
-    p = v2 * p - 2.95459980854025e-03f;
-    p = v2 * p - 1.60960333262415e-02f;
-    float q = v2 * -1.45660718464996e-05f - 2.13374055278905e-04f;
-    q = v2 * q - 1.68282697438203e-03f;
-    q = v2 * q - 7.37332916720468e-03f;
-    q = v2 * q - 1.42647390514189e-02f;
-    y[i] = v * p / q;  // NaN fails both clamps and stays NaN
-  }
+GKRT_ERF_CLONES void rationalErf(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = erfOf(x[i]);
+}
+
+GKRT_ERF_CLONES void geluErfLoop(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.0f + erfOf(y[i] * 0.7071067811865476f));
 }
 
 #ifdef GKRT_SLEEF_X86
@@ -144,6 +151,8 @@ void vecMath(VecFn fn, float* y, const float* x, int64_t n) {
 #endif
   libmMath(fn, y, x, n);
 }
+
+void geluErfInPlace(float* y, int64_t n) { geluErfLoop(y, n); }
 
 void vecPow(float* y, const float* x, const float* e, int64_t n) {
 #ifdef GKRT_SLEEF_X86

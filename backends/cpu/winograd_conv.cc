@@ -115,20 +115,20 @@ struct TaskArgs {
 // Input transform of tiles [i0, i1) of the rectangle into V.
 GKRT_INLINE void inputTilesBody(const TaskArgs& t, int64_t i0, int64_t i1) {
   const WinogradShape& s = *t.s;
-  const int64_t C = s.C, CB = C / 8, T = t.trn * t.tcn;
+  const int64_t C = s.C, CB = C / 8, T = t.trn * t.tcn, B = s.block, halves = B / 8;
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t th = t.tr0 + i / t.tcn, tw = t.tc0 + i % t.tcn;
     const int64_t ih0 = th * 4 - s.pad_top, iw0 = tw * 4 - s.pad_left;
     const bool inside = ih0 >= 0 && iw0 >= 0 && ih0 + 6 <= s.H && iw0 + 6 <= s.W;
-    for (int64_t cb = 0; cb < CB; ++cb) {
-      const float* plane = t.x + (t.n * CB + cb) * s.H * s.W * 8;
+    for (int64_t cb = 0; cb < CB; ++cb) {  // 8 channels at a time: a block or half of one
+      const float* plane = t.x + (t.n * (C / B) + cb / halves) * s.H * s.W * B + (cb % halves) * 8;
       V8 rows[6][6];
       for (int j = 0; j < 6; ++j) {
         V8 d[6];
         const int64_t iw = iw0 + j;
         for (int r = 0; r < 6; ++r) {
           const int64_t ih = ih0 + r;
-          d[r] = inside || (ih >= 0 && ih < s.H && iw >= 0 && iw < s.W) ? load8(plane + (ih * s.W + iw) * 8) : V8{};
+          d[r] = inside || (ih >= 0 && ih < s.H && iw >= 0 && iw < s.W) ? load8(plane + (ih * s.W + iw) * B) : V8{};
         }
         V8 col[6];
         inputColumn(d, col);
@@ -159,7 +159,7 @@ GKRT_INLINE void gemmPanelsBody(const TaskArgs& t, int64_t j0, int64_t j1) {
 // Output transform (A^T m A, plus the bias) of tiles [i0, i1) of the rectangle into y.
 GKRT_INLINE void outputTilesBody(const TaskArgs& t, int64_t i0, int64_t i1) {
   const WinogradShape& s = *t.s;
-  const int64_t KB = s.K / 8, ldm = t.k_panels * kNR, T = t.trn * t.tcn;
+  const int64_t KB = s.K / 8, ldm = t.k_panels * kNR, T = t.trn * t.tcn, B = s.block, halves = B / 8;
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t th = t.tr0 + i / t.tcn, tw = t.tc0 + i % t.tcn;
     const int64_t oh0 = th * 4, ow0 = tw * 4;
@@ -174,11 +174,11 @@ GKRT_INLINE void outputTilesBody(const TaskArgs& t, int64_t i0, int64_t i1) {
         for (int r = 0; r < 4; ++r) cols[r][j] = o[r];
       }
       const V8 bias = load8(t.bias + kb * 8);
-      float* plane = t.y + (t.n * KB + kb) * s.OH * s.OW * 8;
+      float* plane = t.y + (t.n * (s.K / B) + kb / halves) * s.OH * s.OW * B + (kb % halves) * 8;
       for (int r = 0; r < hn; ++r) {
         V8 o[4];
         outputColumn(cols[r], o);
-        for (int j = 0; j < wn; ++j) store8(plane + ((oh0 + r) * s.OW + ow0 + j) * 8, o[j] + bias);
+        for (int j = 0; j < wn; ++j) store8(plane + ((oh0 + r) * s.OW + ow0 + j) * B, o[j] + bias);
       }
     }
   }
@@ -186,6 +186,8 @@ GKRT_INLINE void outputTilesBody(const TaskArgs& t, int64_t i0, int64_t i1) {
 
 GKRT_WINO_DISPATCH(inputTiles, (const TaskArgs& t, int64_t i0, int64_t i1), (t, i0, i1))
 GKRT_WINO_DISPATCH(gemmPanels, (const TaskArgs& t, int64_t j0, int64_t j1), (t, j0, j1))
+
+
 GKRT_WINO_DISPATCH(outputTiles, (const TaskArgs& t, int64_t i0, int64_t i1), (t, i0, i1))
 
 GKRT_INLINE V8 binary(WinogradStep::Op op, V8 a, V8 b) {
@@ -199,10 +201,10 @@ GKRT_INLINE V8 binary(WinogradStep::Op op, V8 a, V8 b) {
   return a;
 }
 
-// One step over n floats (n % 8 == 0) at y; `full` (same layout) or `chan` (the 8
-// channels of this block) for binary steps; tmp: n floats of scratch.
+// One step over n floats (n % 8 == 0) at y; `full` (same layout) or `chan` (the 8 or
+// 16 channels of this block, `period` floats) for binary steps; tmp: n floats of scratch.
 GKRT_INLINE void applyStepBody(const WinogradStep& st, float* y, int64_t n, const float* full, const float* chan,
-                                float* tmp) {
+                                int64_t period, float* tmp) {
   const V8 a = splat(st.alpha), b = splat(st.beta);
   switch (st.kind) {
     case WinogradStep::kRelu:
@@ -268,6 +270,14 @@ GKRT_INLINE void applyStepBody(const WinogradStep& st, float* y, int64_t n, cons
       for (int64_t i = 0; i < n; i += 8) store8(y + i, 0.5f * load8(y + i) * (1.0f + load8(tmp + i)));
       return;
     case WinogradStep::kBinary: {
+      if (chan && period == 16) {
+        const V8 c0 = load8(chan), c1 = load8(chan + 8);
+        for (int64_t i = 0; i < n; i += 16) {
+          store8(y + i, binary(st.op, load8(y + i), c0));
+          store8(y + i + 8, binary(st.op, load8(y + i + 8), c1));
+        }
+        return;
+      }
       const V8 c = chan ? load8(chan) : a;
       for (int64_t i = 0; i < n; i += 8) store8(y + i, binary(st.op, load8(y + i), full ? load8(full + i) : c));
       return;
@@ -276,8 +286,9 @@ GKRT_INLINE void applyStepBody(const WinogradStep& st, float* y, int64_t n, cons
 }
 
 GKRT_WINO_DISPATCH(applyStep,
-                   (const WinogradStep& st, float* y, int64_t n, const float* full, const float* chan, float* tmp),
-                   (st, y, n, full, chan, tmp))
+                   (const WinogradStep& st, float* y, int64_t n, const float* full, const float* chan, int64_t period,
+                    float* tmp),
+                   (st, y, n, full, chan, period, tmp))
 
 }  // namespace
 
@@ -310,7 +321,7 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   bias_.assign(static_cast<size_t>(K), 0.0f);
   if (bias) std::copy(bias, bias + K, bias_.begin());
   threads_ = std::max(1, threads);
-  tmp_floats_ = static_cast<size_t>(s.OW * 8);
+  tmp_floats_ = static_cast<size_t>(s.OW * s.block);
   // Two ways to split the work:
   //  - tile blocks: each task of the pool transforms, multiplies and writes a block of
   //    tile rows (or part of one row), in the core's own caches; every task reads all
@@ -353,7 +364,8 @@ size_t WinogradConv::workspaceBytes() const {
 }
 
 bool WinogradConv::worthIt(const WinogradShape& s) {
-  if (s.C < 16 || s.K < 16 || s.C % 8 || s.K % 8) return false;
+  if (s.block != 8 && s.block != 16) return false;
+  if (s.C < 16 || s.K < 16 || s.C % s.block || s.K % s.block) return false;
   const int64_t tiles = (s.OH + 3) / 4 * ((s.OW + 3) / 4) * s.N;
   // Multiplications: 36 per tile and channel pair against 9 per output pixel; the
   // transformed weights (36 * C * K floats) are read once per task.
@@ -369,7 +381,7 @@ void WinogradConv::run(const float* x, float* y, const std::vector<const float*>
     float* v = base;
     float* m = v + v_floats_;
     float* per_thread = base + (v_floats_ + m_floats_ + 15) / 16 * 16;
-    const int64_t T = tiles_h_ * tiles_w_, KB = s_.K / 8;
+    const int64_t T = tiles_h_ * tiles_w_, KB = s_.K / s_.block;
     for (int64_t n = 0; n < s_.N; ++n) {
       const TaskArgs t{&s_, x, y, u_.data(), bias_.data(), k_panels_, n, 0, tiles_h_, 0, tiles_w_, v, m};
       pool.parallelFor(T, 1, 1, [&](int, int64_t b, int64_t e) { inputTiles(t, b, e); });
@@ -399,7 +411,7 @@ void WinogradConv::run(const float* x, float* y, const std::vector<const float*>
       outputTiles(t, 0, T);
       if (!steps_.empty()) {
         epilogue(n, tr0 * 4, std::min(s_.OH, (tr0 + t.trn) * 4), tc0 * 4, std::min(s_.OW, (tc0 + t.tcn) * 4), 0,
-                 s_.K / 8, y, inputs, scratch + v_floats_ + m_floats_);
+                 s_.K / s_.block, y, inputs, scratch + v_floats_ + m_floats_);
       }
     }
   });
@@ -407,18 +419,18 @@ void WinogradConv::run(const float* x, float* y, const std::vector<const float*>
 
 void WinogradConv::epilogue(int64_t n, int64_t oh0, int64_t oh1, int64_t ow0, int64_t ow1, int64_t kb0, int64_t kb1,
                             float* y, const std::vector<const float*>& inputs, float* tmp) const {
-  const int64_t KB = s_.K / 8, len = (ow1 - ow0) * 8;
+  const int64_t B = s_.block, KB = s_.K / B, len = (ow1 - ow0) * B;
   for (int64_t kb = kb0; kb < kb1; ++kb) {
     for (int64_t oh = oh0; oh < oh1; ++oh) {
-      const int64_t off = (((n * KB + kb) * s_.OH + oh) * s_.OW + ow0) * 8;
+      const int64_t off = (((n * KB + kb) * s_.OH + oh) * s_.OW + ow0) * B;
       for (const WinogradStep& st : steps_) {
         const float* full = nullptr;
         const float* chan = nullptr;
         if (st.kind == WinogradStep::kBinary && st.operand == WinogradStep::kFull) full = inputs[st.input] + off;
         if (st.kind == WinogradStep::kBinary && st.operand == WinogradStep::kChannel) {
-          chan = (st.channel ? st.channel : inputs[st.input]) + kb * 8;
+          chan = (st.channel ? st.channel : inputs[st.input]) + kb * B;
         }
-        applyStep(st, y + off, len, full, chan, tmp);
+        applyStep(st, y + off, len, full, chan, B, tmp);
       }
     }
   }

@@ -1,7 +1,11 @@
-// Winograd F(4x4, 3x3) convolution on channel-blocked float32 activations (nChw8c:
-// 8 channels innermost), the cpu backend's own kernel for 3x3, stride-1, undilated,
-// ungrouped convolutions. oneDNN 2.6 has Winograd only for AVX-512 machines; on AVX2
-// its direct convolution does 2.25x (F(2,3)) to 4x (F(4,3)) the multiplications.
+// Winograd F(4x4, 3x3) convolution on channel-blocked float32 activations (nChw8c or
+// nChw16c: 8 or 16 channels innermost), the cpu backend's own kernel for 3x3, stride-1,
+// undilated, ungrouped convolutions. oneDNN 2.6 has Winograd only for AVX-512 machines,
+// and there only F(2x2, 3x3) (2.25x fewer multiplications than direct; F(4x4) 4x); on
+// AVX2 its direct convolution does them all. The transforms and the GEMM micro-kernel
+// work on 8-float vectors (a 16-channel block is two of them): on CPUs whose AVX-512
+// runs as two 256-bit halves (AMD Zen 4) that is the FMA peak (a 12x16 zmm GEMM kernel
+// measured 15% slower there); CPUs with two 512-bit FMA units get half of theirs.
 //
 // Per block of output tile rows (one task of the pool): the 6x6 input tiles are
 // transformed (B^T d B) into V[36][tiles][C], 36 GEMMs multiply them by the weights
@@ -20,7 +24,9 @@
 
 namespace gkrt::cpu {
 
-constexpr int kWinogradBlock = 8;  // channels innermost in the activations it reads and writes
+// Channels innermost in the activations it reads and writes: kWinogradBlock (nChw8c,
+// AVX2) or 16 (nChw16c, AVX-512's blocked plans): WinogradShape::block.
+constexpr int kWinogradBlock = 8;
 
 // One step of the epilogue, applied in order to the output (after the bias).
 struct WinogradStep {
@@ -56,9 +62,10 @@ struct WinogradStep {
 };
 
 struct WinogradShape {
-  int64_t N = 0, C = 0, H = 0, W = 0;  // input, C % 8 == 0
-  int64_t K = 0, OH = 0, OW = 0;       // output, K % 8 == 0
+  int64_t N = 0, C = 0, H = 0, W = 0;  // input, C % block == 0
+  int64_t K = 0, OH = 0, OW = 0;       // output, K % block == 0
   int64_t pad_top = 0, pad_left = 0;   // bottom/right padding follows from OH/OW
+  int64_t block = kWinogradBlock;      // 8 or 16
 };
 
 class WinogradConv {
@@ -71,7 +78,7 @@ class WinogradConv {
 
   // Scratch the run needs (per thread of the pool).
   size_t workspaceBytes() const;
-  // x: [N, C/8, H, W, 8]; y: [N, K/8, OH, OW, 8]; `inputs`: the launch's operands that
+  // x: [N, C/block, H, W, block]; y: [N, K/block, OH, OW, block]; `inputs`: the launch's operands that
   // steps refer to by index (full-size ones in y's layout, channel ones K floats).
   void run(const float* x, float* y, const std::vector<const float*>& inputs, void* workspace, ThreadPool& pool) const;
 

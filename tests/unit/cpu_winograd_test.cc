@@ -253,18 +253,15 @@ ir::Graph vggResidualGraph() {
   return *b.finish();
 }
 
-// Stride-1 3x3 convolutions between blocked tensors run as Winograd convolutions, within
-// 1e-4 of the largest output: on AVX2 plans (nChw8c) gkrt's own kernel, six of the seven
-// with their whole epilogue in the kernel (the stem reads the plain graph input:
-// oneDNN's); on AVX-512 plans (nChw16c) oneDNN's, with the epilogue as post-ops where
-// oneDNN 2.6 takes them (ReLU), unary ones (SiLU, HardSwish, ReLU6) as in-place eltwise
-// passes after it, binary ones (the residual Add, the per-channel Mul) on its direct
-// kernels. cpu_winograd off gives direct convolutions only.
+// Stride-1 3x3 convolutions between blocked tensors run as gkrt's own Winograd
+// convolutions (nChw8c on AVX2 plans, nChw16c on AVX-512 ones), within 1e-4 of the
+// largest output, six of the seven with their whole epilogue in the kernel (the stem
+// reads the plain graph input: oneDNN's). GKRT_CPU_WINOGRAD=onednn's path (AVX-512
+// only) is checked separately below; cpu_winograd off gives direct convolutions only.
 TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesReference) {
   const int block = cpu::preferredBlock();
-  if (block != cpu::kWinogradBlock && block != 16) GTEST_SKIP() << "needs a blocked layout (AVX2 or AVX-512)";
-  const bool own = block == cpu::kWinogradBlock;
-  const char* marker = own ? "Winograd" : "wino";  // gkrt's kernel / oneDNN's jit_*wino*
+  if (block != 8 && block != 16) GTEST_SKIP() << "needs a blocked layout (AVX2 or AVX-512)";
+  const char* marker = "Winograd";
   const ir::Graph g = vggResidualGraph();
   const HostTensor x = testing::randomTensor({1, 16, 24, 24}, 21);
   auto ref = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
@@ -274,18 +271,60 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
   for (int threads : {1, 2}) {
     const testing::KernelRun on = runCpu(g, x, threads, true);
     ASSERT_EQ(on.outputs.size(), 1u);
-    if (own) {
-      EXPECT_EQ(on.countDetail(marker), 6) << on.details;
-    } else {
-      EXPECT_GE(on.countDetail(marker), 4) << on.details;
-      EXPECT_GE(on.countDetail("in-place eltwise pass"), 3) << on.details;  // SiLU, HardSwish, ReLU6
-    }
+    EXPECT_EQ(on.countDetail(marker), 6) << on.details;
+    EXPECT_EQ(on.countDetail(block == 16 ? "F(4x4,3x3), nChw16c" : "F(4x4,3x3), nChw8c"), 6) << on.details;
     EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "") << on.details;
     const testing::KernelRun off = runCpu(g, x, threads, false);
     ASSERT_EQ(off.outputs.size(), 1u);
     EXPECT_EQ(off.countDetail(marker), 0) << off.details;
     EXPECT_EQ(testing::compareTensors(off.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
   }
+}
+
+// GKRT_CPU_WINOGRAD=onednn on AVX-512 plans: oneDNN's Winograd (jit_*wino*) with the
+// epilogue as post-ops where oneDNN 2.6 takes them (ReLU), unary ones (SiLU, HardSwish,
+// ReLU6) as in-place eltwise passes after it, binary ones (the residual Add, the
+// per-channel Mul) on its direct kernels.
+TEST(WinogradSessions, OneDnnWinogradWhenAskedOnAvx512) {
+  if (cpu::preferredBlock() != 16) GTEST_SKIP() << "oneDNN 2.6 has Winograd only on AVX-512";
+  setenv("GKRT_CPU_WINOGRAD", "onednn", 1);
+  const ir::Graph g = vggResidualGraph();
+  const HostTensor x = testing::randomTensor({1, 16, 24, 24}, 21);
+  auto ref = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  double max_ref = 0;
+  for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
+  const testing::KernelRun on = runCpu(g, x, 2, true);
+  unsetenv("GKRT_CPU_WINOGRAD");
+  ASSERT_EQ(on.outputs.size(), 1u);
+  EXPECT_EQ(on.countDetail("Winograd"), 0) << on.details;
+  EXPECT_GE(on.countDetail("wino"), 4) << on.details;
+  EXPECT_GE(on.countDetail("in-place eltwise pass"), 3) << on.details;
+  EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
+}
+
+// On nChw16c plans gkrt's kernel leaves convolutions with large transformed weights
+// (36 * C * K floats over 4.5 MiB: 256 -> 256 channels) to oneDNN's F(2x2) Winograd.
+TEST(WinogradSessions, LargeWeightsGoToOneDnnOnAvx512) {
+  if (cpu::preferredBlock() != 16) GTEST_SKIP() << "the rule is for nChw16c plans";
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 256, 14, 14});
+  Value stem = b.relu(conv3x3(b, x, 256, 256, 1));  // reads the graph input: plain, oneDNN's
+  Value big = b.relu(conv3x3(b, stem, 256, 256, 3));
+  Value small = b.relu(conv3x3(b, big, 256, 128, 5));
+  Value mid = b.relu(conv3x3(b, small, 128, 256, 7));
+  Conv2DAttrs one;  // the graph output is plain: this 1x1 reorders, the 3x3s stay blocked
+  b.output(b.op1("Conv2D", {mid, weight(b, {16, 256, 1, 1}, 9, 0.1f)}, one), "y");
+  const ir::Graph g = *b.finish();
+  const HostTensor in = testing::randomTensor({1, 256, 14, 14}, 9);
+  const testing::KernelRun on = runCpu(g, in, 2, true);
+  EXPECT_EQ(on.countDetail("Winograd F(4x4,3x3)"), 2) << on.details;  // 256 x 128 and 128 x 256
+  EXPECT_GE(on.countDetail("wino"), 1) << on.details;                  // 256 x 256
+  auto ref = testing::runGraph(g, {in}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(ref.ok()) << ref.status().toString();
+  double max_ref = 0;
+  for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
+  EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
 }
 
 }  // namespace
