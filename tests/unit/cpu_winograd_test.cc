@@ -1,6 +1,6 @@
 // The cpu backend's Winograd F(4x4, 3x3) convolution (backends/cpu/winograd_conv.h):
-// the engine against a direct convolution computed in double on blocked (nChw8c)
-// tensors, in both of its work splits, with every epilogue step; then in sessions,
+// the engine against a direct convolution computed in double on blocked (nChw8c and
+// nChw16c) tensors, in both of its work splits, with every epilogue step; then in sessions,
 // where it must be picked for the 3x3 stride-1 convolutions it pays off on, with their
 // epilogues in the same kernel, and match the reference backend.
 //
@@ -30,12 +30,12 @@ std::vector<float> randomFloats(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
-// Plain NCHW <-> nChw8c.
-std::vector<float> toBlocked(const std::vector<float>& x, int64_t N, int64_t C, int64_t HW) {
+// Plain NCHW -> nChw{B}c.
+std::vector<float> toBlocked(const std::vector<float>& x, int64_t N, int64_t C, int64_t HW, int64_t B) {
   std::vector<float> y(x.size());
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
-      for (int64_t i = 0; i < HW; ++i) y[((n * (C / 8) + c / 8) * HW + i) * 8 + c % 8] = x[(n * C + c) * HW + i];
+      for (int64_t i = 0; i < HW; ++i) y[((n * (C / B) + c / B) * HW + i) * B + c % B] = x[(n * C + c) * HW + i];
   return y;
 }
 
@@ -116,15 +116,16 @@ double checkEngine(const WinogradShape& s, const std::vector<WinogradStep>& step
   *whole_image = conv.wholeImage();
   if (cols) *cols = conv.tileColsPerTask();
   std::vector<char> ws(conv.workspaceBytes());
-  const auto xb = toBlocked(x, s.N, s.C, s.H * s.W);
-  const auto rb = toBlocked(residual, s.N, s.K, s.OH * s.OW);
+  const auto xb = toBlocked(x, s.N, s.C, s.H * s.W, s.block);
+  const auto rb = toBlocked(residual, s.N, s.K, s.OH * s.OW, s.block);
   std::vector<float> yb(out, std::nanf(""));
   conv.run(xb.data(), yb.data(), {rb.data()}, ws.data(), pool);
   std::vector<double> wb(want.size());
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t k = 0; k < s.K; ++k)
       for (int64_t i = 0; i < s.OH * s.OW; ++i)
-        wb[((n * (s.K / 8) + k / 8) * s.OH * s.OW + i) * 8 + k % 8] = want[(n * s.K + k) * s.OH * s.OW + i];
+        wb[((n * (s.K / s.block) + k / s.block) * s.OH * s.OW + i) * s.block + k % s.block] =
+            want[(n * s.K + k) * s.OH * s.OW + i];
   double max_y = 1e-30, max_err = 0;
   for (size_t i = 0; i < out; ++i) {
     max_y = std::max(max_y, std::fabs(wb[i]));
@@ -148,15 +149,19 @@ TEST(WinogradConv, MatchesDirectConvolutionInBothWorkSplits) {
       {{1, 32, 10, 9, 16, 10, 9, 0, 2}, "asymmetric padding: 0 top, 2 left, 2 bottom, 0 right"},
       {{1, 16, 9, 11, 32, 7, 9, 0, 0}, "no padding"},
   };
-  for (const EngineCase& c : cases) {
-    for (int threads : {1, 2}) {
-      for (auto split : {WinogradConv::Split::kWholeImage, WinogradConv::Split::kTileBlocks}) {
-        bool whole = false;
-        int64_t cols = 0;
-        const double err = checkEngine(c.s, {}, threads, &whole, split, &cols);
-        EXPECT_EQ(whole, split == WinogradConv::Split::kWholeImage);
-        if (c.s.W == 100 && !whole) EXPECT_LT(cols, (c.s.OW + 3) / 4) << "the row was not split";
-        EXPECT_LE(err, 1e-4) << c.what << ", " << threads << " threads, whole image " << whole;
+  for (const int64_t block : {8, 16}) {  // nChw16c: each 16-channel block as two 8-float halves
+    for (EngineCase c : cases) {
+      c.s.block = block;
+      if (c.s.C % block || c.s.K % block) continue;
+      for (int threads : {1, 2}) {
+        for (auto split : {WinogradConv::Split::kWholeImage, WinogradConv::Split::kTileBlocks}) {
+          bool whole = false;
+          int64_t cols = 0;
+          const double err = checkEngine(c.s, {}, threads, &whole, split, &cols);
+          EXPECT_EQ(whole, split == WinogradConv::Split::kWholeImage);
+          if (c.s.W == 100 && !whole) EXPECT_LT(cols, (c.s.OW + 3) / 4) << "the row was not split";
+          EXPECT_LE(err, 1e-4) << c.what << ", block " << block << ", " << threads << " threads, whole image " << whole;
+        }
       }
     }
   }
@@ -194,9 +199,13 @@ TEST(WinogradConv, EveryEpilogueStep) {
   };
   for (size_t i = 0; i < chains.size(); ++i) {
     for (auto split : {WinogradConv::Split::kWholeImage, WinogradConv::Split::kTileBlocks}) {
-      const WinogradShape s{2, 16, 18, 19, 24, 18, 19, 1, 1};
-      bool whole = false;
-      EXPECT_LE(checkEngine(s, chains[i], 2, &whole, split), 1e-4) << "chain " << i << ", whole image " << whole;
+      // nChw8c with K = 24, nChw16c with K = 32 (per-channel operands: 16 channels a block)
+      for (const WinogradShape s : {WinogradShape{2, 16, 18, 19, 24, 18, 19, 1, 1},
+                                    WinogradShape{2, 16, 18, 19, 32, 18, 19, 1, 1, 16}}) {
+        bool whole = false;
+        EXPECT_LE(checkEngine(s, chains[i], 2, &whole, split), 1e-4)
+            << "chain " << i << ", block " << s.block << ", whole image " << whole;
+      }
     }
   }
 }
@@ -206,6 +215,8 @@ TEST(WinogradConv, WorthItOnlyWhereItPaysOff) {
   EXPECT_FALSE(WinogradConv::worthIt({1, 512, 7, 7, 512, 7, 7, 1, 1}));  // 4 tiles: weights dominate
   EXPECT_FALSE(WinogradConv::worthIt({1, 8, 56, 56, 64, 56, 56, 1, 1}));  // too few input channels
   EXPECT_FALSE(WinogradConv::worthIt({1, 64, 56, 56, 12, 56, 56, 1, 1}));  // not a multiple of 8
+  EXPECT_FALSE(WinogradConv::worthIt({1, 64, 56, 56, 24, 56, 56, 1, 1, 16}));  // not a multiple of 16
+  EXPECT_TRUE(WinogradConv::worthIt({1, 64, 56, 56, 32, 56, 56, 1, 1, 16}));
 }
 
 // ---- In sessions -------------------------------------------------------------------
