@@ -264,6 +264,25 @@ ir::Graph vggResidualGraph() {
   return *b.finish();
 }
 
+// The reference backend's outputs of g at opt_level 0 and the largest |value| of each.
+struct Reference {
+  std::vector<HostTensor> y;
+  std::vector<double> max_abs;
+};
+Reference referenceRun(const ir::Graph& g, const HostTensor& x) {
+  Reference r;
+  auto ref = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
+  EXPECT_TRUE(ref.ok()) << ref.status().toString();
+  if (!ref.ok()) return r;
+  r.y = *ref;
+  for (const HostTensor& t : r.y) {
+    double m = 0;
+    for (float v : t.toFloats()) m = std::max(m, double(std::fabs(v)));
+    r.max_abs.push_back(m);
+  }
+  return r;
+}
+
 // Stride-1 3x3 convolutions between blocked tensors run as gkrt's own Winograd
 // convolutions (nChw8c on AVX2 plans, nChw16c on AVX-512 ones), within 1e-4 of the
 // largest output, six of the seven with their whole epilogue in the kernel (the stem
@@ -275,20 +294,19 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
   const char* marker = "Winograd";
   const ir::Graph g = vggResidualGraph();
   const HostTensor x = testing::randomTensor({1, 16, 24, 24}, 21);
-  auto ref = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
-  double max_ref = 0;
-  for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
+  const Reference ref = referenceRun(g, x);
+  ASSERT_EQ(ref.y.size(), 1u);
+  const double max_ref = ref.max_abs[0];
   for (int threads : {1, 2}) {
     const testing::KernelRun on = runCpu(g, x, threads, true);
     ASSERT_EQ(on.outputs.size(), 1u);
     EXPECT_EQ(on.countDetail(marker), 6) << on.details;
     EXPECT_EQ(on.countDetail(block == 16 ? "F(4x4,3x3), nChw16c" : "F(4x4,3x3), nChw8c"), 6) << on.details;
-    EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "") << on.details;
+    EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "") << on.details;
     const testing::KernelRun off = runCpu(g, x, threads, false);
     ASSERT_EQ(off.outputs.size(), 1u);
     EXPECT_EQ(off.countDetail(marker), 0) << off.details;
-    EXPECT_EQ(testing::compareTensors(off.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
+    EXPECT_EQ(testing::compareTensors(off.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "");
   }
 }
 
@@ -301,17 +319,16 @@ TEST(WinogradSessions, OneDnnWinogradWhenAskedOnAvx512) {
   setenv("GKRT_CPU_WINOGRAD", "onednn", 1);
   const ir::Graph g = vggResidualGraph();
   const HostTensor x = testing::randomTensor({1, 16, 24, 24}, 21);
-  auto ref = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
-  double max_ref = 0;
-  for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
+  const Reference ref = referenceRun(g, x);
+  ASSERT_EQ(ref.y.size(), 1u);
+  const double max_ref = ref.max_abs[0];
   const testing::KernelRun on = runCpu(g, x, 2, true);
   unsetenv("GKRT_CPU_WINOGRAD");
   ASSERT_EQ(on.outputs.size(), 1u);
   EXPECT_EQ(on.countDetail("Winograd"), 0) << on.details;
   EXPECT_GE(on.countDetail("wino"), 4) << on.details;
   EXPECT_GE(on.countDetail("in-place eltwise pass"), 3) << on.details;
-  EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
+  EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "");
 }
 
 // On nChw16c plans gkrt's kernel leaves convolutions with large transformed weights
@@ -331,11 +348,9 @@ TEST(WinogradSessions, LargeWeightsGoToOneDnnOnAvx512) {
   const testing::KernelRun on = runCpu(g, in, 2, true);
   EXPECT_EQ(on.countDetail("Winograd F(4x4,3x3)"), 2) << on.details;  // 256 x 128 and 128 x 256
   EXPECT_GE(on.countDetail("wino"), 1) << on.details;                  // 256 x 256
-  auto ref = testing::runGraph(g, {in}, "reference", testing::optLevel(0));
-  ASSERT_TRUE(ref.ok()) << ref.status().toString();
-  double max_ref = 0;
-  for (float v : (*ref)[0].toFloats()) max_ref = std::max(max_ref, double(std::fabs(v)));
-  EXPECT_EQ(testing::compareTensors(on.outputs[0], (*ref)[0], 1e-4, 1e-4 * max_ref), "");
+  const Reference ref = referenceRun(g, in);
+  ASSERT_EQ(ref.y.size(), 1u);
+  EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * ref.max_abs[0]), "");
 }
 
 }  // namespace
