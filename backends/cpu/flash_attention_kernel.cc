@@ -154,6 +154,7 @@ class FlashAttentionKernel final : public Kernel {
     }
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.0f);
+    if (key_blocks_ == 0) std::fill(o, o + rows * dv_pad_, 0.0f);  // no keys: zeros, never unwritten bytes
     for (int64_t kb = 0; kb < key_blocks_; ++kb) {
       const int64_t k0 = kb * kBlockK, cols = std::min(kBlockK, S - k0);
       gemmRowsSerial(rows, cols, D, qa, lda, packs + (k0 / kGemmNR) * D * kGemmNR, kGemmNR, D * kGemmNR, s, cols);
