@@ -61,8 +61,9 @@ GKRT_ATTENTION_CLONES void rescaleAdd(float* o, const float* t, int64_t n, float
 
 class FlashAttentionKernel final : public Kernel {
  public:
-  // Query rows per work item and keys per online-softmax step: one item's score tile,
-  // packed probabilities and key/value panels stay in L2.
+  // Query rows per work item and keys per online-softmax step: one item's 64 x 256 score
+  // tile (64 KiB) and the head's key/value panels stay in L2 (measured against 32 query
+  // rows on MiniLM and the zoo block: no difference beyond noise).
   static constexpr int64_t kBlockQ = 64, kBlockK = 256;
 
   FlashAttentionKernel(const ir::Graph& g, const ir::Node& n, ThreadPool& pool) : pool_(pool) {
