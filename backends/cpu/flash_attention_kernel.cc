@@ -1,8 +1,6 @@
 #include "backends/cpu/flash_attention_kernel.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "backends/cpu/gemm.h"
@@ -15,7 +13,8 @@ namespace gkrt::cpu {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_ATTENTION_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+// (target_clones splits "avx2,fma" into two clones; "fma" is AVX + FMA, as pattern_kernels.cc)
+#define GKRT_ATTENTION_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
 #else
 #define GKRT_ATTENTION_CLONES
 #endif

@@ -34,21 +34,33 @@ typedef float V16 __attribute__((vector_size(64)));
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V4 __attribute__((vector_size(16)));
 
-template <int MR, class V>
-inline __attribute__((always_inline)) void microKernelBody(int64_t K, const float* a, const float* b, float* c,
-                                                           int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
-  constexpr int kLanes = sizeof(V) / sizeof(float), kVecs = kGemmNR / kLanes;
+// One body for every tile: A packed (kPacked: row r of step k at a[k * MR + r]) or read
+// in place (row r at ar[r], step k at ar[r][k]); B as kPanels 16-column panels, panel p
+// at b + p * panel_stride, row k at + k * ldb; C gets rows x cols (plus bias[r]).
+template <int MR, class V, int kPanels, bool kPacked>
+inline __attribute__((always_inline)) void microKernelBody(int64_t K, const float* a, const float* const* ar,
+                                                           const float* b, int64_t ldb, int64_t panel_stride,
+                                                           float* c, int64_t ldc, int64_t rows, int64_t cols,
+                                                           const float* bias) {
+  constexpr int kLanes = sizeof(V) / sizeof(float), kPerPanel = kGemmNR / kLanes, kVecs = kPanels * kPerPanel;
   V acc[MR][kVecs] = {};
   for (int64_t k = 0; k < K; ++k) {
     V bk[kVecs];
-    for (int j = 0; j < kVecs; ++j) std::memcpy(&bk[j], b + k * kGemmNR + j * kLanes, sizeof(V));
-    const float* ak = a + k * MR;
+    for (int j = 0; j < kVecs; ++j) {
+      std::memcpy(&bk[j], b + (j / kPerPanel) * panel_stride + k * ldb + (j % kPerPanel) * kLanes, sizeof(V));
+    }
     for (int r = 0; r < MR; ++r) {
-      for (int j = 0; j < kVecs; ++j) acc[r][j] += ak[r] * bk[j];
+      float ark;
+      if constexpr (kPacked) {
+        ark = a[k * MR + r];
+      } else {
+        ark = ar[r][k];
+      }
+      for (int j = 0; j < kVecs; ++j) acc[r][j] += ark * bk[j];
     }
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float v[kGemmNR];
+    float v[kPanels * kGemmNR];
     for (int j = 0; j < kVecs; ++j) {
       V x = acc[r][j];
       if (bias) x += bias[r];
@@ -58,27 +70,17 @@ inline __attribute__((always_inline)) void microKernelBody(int64_t K, const floa
   }
 }
 
-// The same tile with A read in place: row r of A at ar[r] (K contiguous floats), B's
-// row k at b + k * ldb (16 readable columns).
+// The packed GEMM's tile (B packed: ldb 16) and the in-place tile of gemmRowsSerial.
 template <int MR, class V>
-inline __attribute__((always_inline)) void microKernelRowsBody(int64_t K, const float* const* ar, const float* b,
-                                                               int64_t ldb, float* c, int64_t ldc, int64_t rows,
-                                                               int64_t cols) {
-  constexpr int kLanes = sizeof(V) / sizeof(float), kVecs = kGemmNR / kLanes;
-  V acc[MR][kVecs] = {};
-  for (int64_t k = 0; k < K; ++k) {
-    V bk[kVecs];
-    for (int j = 0; j < kVecs; ++j) std::memcpy(&bk[j], b + k * ldb + j * kLanes, sizeof(V));
-    for (int r = 0; r < MR; ++r) {
-      const float ark = ar[r][k];
-      for (int j = 0; j < kVecs; ++j) acc[r][j] += ark * bk[j];
-    }
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    float v[kGemmNR];
-    for (int j = 0; j < kVecs; ++j) std::memcpy(v + j * kLanes, &acc[r][j], sizeof(V));
-    std::memcpy(c + r * ldc, v, cols * sizeof(float));
-  }
+inline __attribute__((always_inline)) void packedTile(int64_t K, const float* a, const float* b, float* c, int64_t ldc,
+                                                      int64_t rows, int64_t cols, const float* bias) {
+  microKernelBody<MR, V, 1, true>(K, a, nullptr, b, kGemmNR, 0, c, ldc, rows, cols, bias);
+}
+template <int MR, class V, int kPanels = 1>
+inline __attribute__((always_inline)) void rowsTile(int64_t K, const float* const* ar, const float* b, int64_t ldb,
+                                                    int64_t panel_stride, float* c, int64_t ldc, int64_t rows,
+                                                    int64_t cols) {
+  microKernelBody<MR, V, kPanels, false>(K, nullptr, ar, b, ldb, panel_stride, c, ldc, rows, cols, nullptr);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -86,58 +88,39 @@ inline __attribute__((always_inline)) void microKernelRowsBody(int64_t K, const 
 // accumulators) keep both busy. Elsewhere four rows fit the register file.
 __attribute__((target("avx512f"))) void microKernel8(int64_t K, const float* a, const float* b, float* c, int64_t ldc,
                                                       int64_t rows, int64_t cols, const float* bias) {
-  microKernelBody<8, V16>(K, a, b, c, ldc, rows, cols, bias);
+  packedTile<8, V16>(K, a, b, c, ldc, rows, cols, bias);
 }
-// AVX2+FMA and baseline builds of the 4-row kernel, picked by the CPU's features
-// (cpu_features.h; the "arch=haswell" clone this had ran SSE2 on AMD CPUs).
 __attribute__((target("avx512f"))) void microKernelRows8(int64_t K, const float* const* ar, const float* b, int64_t ldb,
-                                                          float* c, int64_t ldc, int64_t rows, int64_t cols) {
-  microKernelRowsBody<8, V16>(K, ar, b, ldb, c, ldc, rows, cols);
+                                                          int64_t panel_stride, float* c, int64_t ldc, int64_t rows,
+                                                          int64_t cols) {
+  rowsTile<8, V16>(K, ar, b, ldb, panel_stride, c, ldc, rows, cols);
 }
 // Two panels (32 columns) at once: 16 zmm accumulators, half the A broadcasts per FMA.
-__attribute__((target("avx512f"))) void microKernelRows8x2(int64_t K, const float* const* ar, const float* b0,
-                                                            const float* b1, int64_t ldb, float* c, int64_t ldc,
+__attribute__((target("avx512f"))) void microKernelRows8x2(int64_t K, const float* const* ar, const float* b,
+                                                            int64_t ldb, int64_t panel_stride, float* c, int64_t ldc,
                                                             int64_t rows, int64_t cols) {
-  V16 acc0[8] = {}, acc1[8] = {};
-  for (int64_t k = 0; k < K; ++k) {
-    V16 x0, x1;
-    std::memcpy(&x0, b0 + k * ldb, sizeof x0);
-    std::memcpy(&x1, b1 + k * ldb, sizeof x1);
-    for (int r = 0; r < 8; ++r) {
-      const float ark = ar[r][k];
-      acc0[r] += ark * x0;
-      acc1[r] += ark * x1;
-    }
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    float v[2 * kGemmNR];
-    std::memcpy(v, &acc0[r], sizeof(V16));
-    std::memcpy(v + kGemmNR, &acc1[r], sizeof(V16));
-    std::memcpy(c + r * ldc, v, cols * sizeof(float));
-  }
+  rowsTile<8, V16, 2>(K, ar, b, ldb, panel_stride, c, ldc, rows, cols);
 }
+// AVX2+FMA and baseline builds of the 4-row kernels, picked by the CPU's features
+// (cpu_features.h; the "arch=haswell" clone this had ran SSE2 on AMD CPUs).
 __attribute__((target("avx2,fma"))) void microKernelRows4Fma(int64_t K, const float* const* ar, const float* b,
-                                                             int64_t ldb, float* c, int64_t ldc, int64_t rows,
-                                                             int64_t cols) {
-  microKernelRowsBody<4, V8>(K, ar, b, ldb, c, ldc, rows, cols);
+                                                             int64_t ldb, int64_t panel_stride, float* c, int64_t ldc,
+                                                             int64_t rows, int64_t cols) {
+  rowsTile<4, V8>(K, ar, b, ldb, panel_stride, c, ldc, rows, cols);
 }
-void microKernelRows4(int64_t K, const float* const* ar, const float* b, int64_t ldb, float* c, int64_t ldc,
-                      int64_t rows, int64_t cols) {
-  if (cpuHasAvx2Fma()) return microKernelRows4Fma(K, ar, b, ldb, c, ldc, rows, cols);
-  microKernelRowsBody<4, V4>(K, ar, b, ldb, c, ldc, rows, cols);
+void microKernelRows4(int64_t K, const float* const* ar, const float* b, int64_t ldb, int64_t panel_stride, float* c,
+                      int64_t ldc, int64_t rows, int64_t cols) {
+  if (cpuHasAvx2Fma()) return microKernelRows4Fma(K, ar, b, ldb, panel_stride, c, ldc, rows, cols);
+  rowsTile<4, V4>(K, ar, b, ldb, panel_stride, c, ldc, rows, cols);
 }
 __attribute__((target("avx2,fma"))) void microKernel4Fma(int64_t K, const float* a, const float* b, float* c,
                                                          int64_t ldc, int64_t rows, int64_t cols, const float* bias) {
-  microKernelBody<4, V8>(K, a, b, c, ldc, rows, cols, bias);
-}
-void microKernel4Base(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
-                      const float* bias) {
-  microKernelBody<4, V4>(K, a, b, c, ldc, rows, cols, bias);
+  packedTile<4, V8>(K, a, b, c, ldc, rows, cols, bias);
 }
 void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
                   const float* bias) {
   if (cpuHasAvx2Fma()) return microKernel4Fma(K, a, b, c, ldc, rows, cols, bias);
-  microKernel4Base(K, a, b, c, ldc, rows, cols, bias);
+  packedTile<4, V4>(K, a, b, c, ldc, rows, cols, bias);
 }
 int64_t detectMR() {
   __builtin_cpu_init();
@@ -145,16 +128,16 @@ int64_t detectMR() {
 }
 #else
 void microKernel8(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, const float*) {}
-void microKernelRows8(int64_t, const float* const*, const float*, int64_t, float*, int64_t, int64_t, int64_t) {}
-void microKernelRows8x2(int64_t, const float* const*, const float*, const float*, int64_t, float*, int64_t, int64_t,
+void microKernelRows8(int64_t, const float* const*, const float*, int64_t, int64_t, float*, int64_t, int64_t, int64_t) {}
+void microKernelRows8x2(int64_t, const float* const*, const float*, int64_t, int64_t, float*, int64_t, int64_t,
                         int64_t) {}
-void microKernelRows4(int64_t K, const float* const* ar, const float* b, int64_t ldb, float* c, int64_t ldc,
-                      int64_t rows, int64_t cols) {
-  microKernelRowsBody<4, V4>(K, ar, b, ldb, c, ldc, rows, cols);
+void microKernelRows4(int64_t K, const float* const* ar, const float* b, int64_t ldb, int64_t panel_stride, float* c,
+                      int64_t ldc, int64_t rows, int64_t cols) {
+  rowsTile<4, V4>(K, ar, b, ldb, panel_stride, c, ldc, rows, cols);
 }
 void microKernel4(int64_t K, const float* a, const float* b, float* c, int64_t ldc, int64_t rows, int64_t cols,
                   const float* bias) {
-  microKernelBody<4, V4>(K, a, b, c, ldc, rows, cols, bias);
+  packedTile<4, V4>(K, a, b, c, ldc, rows, cols, bias);
 }
 int64_t detectMR() { return 4; }
 #endif
@@ -229,18 +212,17 @@ void gemmRowsSerial(int64_t M, int64_t N, int64_t K, const float* a, int64_t lda
     int64_t col = 0;
     if (mr == 8) {  // AVX-512: 32 columns a tile while two panels remain
       for (; col + kGemmNR < N; col += 2 * kGemmNR) {
-        const float* panel = b + (col / kGemmNR) * b_panel_stride;
-        microKernelRows8x2(K, ar, panel, panel + b_panel_stride, ldb, c + row * ldc + col, ldc, rows,
-                           std::min(2 * kGemmNR, N - col));
+        microKernelRows8x2(K, ar, b + (col / kGemmNR) * b_panel_stride, ldb, b_panel_stride, c + row * ldc + col, ldc,
+                           rows, std::min(2 * kGemmNR, N - col));
       }
     }
     for (; col < N; col += kGemmNR) {
       const float* panel = b + (col / kGemmNR) * b_panel_stride;
       const int64_t cols = std::min(kGemmNR, N - col);
       if (mr == 8) {
-        microKernelRows8(K, ar, panel, ldb, c + row * ldc + col, ldc, rows, cols);
+        microKernelRows8(K, ar, panel, ldb, b_panel_stride, c + row * ldc + col, ldc, rows, cols);
       } else {
-        microKernelRows4(K, ar, panel, ldb, c + row * ldc + col, ldc, rows, cols);
+        microKernelRows4(K, ar, panel, ldb, b_panel_stride, c + row * ldc + col, ldc, rows, cols);
       }
     }
   }

@@ -9,16 +9,23 @@
 
 namespace gkrt::cpu {
 
-// Sums with 16 independent lanes, so the compiler vectorises without reassociating.
-inline float laneSum(const float* x, int64_t n) {
+// The sum of term(i) over [0, n) in 16 independent lanes, so the compiler vectorises
+// without reassociating (one float accumulator is a chain it may not reorder: such loops
+// stayed scalar, ~1.7 ns an element). `term` may also store (a fused add, say).
+template <class Term>
+inline __attribute__((always_inline)) float laneSumOf(int64_t n, Term term) {
   float acc[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int j = 0; j < 16; ++j) acc[j] += x[i + j];
+    for (int j = 0; j < 16; ++j) acc[j] += term(i + j);
   float s = 0.0f;
-  for (; i < n; ++i) s += x[i];
+  for (; i < n; ++i) s += term(i);
   for (float a : acc) s += a;
   return s;
+}
+
+inline float laneSum(const float* x, int64_t n) {
+  return laneSumOf(n, [x](int64_t i) { return x[i]; });
 }
 
 // Max with two 8-lane vector accumulators (GCC vector extensions: one ymm each on
