@@ -170,7 +170,8 @@ class FlashAttentionKernel final : public Kernel {
       }
     }
     for (int64_t i = 0; i < rows; ++i) {
-      const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+      // A row with every key masked has l = 0 and o = 0: 0 * inf = NaN, as the unfused softmax.
+      const float inv = 1.0f / l[i];
       const float* oi = o + i * dv_pad_;
       for (int64_t d = 0; d < Dv; ++d) y[o_.at(b, h, q0 + i, d)] = oi[d] * inv;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/codegen/pattern_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -150,6 +151,9 @@ StatusOr<codegen::RenderedKernel> globalAvgPool(const ir::Graph& g, const ir::No
 bool usesFaultRecord(const ir::Node& node) { return isOp(node, "Gather"); }
 
 StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const ir::Node& node, const std::string& name, int fault_id) {
+  // AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention: the text the opencl backend runs.
+  auto pattern = codegen::renderPatternKernel(g, node, name, codegen::cudaDialect());
+  if (!codegen::notAPatternKernel(pattern.status())) return pattern;
   if (node.outputs.size() != 1 || node.outputs[0] < 0) return unsupported("not a library kernel");
   for (int t : node.inputs) if (t < 0) return unsupported("an absent input");
   if (isOp(node, "Gather") && node.inputs.size() == 2) return gather(g, node, name, fault_id);

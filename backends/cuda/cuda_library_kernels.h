@@ -3,7 +3,9 @@
 // embeddings of every transformer), MaxPool and AvgPool (float32, asymmetric padding
 // and ceil_mode as the reference kernel has them), GlobalAvgPool (one warp per plane). They are elementwise-shaped: one
 // thread per output element in a grid-stride loop, launched like a rendered kernel and
-// built by NVRTC into the session's module.
+// built by NVRTC into the session's module. The pattern ops AddLayerNorm/AddRmsNorm,
+// SwiGLU and FlashAttention come from backends/codegen/pattern_kernels.h (the same
+// text the opencl backend runs), launched as reduce kernels (work-groups) where they are.
 //
 // Gather's indices arrive at run time, so a bad one cannot fail at compile: the kernel
 // records the first out-of-range index in the session's fault record (pinned host

@@ -4,10 +4,11 @@
 //  - Conv2D through cuDNN (backends/cuda/cudnn_conv.h) where the build has its headers
 //    and the session could load it,
 //  - Reshape-class ops as device copies,
-//  - Gather, MaxPool, AvgPool as hand-written kernels (cuda_library_kernels.h),
+//  - Gather, MaxPool, AvgPool as hand-written kernels (cuda_library_kernels.h), and
+//    AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention (codegen/pattern_kernels.h),
 //  - every node the shared renderer spells in the CUDA dialect (fused clusters,
 //    single elementwise/reduce ops, Transpose, Slice, constant Pad, Concat, ...).
-// Everything else (pattern ops other than the matmul_elem ones, recurrent ops, ...) is
+// Everything else (MatMulSplit, the quantised pattern ops, recurrent ops, ...) is
 // declined and falls back to the cpu backend with copies.
 #pragma once
 

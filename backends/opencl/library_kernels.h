@@ -1,8 +1,9 @@
 // The OpenCL backend's hand-written kernels (OpenCL C): tiled GEMM with local memory
 // (MatMul/BatchMatMul/Gemm), direct Conv2D (grouped, depthwise, dilated), pooling,
-// softmax/log-softmax along any axis, LayerNorm, and the Appendix 3 pattern ops
-// AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention and the matmul epilogues (bias,
-// residual, ReLU, GeLU). Built once per device.
+// softmax/log-softmax along any axis, LayerNorm, and the matmul epilogues of the
+// Appendix 3 pattern ops (bias, residual, ReLU, GeLU). Built once per device. The other
+// pattern ops the backend runs (AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention) are
+// rendered per node, as on cuda (backends/codegen/pattern_kernels.h).
 #pragma once
 
 namespace gkrt::opencl {
@@ -11,8 +12,6 @@ namespace gkrt::opencl {
 constexpr int kMatMulTile = 16;
 // Work-group size of gk_layernorm (a power of two).
 constexpr int kLayerNormLocalSize = 64;
-// Largest value head dim gk_flash_attention keeps in registers (GK_ATTN_MAX_D).
-constexpr int kAttentionMaxHeadDim = 256;
 
 const char* libraryKernelSource();
 

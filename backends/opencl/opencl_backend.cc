@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/codegen/pattern_kernels.h"
 #include "backends/opencl/library_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/log.h"
@@ -35,6 +36,10 @@ StatusOr<std::unique_ptr<Backend>> OpenClBackend::create(const BackendOptions& o
 
 bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
   if (!node.op) return false;
+  auto pattern = codegen::renderPatternKernel(g, node, "probe", codegen::openclDialect());
+  if (!codegen::notAPatternKernel(pattern.status())) {
+    return pattern.ok() && static_cast<size_t>(pattern->local_size) <= dev_->max_work_group_size;
+  }
   if (opencl::libraryRuns(g, node)) return true;
   auto k = codegen::renderCluster(g, node, "probe", codegen::openclDialect());
   return k.ok() && static_cast<size_t>(k->local_size) <= dev_->max_work_group_size;
@@ -42,7 +47,9 @@ bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
 
 std::string OpenClBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
   if (!node.op) return "no op";
-  auto k = codegen::renderCluster(g, node, "probe", codegen::openclDialect());
+  auto pattern = codegen::renderPatternKernel(g, node, "probe", codegen::openclDialect());
+  auto k = codegen::notAPatternKernel(pattern.status()) ? codegen::renderCluster(g, node, "probe", codegen::openclDialect())
+                                                        : std::move(pattern);
   if (!k.ok()) return k.status().message();
   return "a work-group of " + std::to_string(k->local_size) + " exceeds the device's " +
          std::to_string(dev_->max_work_group_size);
@@ -52,10 +59,18 @@ StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, con
   auto slot = std::make_shared<opencl::KernelSlot>();
   slot->what = node.name + " (" + node.op->name + ")";
   std::unique_ptr<Kernel> kernel;
-  if (opencl::libraryRuns(g, node)) {
+  const std::string entry = "gk" + std::to_string(next_kernel_);
+  auto pattern = codegen::renderPatternKernel(g, node, entry, codegen::openclDialect());
+  if (!codegen::notAPatternKernel(pattern.status())) {
+    RETURN_IF_ERROR(pattern.status());
+    ++next_kernel_;
+    slot->entry = entry;
+    slot->source = pattern->source;
+    ASSIGN_OR_RETURN(kernel, opencl::makeGeneratedKernel(dev_, std::move(*pattern), slot));
+  } else if (opencl::libraryRuns(g, node)) {
     ASSIGN_OR_RETURN(kernel, opencl::makeLibraryKernel(dev_, g, node, slot));
   } else {
-    const std::string entry = "gk" + std::to_string(next_kernel_++);
+    ++next_kernel_;
     ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, node, entry, codegen::openclDialect()));
     slot->entry = entry;
     slot->source = k.source;

@@ -6,7 +6,6 @@
 
 #include "backends/opencl/library_kernels.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/ir/ops/attention_layout.h"
 #include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::opencl {
@@ -315,104 +314,6 @@ class LayerNormKernel final : public ClKernel {
   float eps_ = 1e-5f;
 };
 
-// AddLayerNorm / AddRmsNorm: outputs (norm, sum).
-class AddNormKernel final : public ClKernel {
- public:
-  AddNormKernel(std::shared_ptr<ClDevice> dev, std::shared_ptr<KernelSlot> slot, const ir::Graph& g, const ir::Node& node)
-      : ClKernel(std::move(dev), std::move(slot)) {
-    normRows(g, node, &rows_, &cols_);
-    eps_ = node.attrs.get<NormAttrs>().epsilon;
-    rms_ = std::strcmp(node.op->name, "AddRmsNorm") == 0;
-  }
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    RETURN_IF_ERROR(ready());
-    const bool gamma = in.size() > 2 && in[2].present(), beta = in.size() > 3 && in[3].present();
-    const int flags = (gamma ? 1 : 0) | (beta ? 2 : 0) | (rms_ ? 16 : 0);
-    ArgList args(slot_->kernel);
-    args.buffer(out[0].data).buffer(out[1].data).buffer(in[0].data).buffer(in[1].data);
-    args.buffer(gamma ? in[2].data : nullptr).buffer(beta ? in[3].data : nullptr).add(flags).add(rows_).add(cols_).add(eps_);
-    const size_t local = kLayerNormLocalSize, global = static_cast<size_t>(std::min(rows_, 65536)) * local;
-    return enqueue(args, 1, &global, &local);
-  }
-
- private:
-  int rows_ = 0, cols_ = 0;
-  float eps_ = 1e-5f;
-  bool rms_ = false;
-};
-
-class SwiGluKernel final : public ClKernel {
- public:
-  SwiGluKernel(std::shared_ptr<ClDevice> dev, std::shared_ptr<KernelSlot> slot, const ir::Graph& g, const ir::Node& node)
-      : ClKernel(std::move(dev), std::move(slot)) {
-    const Shape& s = g.tensors[node.inputs[0]].shape;
-    const int64_t rank = static_cast<int64_t>(s.size());
-    int64_t axis = node.attrs.get<AxisAttrs>().axis;
-    if (axis < 0) axis += rank;
-    half_ = s[axis] / 2;
-    for (int64_t d = axis + 1; d < rank; ++d) half_ *= s[d];
-    total_ = numElements(g.tensors[node.outputs[0]].shape);
-  }
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    RETURN_IF_ERROR(ready());
-    ArgList args(slot_->kernel);
-    args.buffer(out[0].data).buffer(in[0].data).add(cl_long(total_)).add(cl_long(half_));
-    const size_t local = kElementwiseLocalSize, global = gridFor(total_);
-    return enqueue(args, 1, &global, &local);
-  }
-
- private:
-  int64_t total_ = 0, half_ = 1;
-};
-
-class FlashAttentionKernel final : public ClKernel {
- public:
-  FlashAttentionKernel(std::shared_ptr<ClDevice> dev, std::shared_ptr<KernelSlot> slot, const ir::Graph& g,
-                       const ir::Node& node)
-      : ClKernel(std::move(dev), std::move(slot)) {
-    const auto& a = node.attrs.get<AttentionAttrs>();
-    AttentionDims q, k, v, o;
-    (void)attentionDims(a, g.tensors[node.inputs[0]].shape, false, &q);  // checked by libraryRuns
-    (void)attentionDims(a, g.tensors[node.inputs[1]].shape, a.key_transposed, &k);
-    (void)attentionDims(a, g.tensors[node.inputs[2]].shape, false, &v);
-    (void)attentionDims(a, g.tensors[node.outputs[0]].shape, false, &o);
-    for (const AttentionDims* d : {&q, &k, &v, &o}) {
-      for (int64_t x : {d->sb, d->sn, d->ss, d->sd}) strides_.push_back(static_cast<int>(x));
-    }
-    has_mask_ = node.inputs.size() > 3 && node.inputs[3] >= 0;
-    std::vector<int64_t> ms(4, 0);
-    if (has_mask_) ms = ops::broadcastStrides(g.tensors[node.inputs[3]].shape, Shape{q.b, q.n, q.s, k.s});
-    for (int64_t x : ms) strides_.push_back(static_cast<int>(x));
-    B_ = int(q.b), H_ = int(q.n), S_ = int(q.s), SK_ = int(k.s), D_ = int(q.d), DV_ = int(v.d), scale_ = a.scale;
-  }
-  ~FlashAttentionKernel() override {
-    if (strides_mem_) clReleaseMemObject(strides_mem_);
-  }
-  Status upload() {
-    cl_int err = CL_SUCCESS;
-    strides_mem_ = clCreateBuffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, strides_.size() * sizeof(int),
-                                  strides_.data(), &err);
-    return clCheck(err, "uploading attention strides");
-  }
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    RETURN_IF_ERROR(ready());
-    ArgList args(slot_->kernel);
-    args.buffer(out[0].data).buffer(in[0].data).buffer(in[1].data).buffer(in[2].data);
-    args.buffer(has_mask_ ? in[3].data : nullptr).add(int(has_mask_)).add(strides_mem_);
-    args.add(B_).add(H_).add(S_).add(SK_).add(D_).add(DV_).add(scale_);
-    const int64_t rows = int64_t(B_) * H_ * S_;
-    const size_t local = 64, global = static_cast<size_t>((rows + 63) / 64 * 64);
-    return enqueue(args, 1, &global, &local);
-  }
-
- private:
-  std::vector<int> strides_;
-  cl_mem strides_mem_ = nullptr;
-  bool has_mask_ = false;
-  int B_ = 0, H_ = 0, S_ = 0, SK_ = 0, D_ = 0, DV_ = 0;
-  float scale_ = 1.0f;
-};
-
 bool isOp(const ir::Node& node, std::initializer_list<const char*> names) {
   for (const char* n : names) if (std::strcmp(node.op->name, n) == 0) return true;
   return false;
@@ -430,20 +331,6 @@ bool libraryRuns(const ir::Graph& g, const ir::Node& node) {
   for (int t : node.outputs) if (t >= 0 && !fitsInt(numElements(g.tensors[t].shape))) return false;
   for (int t : node.inputs) if (t >= 0 && !fitsInt(numElements(g.tensors[t].shape))) return false;
   if (isPatternMatMul(node)) return g.tensors[node.outputs[0]].shape.size() >= 2 && node.inputs.size() >= 2;
-  if (isOp(node, {"AddLayerNorm", "AddRmsNorm"})) return node.outputs.size() == 2 && node.outputs[1] >= 0;
-  if (isOp(node, {"SwiGLU"})) return true;
-  if (isOp(node, {"FlashAttention"})) {
-    const auto& a = node.attrs.get<AttentionAttrs>();
-    AttentionDims q, k, v, o;
-    if (!attentionDims(a, g.tensors[node.inputs[0]].shape, false, &q).ok() ||
-        !attentionDims(a, g.tensors[node.inputs[1]].shape, a.key_transposed, &k).ok() ||
-        !attentionDims(a, g.tensors[node.inputs[2]].shape, false, &v).ok() ||
-        !attentionDims(a, g.tensors[node.outputs[0]].shape, false, &o).ok()) {
-      return false;
-    }
-    return v.d <= kAttentionMaxHeadDim && (node.inputs.size() < 4 || node.inputs[3] < 0 ||
-                                           g.tensors[node.inputs[3]].shape.size() <= 4);
-  }
   if (isOp(node, {"MatMul", "BatchMatMul", "Gemm"})) {
     if (g.tensors[node.outputs[0]].shape.size() < 2 || node.inputs.size() < 2) return false;
     if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
@@ -477,20 +364,6 @@ bool libraryRuns(const ir::Graph& g, const ir::Node& node) {
 StatusOr<std::unique_ptr<Kernel>> makeLibraryKernel(const std::shared_ptr<ClDevice>& dev, const ir::Graph& g,
                                                     const ir::Node& node, std::shared_ptr<KernelSlot> slot) {
   if (node.op->op_class == OpClass::kReshape) return std::unique_ptr<Kernel>(new CopyKernel(dev));
-  if (isOp(node, {"AddLayerNorm", "AddRmsNorm"})) {
-    slot->entry = "gk_add_norm";
-    return std::unique_ptr<Kernel>(new AddNormKernel(dev, std::move(slot), g, node));
-  }
-  if (isOp(node, {"SwiGLU"})) {
-    slot->entry = "gk_swiglu";
-    return std::unique_ptr<Kernel>(new SwiGluKernel(dev, std::move(slot), g, node));
-  }
-  if (isOp(node, {"FlashAttention"})) {
-    slot->entry = "gk_flash_attention";
-    auto k = std::make_unique<FlashAttentionKernel>(dev, std::move(slot), g, node);
-    RETURN_IF_ERROR(k->upload());
-    return std::unique_ptr<Kernel>(std::move(k));
-  }
   if (isOp(node, {"MatMul", "BatchMatMul", "Gemm"}) || isPatternMatMul(node)) {
     slot->entry = "gk_matmul";
     auto k = std::make_unique<MatMulKernel>(dev, std::move(slot), g, node);

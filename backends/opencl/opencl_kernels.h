@@ -26,7 +26,7 @@ struct KernelSlot {
 
 // Whether the hand-written kernels run `node` (MatMul/BatchMatMul/Gemm, Conv2D,
 // MaxPool/AvgPool, Softmax/LogSoftmax, LayerNorm, the Reshape class as a copy, and the
-// pattern ops AddLayerNorm, AddRmsNorm, SwiGLU, FlashAttention and MatMulBiasAdd/Add/Relu/Gelu).
+// pattern ops MatMulBiasAdd/Add/Relu/Gelu).
 bool libraryRuns(const ir::Graph& g, const ir::Node& node);
 
 StatusOr<std::unique_ptr<Kernel>> makeLibraryKernel(const std::shared_ptr<ClDevice>& dev, const ir::Graph& g,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/codegen/pattern_kernels.h"
 #include "backends/cuda/cuda_library_kernels.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
@@ -40,8 +41,14 @@ using namespace gkrt;
 namespace {
 
 constexpr const char* kPlaceholder = "GKRT_KERNEL_NAME";
-// Flag sets every model is fused with: the defaults, and GEMM clusters with their tails.
-const char* const kFlagSets[] = {"", "--enable_cluster_ops=MatMul"};
+// Flag sets every model is fused with: the defaults, GEMM clusters with their tails, and
+// every Appendix 3 pattern pass (the gpu profile keeps them off by default; the cuda
+// backend runs AddLayerNorm/AddRmsNorm, SwiGLU and FlashAttention when they are on).
+const char* const kFlagSets[] = {
+    "", "--enable_cluster_ops=MatMul",
+    "--enable_pass=FlashAttentionFusionV1,FlashAttentionFusionV2,add_layer_norm_fusion,add_layer_norm_v3_fusion,"
+    "add_layer_norm_ext_fusion,add_rms_norm_fusion,inference_swiglu_fusion,matmul_elem_biasadd_fusion,"
+    "matmul_elem_add_fusion,matmul_elem_relu_fusion,matmul_elem_gelu_fusion"};
 
 // The source with every number literal replaced by '#': kernels that differ only in
 // shapes, strides and constants share one key (--dedupe structure).
@@ -73,6 +80,7 @@ struct Kernel {
 struct Counts {
   int models = 0, not_loaded = 0, rendered = 0, cublaslt = 0, cudnn = 0;
   std::map<std::string, int> declined;  // op -> nodes the cuda backend leaves to the cpu fallback
+  std::map<std::string, int> patterns;  // pattern op -> nodes rendered (codegen/pattern_kernels.h)
 };
 
 std::vector<std::string> modelFiles(const std::vector<std::string>& paths) {
@@ -137,6 +145,9 @@ Status collect(const std::string& path, const ir::Graph& model, bool by_structur
                                                       ? cuda::renderLibraryKernel(g, node, kPlaceholder, 0)
                                                       : codegen::renderCluster(g, node, kPlaceholder, codegen::cudaDialect()));
       ++counts.rendered;
+      if (!node.subgraph && !codegen::notAPatternKernel(codegen::renderPatternKernel(g, node, kPlaceholder, codegen::cudaDialect()).status())) {
+        ++counts.patterns[node.op->name];
+      }
       std::string ops;
       if (node.subgraph) for (const ir::Node& n : node.subgraph->nodes) ops += (ops.empty() ? "" : "+") + std::string(n.op->name);
       else ops = node.op->name;
@@ -232,6 +243,9 @@ int main(int argc, char** argv) {
   for (const auto& [op, n] : counts.declined) declined += (declined.empty() ? "" : ", ") + op + " " + std::to_string(n);
   std::printf("%d GEMM nodes on cuBLASLt, %d convolutions on cuDNN; declined (cpu fallback): %s\n", counts.cublaslt, counts.cudnn,
               declined.empty() ? "none" : declined.c_str());
+  std::string patterns;
+  for (const auto& [op, n] : counts.patterns) patterns += (patterns.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  std::printf("pattern kernels rendered: %s\n", patterns.empty() ? "none" : patterns.c_str());
   // Batches of every architecture, shared by two threads (NVRTC is thread-safe).
   std::vector<std::pair<int, size_t>> jobs;
   for (int cc : archs) for (size_t b = 0; b < list.size(); b += size_t(batch)) jobs.push_back({cc, b});

@@ -57,7 +57,12 @@ if want probe; then
   run mynet 60 $B/gkrt run build/examples/mynet.gkm --input x=build/examples/mynet_x.npy --backend cuda --print
   cat $L/mynet.log | head -20 >> $summary
 fi
-if want backend; then run cuda_backend_tests 120 $B/gkrt_cuda_backend_tests; fi
+if want backend; then
+  run cuda_backend_tests 120 $B/gkrt_cuda_backend_tests
+  # The rendered pattern kernels (FlashAttention, AddLayerNorm/AddRmsNorm, SwiGLU) on cuda
+  # against the reference, as on opencl: these tests run every available backend.
+  run pattern_kernels 240 $B/gkrt_unit_tests --gtest_filter='FlashAttentionKernels.*:Pattern*'
+fi
 
 pids=()
 if want golden; then
@@ -102,6 +107,8 @@ if want bench; then
   {
     prof $g/build/zoo/transformer_block.cuda.gkm --input x=$g/build/zoo/transformer_block_input_x.npy
     MS_DEV_GRAPH_KERNEL_FLAGS="$GEMM_EPILOGUES" prof $g/build/zoo/transformer_block.cuda.gkm --input x=$g/build/zoo/transformer_block_input_x.npy
+    MS_DEV_GRAPH_KERNEL_FLAGS="$GEMM_EPILOGUES,FlashAttentionFusionV1,FlashAttentionFusionV2,add_layer_norm_fusion" \
+      prof $g/build/zoo/transformer_block.cuda.gkm --input x=$g/build/zoo/transformer_block_input_x.npy
     [ -f $g/models/minilm.cuda.gkm ] && prof $g/models/minilm.cuda.gkm --input input_ids=$g/models/minilm_input_input_ids.npy \
       --input attention_mask=$g/models/minilm_input_attention_mask.npy --input token_type_ids=$g/models/minilm_input_token_type_ids.npy
     [ -f $g/models/resnet50.cuda.gkm ] && prof $g/models/resnet50.cuda.gkm --input x=$g/models/resnet50_input_x.npy

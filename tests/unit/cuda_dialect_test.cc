@@ -7,18 +7,20 @@
 #include <gtest/gtest.h>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/codegen/pattern_kernels.h"
 #include "fusion/fusion_options.h"
 #include "fusion/pass_manager.h"
 #include "runtime/builder.h"
+#include "runtime/ir/op_def.h"
 
 namespace gkrt {
 namespace {
 
-std::string compileCuda(const std::string& source) {
+std::string compileCuda(const std::string& source, const char* arch = "--gpu-architecture=compute_80") {
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, source.c_str(), "gk.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return "create failed";
-  const char* opts[] = {"--std=c++17"};
-  const nvrtcResult r = nvrtcCompileProgram(prog, 1, opts);
+  const char* opts[] = {"--std=c++17", arch};
+  const nvrtcResult r = nvrtcCompileProgram(prog, 2, opts);
   std::string log;
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
@@ -66,6 +68,57 @@ TEST(CudaDialect, RenderedClustersCompileWithNvrtc) {
   EXPECT_GE(rendered, 4);
   EXPECT_GE(reduce, 1);
   EXPECT_EQ(gemm, 1);
+}
+
+// The pattern kernels (AddLayerNorm/AddRmsNorm with and without gamma/beta, SwiGLU,
+// FlashAttention in each layout, masked, K transposed, head dims up to 256) in the CUDA
+// dialect compile for sm_80 and sm_90; their OpenCL twins run in the opencl tests.
+TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
+  GraphBuilder b;
+  Value x1 = b.input("x1", DType::kFloat32, {4, 7, 384});
+  Value x2 = b.input("x2", DType::kFloat32, {4, 7, 384});
+  Value gamma = b.input("gamma", DType::kFloat32, {384});
+  Value beta = b.input("beta", DType::kFloat32, {384});
+  int id = 0;
+  for (Value y : {b.op("AddLayerNorm", {x1, x2, gamma, beta}, NormAttrs{-1, 1e-5f})[0],
+                  b.op("AddLayerNorm", {x1, x2}, NormAttrs{1, 1e-6f})[0],
+                  b.op("AddRmsNorm", {x1, x2, gamma}, NormAttrs{-1, 1e-6f})[0],
+                  b.op1("SwiGLU", {x1}, AxisAttrs{-1, false})}) {
+    b.output(y, "y" + std::to_string(id++));
+  }
+  struct Attention { AttentionLayout layout; bool transposed, mask; int64_t s, d, dv; };
+  for (const Attention& a : {Attention{AttentionLayout::kBNSD, false, true, 128, 64, 64},
+                             Attention{AttentionLayout::kBNSD, true, false, 33, 8, 5},
+                             Attention{AttentionLayout::kBSND, false, true, 9, 256, 256},
+                             Attention{AttentionLayout::kBSH, false, false, 128, 32, 32}}) {
+    AttentionAttrs at;
+    at.layout = a.layout, at.key_transposed = a.transposed, at.scale = 0.125f;
+    at.heads = a.layout == AttentionLayout::kBSH ? 4 : 0;
+    auto shape = [&](int64_t dd, bool t) {
+      if (a.layout == AttentionLayout::kBSH) return Shape{2, a.s, 4 * dd};
+      if (a.layout == AttentionLayout::kBSND) return Shape{2, a.s, 4, dd};
+      return t ? Shape{2, 4, dd, a.s} : Shape{2, 4, a.s, dd};
+    };
+    const std::string n = std::to_string(id++);
+    std::vector<Value> in = {b.input("q" + n, DType::kFloat32, shape(a.d, false)),
+                             b.input("k" + n, DType::kFloat32, shape(a.d, a.transposed)),
+                             b.input("v" + n, DType::kFloat32, shape(a.dv, false))};
+    if (a.mask) in.push_back(b.input("m" + n, DType::kFloat32, {2, 1, a.s, a.s}));
+    b.output(b.op("FlashAttention", in, at)[0], "y" + n);
+  }
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const codegen::KernelDialect& d = codegen::cudaDialect();
+  int rendered = 0;
+  for (size_t n = 0; n < g->nodes.size(); ++n) {
+    auto k = codegen::renderPatternKernel(*g, g->nodes[n], "gk" + std::to_string(n), d);
+    ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
+    ++rendered;
+    for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
+      EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
+    }
+  }
+  EXPECT_EQ(rendered, 8);
 }
 
 }  // namespace

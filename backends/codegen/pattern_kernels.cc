@@ -1,0 +1,264 @@
+#include "backends/codegen/pattern_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/codegen/kernel_dialect.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/attention_layout.h"
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt::codegen {
+namespace {
+
+constexpr const char* kNotPattern = "not a pattern kernel";
+
+Status unsupported(const std::string& why) { return makeError(StatusCode::kUnsupported, why); }
+bool isOp(const ir::Node& n, const char* name) { return n.op && !n.subgraph && std::strcmp(n.op->name, name) == 0; }
+std::string num(int64_t v) { return std::to_string(v); }
+
+// The kernel's signature: y0.. for the outputs, x0.. for every input slot.
+std::string signature(const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  std::string s = std::string(d.kernel_prefix) + " " + name + "(";
+  const std::string g = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
+  for (size_t o = 0; o < node.outputs.size(); ++o) s += (o ? ", " : "") + g + "float* y" + num(int64_t(o));
+  for (size_t i = 0; i < node.inputs.size(); ++i) s += ", " + g + "const float* x" + num(int64_t(i));
+  return s + ") {\n";
+}
+
+Status needFloat32(const ir::Graph& g, const ir::Node& node) {
+  for (int t : node.inputs) {
+    if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) {
+      return unsupported(std::string(node.op->name) + " of " + dtypeName(g.tensors[t].dtype) + " (float32 only)");
+    }
+  }
+  for (int t : node.outputs) {
+    if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
+    if (g.tensors[t].dtype != DType::kFloat32) {
+      return unsupported(std::string(node.op->name) + " of " + dtypeName(g.tensors[t].dtype) + " (float32 only)");
+    }
+  }
+  return Status::Ok();
+}
+
+// A tree sum of `v` over the work-group into red[0], read back as `out`.
+std::string groupSum(const KernelDialect& d, int local, const std::string& v, const std::string& out) {
+  const std::string bar = std::string(d.barrier) + ";\n";
+  return "    red[lid] = " + v + ";\n    " + bar + "    for (int h = " + num(local / 2) +
+         "; h > 0; h >>= 1) {\n      if (lid < h) red[lid] += red[lid + h];\n      " + bar + "    }\n" +
+         "    const float " + out + " = red[0];\n    " + bar;
+}
+
+// ---- AddLayerNorm / AddRmsNorm: (x1, x2, gamma?, beta?) -> (norm(x1 + x2), x1 + x2) ----
+StatusOr<RenderedKernel> addNorm(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const bool rms = isOp(node, "AddRmsNorm");
+  if (node.outputs.size() != 2) return unsupported(std::string(node.op->name) + " needs both outputs");
+  const Shape& x = g.tensors[node.inputs[0]].shape;
+  if (g.tensors[node.inputs[1]].shape != x) return unsupported(std::string(node.op->name) + " of two shapes");
+  ASSIGN_OR_RETURN(ops::NormRows r, ops::normRowsOf(node, x));
+  const bool gamma = node.inputs.size() > 2 && node.inputs[2] >= 0, beta = node.inputs.size() > 3 && node.inputs[3] >= 0;
+  for (size_t k = 2; k < node.inputs.size(); ++k) {
+    if (node.inputs[k] >= 0 && numElements(g.tensors[node.inputs[k]].shape) != r.cols) {
+      return unsupported(std::string(node.op->name) + " gamma/beta of another length than its rows");
+    }
+  }
+  int local = 32;
+  while (local < 256 && local * 4 < r.cols) local *= 2;
+  const std::string L = d.long_type, C = num(r.cols), LS = num(local);
+  const std::string eps = floatLiteral(node.attrs.get<NormAttrs>().epsilon);
+  RenderedKernel k;
+  k.name = name;
+  k.reduce = true;
+  k.items = r.rows;
+  k.reduce_size = r.cols;
+  k.local_size = local;
+  std::string s = signature(node, name, d);
+  s += "  " + std::string(d.local_array) + " float red[" + LS + "];\n";
+  s += "  const int lid = (int)" + std::string(d.local_id) + ";\n";
+  s += "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(r.rows) + "; row += (" + L + ")" + d.num_groups + ") {\n";
+  s += "    const " + L + " base = row * " + C + ";\n";
+  // The sum as the Add stores it; the LayerNorm mean relative to the row's first sum.
+  s += "    const float shift = " + std::string(rms ? "0.0f" : "x0[base] + x1[base]") + ";\n";
+  s += "    float acc = 0.0f;\n";
+  s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
+  s += "      const float v = x0[base + c] + x1[base + c];\n      y1[base + c] = v;\n      acc += v - shift;\n    }\n";
+  s += groupSum(d, local, "acc", "total");
+  s += "    const float mean = " + std::string(rms ? "0.0f" : "shift + total / " + floatLiteral(float(r.cols))) + ";\n";
+  s += "    acc = 0.0f;\n";
+  s += "    for (int c = lid; c < " + C + "; c += " + LS + ") acc += (y1[base + c] - mean) * (y1[base + c] - mean);\n";
+  s += groupSum(d, local, "acc", "sq");
+  s += "    const float rstd = 1.0f / " + d.math("sqrt") + "(sq / " + floatLiteral(float(r.cols)) + " + " + eps + ");\n";
+  s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
+  s += "      float v = (y1[base + c] - mean) * rstd;\n";
+  if (gamma) s += "      v *= x2[c];\n";
+  if (beta) s += "      v += x3[c];\n";
+  s += "      y0[base + c] = v;\n    }\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+// ---- SwiGLU(x): [a, b] = halves of x along axis; silu(a) * b ---------------------------
+StatusOr<RenderedKernel> swiglu(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const Shape& x = g.tensors[node.inputs[0]].shape;
+  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrs.get<AxisAttrs>().axis, static_cast<int64_t>(x.size())));
+  if (x[axis] % 2 != 0) return unsupported("SwiGLU of an odd axis");
+  int64_t part = x[axis] / 2;
+  for (size_t a = axis + 1; a < x.size(); ++a) part *= x[a];
+  RenderedKernel k;
+  k.name = name;
+  k.items = numElements(g.tensors[node.outputs[0]].shape);
+  const std::string L = d.long_type, P = num(part);
+  std::string s = signature(node, name, d);
+  s += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(k.items) + "; i += (" + L + ")" + d.global_size + ") {\n";
+  s += "    const " + L + " o = i / " + P + ", e = i % " + P + ";\n";
+  s += "    const float a = x0[o * " + num(2 * part) + " + e], b = x0[o * " + num(2 * part) + " + " + P + " + e];\n";
+  s += "    y0[i] = a / (1.0f + " + d.math("exp") + "(-a)) * b;\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+// ---- FlashAttention(q, k, v, mask?) = softmax(scale * q k^T + mask) v -----------------
+struct FlashPlan {
+  int rows = 0;   // query rows per work-group
+  int tile = 0;   // keys per local-memory tile (a multiple of kFlashThreadsPerRow)
+  int threads() const { return rows * kFlashThreadsPerRow; }
+};
+
+// Up to 8 rows a group (64 work-items: more groups for a GPU's many cores at batch 1),
+// fewer where the merge buffer (a row of dv per work-item) would not fit local memory;
+// key tiles of up to 64 keys.
+StatusOr<FlashPlan> flashPlan(int64_t sq, int64_t d, int64_t dv) {
+  constexpr int T = kFlashThreadsPerRow;
+  FlashPlan p;
+  p.rows = 8;
+  while (p.rows > 1 && (p.rows >= 2 * sq || p.threads() * (dv + 3) > kPatternLocalFloats)) p.rows /= 2;
+  if (p.threads() * (dv + 3) > kPatternLocalFloats) return unsupported("FlashAttention value head dim too large for local memory");
+  const int64_t per_key = d + 1 + dv + 1;
+  p.tile = static_cast<int>(std::min<int64_t>(64, kPatternLocalFloats / per_key / T * T));
+  if (p.tile < T) return unsupported("FlashAttention head dims too large for local memory");
+  return p;
+}
+
+StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                        const KernelDialect& d) {
+  const auto& a = node.attrs.get<AttentionAttrs>();
+  AttentionDims q, kk, v, o;
+  RETURN_IF_ERROR(attentionDims(a, g.tensors[node.inputs[0]].shape, false, &q));
+  RETURN_IF_ERROR(attentionDims(a, g.tensors[node.inputs[1]].shape, a.key_transposed, &kk));
+  RETURN_IF_ERROR(attentionDims(a, g.tensors[node.inputs[2]].shape, false, &v));
+  RETURN_IF_ERROR(attentionDims(a, g.tensors[node.outputs[0]].shape, false, &o));
+  if (q.d > kFlashMaxHeadDim || v.d > kFlashMaxHeadDim) {
+    return unsupported("FlashAttention head dim over " + num(kFlashMaxHeadDim));
+  }
+  const bool mask = node.inputs.size() > 3 && node.inputs[3] >= 0;
+  std::vector<int64_t> ms(4, 0);
+  if (mask) {
+    const Shape& m = g.tensors[node.inputs[3]].shape;
+    if (m.size() > 4) return unsupported("FlashAttention mask of rank over 4");
+    ms = ops::broadcastStrides(m, Shape{q.b, q.n, q.s, kk.s});
+  }
+  ASSIGN_OR_RETURN(FlashPlan p, flashPlan(q.s, q.d, v.d));
+  constexpr int T = kFlashThreadsPerRow;
+  const int64_t q_tiles = (q.s + p.rows - 1) / p.rows;
+  RenderedKernel k;
+  k.name = name;
+  k.reduce = true;
+  k.items = q.b * q.n * q.s == 0 ? 0 : q.b * q.n * q_tiles;
+  k.reduce_size = kk.s;
+  k.local_size = p.threads();
+  const std::string L = d.long_type, D = num(q.d), DV = num(v.d), KT = num(p.tile), G = num(p.threads());
+  const std::string D1 = num(q.d + 1), DV1 = num(v.d + 1), SK = num(kk.s), TS = num(T);
+  const std::string voff = num(int64_t(p.tile) * (q.d + 1));               // V tile after the K tile
+  // Local memory: the K and V tiles, reused for the merge (a row of dv per work-item),
+  // then each work-item's running max and sum.
+  const int64_t merge_at = std::max<int64_t>(int64_t(p.tile) * (q.d + v.d + 2), int64_t(p.threads()) * (v.d + 1));
+  const std::string moff = num(merge_at);
+  const int64_t local_floats = merge_at + 2 * p.threads();
+  const std::string bar = std::string(d.barrier) + ";\n";
+  const std::string ex = d.math("exp");
+  std::string s = signature(node, name, d);
+  s += "  " + std::string(d.local_array) + " float sm[" + num(local_floats) + "];\n";
+  s += "  const int lid = (int)" + std::string(d.local_id) + ", r = lid / " + TS + ", t = lid % " + TS + ";\n";
+  s += "  for (" + L + " grp = (" + L + ")" + d.group_id + "; grp < " + num(k.items) + "; grp += (" + L + ")" + d.num_groups + ") {\n";
+  s += "    const " + L + " bh = grp / " + num(q_tiles) + ", b = bh / " + num(q.n) + ", h = bh % " + num(q.n) + ";\n";
+  s += "    const " + L + " i = (grp % " + num(q_tiles) + ") * " + num(p.rows) + " + r;\n";
+  s += "    const int live = i < " + num(q.s) + ";\n";
+  s += "    const " + L + " qo = b * " + num(q.sb) + " + h * " + num(q.sn) + " + i * " + num(q.ss) + ";\n";
+  s += "    const " + L + " ko = b * " + num(kk.sb) + " + h * " + num(kk.sn) + ", vo = b * " + num(v.sb) + " + h * " + num(v.sn) + ";\n";
+  s += "    float qr[" + D + "], acc[" + DV + "];\n";
+  s += "    for (int e = 0; e < " + D + "; ++e) qr[e] = live ? x0[qo + e * " + num(q.sd) + "] : 0.0f;\n";
+  s += "    for (int e = 0; e < " + DV + "; ++e) acc[e] = 0.0f;\n";
+  s += "    float m = -GK_INF, l = 0.0f;\n";
+  s += "    for (int j0 = 0; j0 < " + SK + "; j0 += " + KT + ") {\n";
+  s += "      " + bar;
+  s += "      for (int e = lid; e < " + num(int64_t(p.tile) * q.d) + "; e += " + G + ") {\n";
+  s += "        const int jj = e / " + D + ", c = e % " + D + ";\n";
+  s += "        sm[jj * " + D1 + " + c] = j0 + jj < " + SK + " ? x1[ko + (" + L + ")(j0 + jj) * " + num(kk.ss) + " + c * " +
+       num(kk.sd) + "] : 0.0f;\n      }\n";
+  s += "      for (int e = lid; e < " + num(int64_t(p.tile) * v.d) + "; e += " + G + ") {\n";
+  s += "        const int jj = e / " + DV + ", c = e % " + DV + ";\n";
+  s += "        sm[" + voff + " + jj * " + DV1 + " + c] = j0 + jj < " + SK + " ? x2[vo + (" + L + ")(j0 + jj) * " + num(v.ss) +
+       " + c * " + num(v.sd) + "] : 0.0f;\n      }\n";
+  s += "      " + bar;
+  s += "      if (live) {\n";
+  s += "        for (int jj = t; jj < " + KT + " && j0 + jj < " + SK + "; jj += " + TS + ") {\n";
+  s += "          float dot = 0.0f;\n";
+  s += "          for (int e = 0; e < " + D + "; ++e) dot += qr[e] * sm[jj * " + D1 + " + e];\n";
+  s += "          float sc = dot * " + floatLiteral(a.scale) + ";\n";
+  if (mask) {
+    s += "          sc += x3[b * " + num(ms[0]) + " + h * " + num(ms[1]) + " + i * " + num(ms[2]) + " + (" + L + ")(j0 + jj) * " +
+         num(ms[3]) + "];\n";
+  }
+  s += "          if (sc == -GK_INF) continue;\n";
+  s += "          if (sc > m) {\n";
+  s += "            const float cf = " + ex + "(m - sc);\n";
+  s += "            l *= cf;\n";
+  s += "            for (int e = 0; e < " + DV + "; ++e) acc[e] *= cf;\n";
+  s += "            m = sc;\n          }\n";
+  s += "          const float pr = " + ex + "(sc - m);\n";
+  s += "          l += pr;\n";
+  s += "          for (int e = 0; e < " + DV + "; ++e) acc[e] += pr * sm[" + voff + " + jj * " + DV1 + " + e];\n";
+  s += "        }\n      }\n    }\n";
+  // Merge the row's shares with weights exp(m_u - M): a share that saw no finite score
+  // (m_u = -inf) weighs 0, though 0 * a NaN sum (its NaN score) stays NaN; a row with
+  // every key masked has M = -inf and so NaN weights, as the unfused softmax has.
+  s += "    " + bar;
+  s += "    for (int e = 0; e < " + DV + "; ++e) sm[lid * " + DV1 + " + e] = acc[e];\n";
+  s += "    sm[" + moff + " + lid] = m;\n    sm[" + moff + " + " + G + " + lid] = l;\n";
+  s += "    " + bar;
+  s += "    if (live) {\n";
+  s += "      float mx = -GK_INF, sum = 0.0f, w[" + TS + "];\n";
+  s += "      for (int u = 0; u < " + TS + "; ++u) mx = " + d.math("fmax") + "(mx, sm[" + moff + " + r * " + TS + " + u]);\n";
+  s += "      for (int u = 0; u < " + TS + "; ++u) {\n";
+  s += "        const float lu = sm[" + moff + " + " + G + " + r * " + TS + " + u];\n";
+  s += "        w[u] = " + ex + "(sm[" + moff + " + r * " + TS + " + u] - mx);\n";
+  s += "        sum += w[u] * lu;\n      }\n";
+  s += "      const " + L + " oo = b * " + num(o.sb) + " + h * " + num(o.sn) + " + i * " + num(o.ss) + ";\n";
+  s += "      for (int e = t; e < " + DV + "; e += " + TS + ") {\n";
+  s += "        float out = 0.0f;\n";
+  s += "        for (int u = 0; u < " + TS + "; ++u) out += w[u] * sm[(r * " + TS + " + u) * " + DV1 + " + e];\n";
+  s += "        y0[oo + e * " + num(o.sd) + "] = out / sum;\n      }\n    }\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+}  // namespace
+
+bool notAPatternKernel(const Status& status) { return status.message() == kNotPattern; }
+
+StatusOr<RenderedKernel> renderPatternKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                             const KernelDialect& d) {
+  const bool add_norm = isOp(node, "AddLayerNorm") || isOp(node, "AddRmsNorm");
+  const bool swi = isOp(node, "SwiGLU"), attention = isOp(node, "FlashAttention");
+  if (!add_norm && !swi && !attention) return unsupported(kNotPattern);
+  for (int t : {0, 1}) {
+    if (static_cast<int>(node.inputs.size()) > t && node.inputs[t] < 0) return unsupported(std::string(node.op->name) + " with an absent input");
+  }
+  if (attention && (node.inputs.size() < 3 || node.inputs[2] < 0)) return unsupported("FlashAttention without v");
+  RETURN_IF_ERROR(needFloat32(g, node));
+  if (add_norm) return addNorm(g, node, name, d);
+  if (swi) return swiglu(g, node, name, d);
+  return flashAttention(g, node, name, d);
+}
+
+}  // namespace gkrt::codegen
