@@ -57,6 +57,9 @@ bool batchStride(const Shape& operand, const Shape& out_batch, int64_t matrix, i
 
 StatusOr<GemmPlan> gemmPlanFor(const ir::Graph& g, const ir::Node& node) {
   if (!node.op || node.subgraph) return unsupported("not a GEMM");
+  bool gemm = false;
+  for (const char* op : {"MatMul", "BatchMatMul", "MatMulBiasAdd", "MatMulAdd", "MatMulRelu", "MatMulGelu", "Gemm"}) gemm |= isOp(node, op);
+  if (!gemm) return unsupported("not a GEMM");  // (so other ops' reasons are their own, not cuBLASLt's dtype rule)
   for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return unsupported("cuBLASLt runs float32 GEMMs only");
   if (node.outputs.size() != 1 || g.tensors[node.outputs[0]].dtype != DType::kFloat32) return unsupported("cuBLASLt runs float32 GEMMs only");
   GemmPlan p;
