@@ -186,19 +186,19 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
   s += "    const " + L + " qo = b * " + num(q.sb) + " + h * " + num(q.sn) + " + i * " + num(q.ss) + ";\n";
   s += "    const " + L + " ko = b * " + num(kk.sb) + " + h * " + num(kk.sn) + ", vo = b * " + num(v.sb) + " + h * " + num(v.sn) + ";\n";
   s += "    float qr[" + D + "], acc[" + DV + "];\n";
-  s += "    for (int e = 0; e < " + D + "; ++e) qr[e] = live ? x0[qo + e * " + num(q.sd) + "] : 0.0f;\n";
+  s += "    for (int e = 0; e < " + D + "; ++e) qr[e] = live ? x0[qo + (" + L + ")e * " + num(q.sd) + "] : 0.0f;\n";
   s += "    for (int e = 0; e < " + DV + "; ++e) acc[e] = 0.0f;\n";
   s += "    float m = -GK_INF, l = 0.0f;\n";
   s += "    for (int j0 = 0; j0 < " + SK + "; j0 += " + KT + ") {\n";
   s += "      " + bar;
   s += "      for (int e = lid; e < " + num(int64_t(p.tile) * q.d) + "; e += " + G + ") {\n";
   s += "        const int jj = e / " + D + ", c = e % " + D + ";\n";
-  s += "        sm[jj * " + D1 + " + c] = j0 + jj < " + SK + " ? x1[ko + (" + L + ")(j0 + jj) * " + num(kk.ss) + " + c * " +
+  s += "        sm[jj * " + D1 + " + c] = j0 + jj < " + SK + " ? x1[ko + (" + L + ")(j0 + jj) * " + num(kk.ss) + " + (" + L + ")c * " +
        num(kk.sd) + "] : 0.0f;\n      }\n";
   s += "      for (int e = lid; e < " + num(int64_t(p.tile) * v.d) + "; e += " + G + ") {\n";
   s += "        const int jj = e / " + DV + ", c = e % " + DV + ";\n";
   s += "        sm[" + voff + " + jj * " + DV1 + " + c] = j0 + jj < " + SK + " ? x2[vo + (" + L + ")(j0 + jj) * " + num(v.ss) +
-       " + c * " + num(v.sd) + "] : 0.0f;\n      }\n";
+       " + (" + L + ")c * " + num(v.sd) + "] : 0.0f;\n      }\n";
   s += "      " + bar;
   s += "      if (live) {\n";
   s += "        for (int jj = t; jj < " + KT + " && j0 + jj < " + SK + "; jj += " + TS + ") {\n";
@@ -237,7 +237,7 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
   s += "      for (int e = t; e < " + DV + "; e += " + TS + ") {\n";
   s += "        float out = 0.0f;\n";
   s += "        for (int u = 0; u < " + TS + "; ++u) out += w[u] * sm[(r * " + TS + " + u) * " + DV1 + " + e];\n";
-  s += "        y0[oo + e * " + num(o.sd) + "] = out / sum;\n      }\n    }\n  }\n}\n";
+  s += "        y0[oo + (" + L + ")e * " + num(o.sd) + "] = out / sum;\n      }\n    }\n  }\n}\n";
   k.source = std::move(s);
   return k;
 }
