@@ -23,6 +23,7 @@
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 #include "tests/fuzz_fusion/fuzz_configs.h"
+#include "tests/fuzz_fusion/pattern_graph.h"
 #include "tests/fuzz_fusion/random_graph.h"
 #include "tools/npy.h"
 
@@ -39,10 +40,11 @@ struct Args {
   int max_failures = 5;
   bool print_graph = false;
   int opencl_sets = 0;  // flag sets per graph on opencl; 0: all
+  bool patterns = false;  // graphs of pattern-pass motifs (pattern_graph.h)
 };
 
 StatusOr<std::vector<HostTensor>> runOnce(const RandomGraph& rg, const std::string& backend, const std::string& flags,
-                                          int threads, size_t* kernels) {
+                                          int threads, size_t* kernels, std::map<std::string, int>* fired = nullptr) {
   SessionOptions opts;
   opts.backend = backend;
   ASSIGN_OR_RETURN(opts.fusion, parseFusionFlags(flags));
@@ -51,6 +53,11 @@ StatusOr<std::vector<HostTensor>> runOnce(const RandomGraph& rg, const std::stri
   for (size_t k = 0; k < rg.inputs.size(); ++k) RETURN_IF_ERROR(session->setInput(session->inputs()[k].name, rg.inputs[k]));
   RETURN_IF_ERROR(session->run());
   if (kernels) *kernels = session->kernelCount();
+  if (fired) {  // the Appendix 3 pattern passes that rewrote the graph
+    for (const PassRecord& p : session->fusionReport().passes) {
+      if (p.changed && p.name.rfind("fusion_group_", 0) == 0) ++(*fired)[p.name.substr(p.name.find('_', 13) + 1)];
+    }
+  }
   std::vector<HostTensor> outs;
   for (const TensorInfo& o : session->outputs()) {
     ASSIGN_OR_RETURN(HostTensor t, session->output(o.name));
@@ -106,6 +113,7 @@ struct Totals {
   int graphs = 0, runs = 0, failures = 0;
   std::map<std::string, int> runs_per_backend;
   size_t kernels_fused = 0, kernels_unfused = 0;
+  std::map<std::string, int> pattern_passes_fired;  // over every fused run
 };
 
 void reportFailure(const Args& a, uint64_t seed, const RandomGraph& rg, const std::string& backend,
@@ -114,12 +122,12 @@ void reportFailure(const Args& a, uint64_t seed, const RandomGraph& rg, const st
   std::cout << "FAIL seed " << seed << " backend " << backend << " flags " << quoted(flags) << ": " << what << "\n"
             << "  ops: ";
   for (const std::string& op : rg.ops) std::cout << op << " ";
-  std::cout << "\n  reproduce: fuzz_fusion --seed " << seed << " --count 1 --backends " << backend << " --flags "
+  std::cout << "\n  reproduce: fuzz_fusion" << (a.patterns ? " --patterns" : "") << " --seed " << seed << " --count 1 --backends " << backend << " --flags "
             << quoted(flags) << " --print-graph\n  bisect:    " << writeRepro(a, seed, rg, backend, flags) << "\n";
 }
 
 bool fuzzOne(const Args& a, uint64_t seed, const std::vector<std::string>& backends, Totals* t) {
-  auto rg = makeRandomGraph(seed);
+  auto rg = a.patterns ? makePatternGraph(seed) : makeRandomGraph(seed);
   if (!rg.ok()) {  // the generator must only make valid graphs
     ++t->failures;
     std::cout << "FAIL seed " << seed << ": the generator made an invalid graph: " << rg.status().toString() << "\n";
@@ -147,7 +155,7 @@ bool fuzzOne(const Args& a, uint64_t seed, const std::vector<std::string>& backe
     for (const std::string& flags : sets) {
       if (backend == "reference" && flags == "--opt_level=0") continue;  // the oracle itself
       size_t kernels = 0;
-      auto out = runOnce(*rg, backend, flags, threads, &kernels);
+      auto out = runOnce(*rg, backend, flags, threads, &kernels, &t->pattern_passes_fired);
       ++t->runs;
       ++t->runs_per_backend[backend];
       if (!out.ok()) {
@@ -209,6 +217,11 @@ int fuzzMain(const Args& a) {
     std::cout << "; kernels at opt_level 2: " << t.kernels_fused << " vs " << t.kernels_unfused << " unfused";
   }
   std::cout << "\n";
+  if (a.patterns) {
+    std::cout << "pattern passes that rewrote a graph (fused runs):";
+    for (const auto& [name, n] : t.pattern_passes_fired) std::cout << " " << name << " " << n;
+    std::cout << "\n";
+  }
   return t.failures == 0 && t.graphs > 0 ? 0 : 1;
 }
 
@@ -226,6 +239,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", a.threads, "backend threads (default: 1 or 2 by seed)")->check(CLI::NonNegativeNumber);
   app.add_option("--max-failures", a.max_failures, "stop after this many failures")->check(CLI::PositiveNumber);
   app.add_flag("--print-graph", a.print_graph, "print each graph before running it");
+  app.add_flag("--patterns", a.patterns, "graphs of the Appendix 3 pattern passes' motifs (attention, add+norm, FFN, SwiGLU) and near-misses");
   app.add_option("--opencl-sets", a.opencl_sets, "flag sets per graph on opencl, taken in turn by seed (0: all)")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);

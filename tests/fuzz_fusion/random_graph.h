@@ -30,6 +30,7 @@ struct RandomGraph {
   std::vector<HostTensor> inputs;  // by graph input order
   std::vector<std::string> ops;    // op names used, in build order
   int rejected_steps = 0;          // generator steps the builder refused and retried
+  bool patterns = false;           // made by makePatternGraph (pattern_graph.h)
 };
 
 StatusOr<RandomGraph> makeRandomGraph(uint64_t seed);
