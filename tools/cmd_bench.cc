@@ -1,7 +1,10 @@
 // gkrt bench MODEL [--backend cpu,opencl,reference] [--threads N] [--warmup W] [--iterations I]
-//                  [--fusion on,off] [--input name=file.npy ...] [--json out.json] [--profile]
+//                  [--fusion on,off] [--patterns on,off] [--input name=file.npy ...] [--json out.json] [--profile]
 //                  [--device D] [--svg chart.svg]
 // Session compile is timed cold (empty program cache) and warm (second start).
+// --patterns off: the fusion-on rows again with every Appendix 3 pattern pass and the
+// exporter-pattern recogniser switched off ("on, no patterns"): what the pattern
+// kernels gain over generic fusion.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fusion/pass_manager.h"
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 #include "runtime/ir/op_def.h"
@@ -31,6 +35,7 @@ struct BenchArgs {
   std::string model;
   std::string backends = "cpu";
   std::string fusion = "on";
+  std::string patterns = "on";
   int threads = 0;
   std::string precision = "f32";
   int warmup = 5;
@@ -119,11 +124,24 @@ void progress(int done, int total) {
             << (done == total ? "\r" + std::string(width + 20, ' ') + "\r" : "") << std::flush;
 }
 
-StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::string& backend, bool fused,
+// One row's fusion: on (the profile's defaults), off, or on without the pattern passes.
+struct FusionSetting {
+  bool fused = true, patterns = true;
+  std::string label() const { return !fused ? "off" : patterns ? "on" : "on, no patterns"; }
+  std::string flags() const {
+    if (!fused) return "--opt_level=0";
+    if (patterns) return "";
+    std::string off = "RecognizeExportedPatterns";
+    for (const std::string& p : ascendPatternPassNames()) off += "," + p;
+    return "--disable_pass=" + off;
+  }
+};
+
+StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::string& backend, const FusionSetting& setting,
                        const std::map<std::string, HostTensor>& given) {
   SessionArgs sa;
   sa.backend = backend;
-  sa.flags = fused ? "" : "--opt_level=0";
+  sa.flags = setting.flags();
   sa.input_shapes = a.input_shapes;
   sa.precision = a.precision;
   ASSIGN_OR_RETURN(SessionOptions opts, sa.toOptions());
@@ -167,7 +185,7 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   }
   std::sort(ms.begin(), ms.end());
   r.backend = backend;
-  r.fusion = fused ? "on" : "off";
+  r.fusion = setting.label();
   r.threads = a.threads;
   r.p10 = ms[ms.size() / 10];
   r.p50 = ms[ms.size() / 2];
@@ -203,28 +221,37 @@ Status bench(const BenchArgs& a) {
     return makeError(StatusCode::kInvalidArgument, "--iterations must be >= 1 and --warmup >= 0");
   }
   ASSIGN_OR_RETURN(auto given, readInputArgs(a.inputs));
-  std::vector<bool> fusion_states;
+  std::vector<bool> pattern_states;
+  for (const std::string& p : splitList(a.patterns)) {
+    if (p != "on" && p != "off") return makeError(StatusCode::kInvalidArgument, "--patterns takes on, off or on,off; got '", p, "'");
+    pattern_states.push_back(p == "on");
+  }
+  if (pattern_states.empty()) return makeError(StatusCode::kInvalidArgument, "--patterns takes on, off or on,off");
+  std::vector<FusionSetting> settings;
   for (const std::string& f : splitList(a.fusion)) {
     if (f != "on" && f != "off") return makeError(StatusCode::kInvalidArgument, "--fusion takes on, off or on,off; got '", f, "'");
-    fusion_states.push_back(f == "on");
+    if (f == "off") settings.push_back({false, true});
+    else for (bool p : pattern_states) settings.push_back({true, p});
   }
   std::vector<Row> rows;
   for (const std::string& backend : splitList(a.backends)) {
-    for (bool fused : fusion_states) {
-      auto r = benchOne(model, a, backend, fused, given);
-      if (!r.ok()) return r.status().withContext(backend + ", fusion " + (fused ? "on" : "off"));
+    for (const FusionSetting& setting : settings) {
+      auto r = benchOne(model, a, backend, setting, given);
+      if (!r.ok()) return r.status().withContext(backend + ", fusion " + setting.label());
       rows.push_back(std::move(r).value());
     }
   }
+  size_t label_width = 7;
+  for (const Row& r : rows) label_width = std::max(label_width, r.fusion.size() + 1);
   std::cout << a.model << ": " << a.iterations << " iterations after " << a.warmup << " warm-up, threads "
             << (a.threads > 0 ? std::to_string(a.threads) : "all") << "\n";
-  std::cout << std::left << std::setw(10) << "backend" << std::setw(7) << "fusion" << std::right << std::setw(10)
+  std::cout << std::left << std::setw(10) << "backend" << std::setw(int(label_width)) << "fusion" << std::right << std::setw(10)
             << "p50 ms" << std::setw(10) << "p90 ms" << std::setw(10) << "min ms" << std::setw(9) << "kernels"
             << std::setw(12) << "arena MiB" << std::setw(14) << "unplanned MiB" << std::setw(16) << "fused MiB/run" << std::setw(11) << "fused GB/s"
             << std::setw(17) << "cold compile ms" << std::setw(17) << "warm compile ms" << "\n";
   std::cout << std::fixed;
   for (const Row& r : rows) {
-    std::cout << std::left << std::setw(10) << r.backend << std::setw(7) << r.fusion << std::right << std::setprecision(3)
+    std::cout << std::left << std::setw(10) << r.backend << std::setw(int(label_width)) << r.fusion << std::right << std::setprecision(3)
               << std::setw(10) << r.p50 << std::setw(10) << r.p90 << std::setw(10) << r.min << std::setw(9) << r.kernels
               << std::setprecision(2) << std::setw(12) << r.peak / 1048576.0 << std::setw(14) << r.unplanned / 1048576.0 << std::setw(16)
               << r.fused_bytes / 1048576.0 << std::setw(11) << r.fused_gbps << std::setw(17) << r.compile_ms << std::setw(17) << r.warm_compile_ms << "\n";
@@ -288,6 +315,8 @@ Command addBenchCommand(CLI::App& app) {
   cmd->add_option("--backend", args->backends, "backends, comma-separated (cpu,opencl,reference)");
   cmd->add_option("--device", args->device, "opencl: platform:device indices or part of the device name");
   cmd->add_option("--fusion", args->fusion, "on, off or on,off");
+  cmd->add_option("--patterns", args->patterns, "on, off or on,off: the fusion-on rows with the Appendix 3 pattern passes "
+                  "(and the exporter-pattern recogniser) as the profile has them, or all switched off");
   cmd->add_option("--threads", args->threads, "threads of the cpu backend (0 = every core)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--precision", args->precision, "GEMM precision: f32 (default); bf16 on cpu (where the CPU has it) and cuda; "
                   "tf32 or fp16 on cuda");
