@@ -11,7 +11,7 @@
 # One device call holds 10 minutes, so run it in three calls:
 #   tests/cuda/gpu_suite.sh probe,backend,conformance,zoo,models,bench   (~6 min)
 #   tests/cuda/gpu_suite.sh golden        (~4 min: 6 shards of the cuda golden cases)
-#   FUZZ_SEED=1 tests/cuda/gpu_suite.sh fuzz   (~4 min: 3 x 40 graphs)
+#   FUZZ_SEED=1 tests/cuda/gpu_suite.sh fuzz   (~4 min: 3 x 40 graphs, 40 pattern graphs)
 # Every CUDA context on the GPU is time-sliced against the others: a dozen test
 # processes side by side made each small-kernel run many times slower (first session:
 # steps timed out that pass alone), so keep the GPU processes of one call to ~6-8.
@@ -80,6 +80,8 @@ if want fuzz; then
   for k in 0 1 2; do
     run fuzz_$k 480 $B/fuzz_fusion --seed $((${FUZZ_SEED:-1} + 40 * k)) --count 40 --backends cuda --out $L/fuzz_failures & pids+=($!)
   done
+  # transformer-like graphs of the pattern motifs: the rendered pattern kernels on cuda
+  run fuzz_patterns 480 $B/fuzz_fusion --patterns --seed ${FUZZ_SEED:-1} --count 40 --backends cuda --out $L/fuzz_failures & pids+=($!)
 fi
 if want zoo; then
   run zoo 300 $PY tests/models/check_models.py $B/gkrt $g/build/zoo --backends cuda --gkm-suffix .cuda & pids+=($!)
