@@ -37,6 +37,9 @@ struct Int8Op {
   // the activation; the scales are run-time inputs (oneDNN's run-time output scales).
   bool to_float = false;
   dnnl::algorithm act = dnnl::algorithm::undef;
+  // QuantBatchMatMul: float32 y = (acc + B[j]) * float(xs*ws[j]) with an int32 bias B, run
+  // as acc * s[j] + B[j] * s[j] (the second term made at launch: the scales are inputs).
+  bool int_bias = false;
 };
 bool int8Op(const ir::Node& n, Int8Op* o) {
   const std::string op = n.op->name;
@@ -46,6 +49,11 @@ bool int8Op(const ir::Node& n, Int8Op* o) {
   }
   if (op == "ConvInteger" || op == "MatMulInteger") {
     *o = {op == "ConvInteger", false};
+    return true;
+  }
+  if (op == "QuantBatchMatMul") {  // (a, as, azp, b, bs, bzp, bias_int32?)
+    *o = {false, false, 0, 3, 2, 5, 1, 4, -1, -1, 6, true};
+    o->int_bias = true;
     return true;
   }
   if (op.rfind("MatMulIntegerToFloat", 0) == 0) {
@@ -167,6 +175,9 @@ class OneDnnInt8Kernel final : public Kernel {
       const double xs = ops::loadF(in[op_.xs].data, in[op_.xs].dtype, 0);
       const TensorView& ws = in[op_.ws];
       for (size_t j = 0; j < scales_.size(); ++j) scales_[j] = static_cast<float>(xs * ops::loadF(ws.data, ws.dtype, j));
+      for (size_t j = 0; j < int_bias_f_.size(); ++j) {
+        int_bias_f_[j] = static_cast<float>(int_bias_[j]) * scales_[scales_.size() == 1 ? 0 : j];
+      }
       args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = scales_mem_;
       if (bias_mem_) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] = bias_mem_;
       y_mem_.set_data_handle(out[0].data);
@@ -225,7 +236,7 @@ class OneDnnInt8Kernel final : public Kernel {
   int reorders() const override { return (x_reorder_ ? 1 : 0) + (y_reorder_ ? 1 : 0); }
 
  private:
-  // MatMulIntegerToFloat: the scales float(xs*ws[j]) as a binary multiply post-op (one
+  // MatMulIntegerToFloat, QuantBatchMatMul: the scales float(xs*ws[j]) as a binary multiply post-op (one
   // value, or one per column, written at launch: oneDNN 2.6 has only its slower gemm:jit
   // for run-time output scales, its brgemm takes binary post-ops), the bias as a binary
   // add, the activation as an eltwise post-op.
@@ -238,10 +249,19 @@ class OneDnnInt8Kernel final : public Kernel {
     dnnl::post_ops po;
     po.append_binary(dnnl::algorithm::binary_mul, s_md);
     if (const ir::Tensor* bias = tensorAt(g, n, op_.bias)) {
-      if (!bias->isConstant()) throw std::runtime_error("MatMulIntegerToFloat on oneDNN takes a constant bias");
-      const auto md = binaryDesc(bias->shape, y.shape.size());
+      if (!bias->isConstant()) throw std::runtime_error(std::string(n.op->name) + " on oneDNN takes a constant bias");
+      if (op_.int_bias && (bias->dtype != DType::kInt32 || numElements(bias->shape) != y.shape.back())) {
+        throw std::runtime_error("QuantBatchMatMul on oneDNN takes an int32 bias per column");
+      }
+      const auto md = binaryDesc(op_.int_bias ? Shape{y.shape.back()} : bias->shape, y.shape.size());
       po.append_binary(dnnl::algorithm::binary_add, md);
-      bias_mem_ = dnnl::memory(md, oneDnnEngine(), const_cast<uint8_t*>(bias->constant->data));
+      if (op_.int_bias) {
+        int_bias_ = reinterpret_cast<const int32_t*>(bias->constant->data);
+        int_bias_f_.assign(static_cast<size_t>(y.shape.back()), 0.0f);
+        bias_mem_ = dnnl::memory(md, oneDnnEngine(), int_bias_f_.data());
+      } else {
+        bias_mem_ = dnnl::memory(md, oneDnnEngine(), const_cast<uint8_t*>(bias->constant->data));
+      }
     }
     if (op_.act != dnnl::algorithm::undef) po.append_eltwise(1.0f, op_.act, 0.0f, 0.0f);
     attr->set_post_ops(po);
@@ -448,6 +468,8 @@ class OneDnnInt8Kernel final : public Kernel {
   DType y_dtype_ = DType::kUInt8;
   std::vector<float> scales_;
   std::vector<float> x_float_, y_float_, w_float_, w_zp_;  // the float path's operands, made at compile
+  const int32_t* int_bias_ = nullptr;  // QuantBatchMatMul's bias (a constant) and its float32 B[j] * s[j]
+  std::vector<float> int_bias_f_;
   bool w_signed_ = true;
   std::string impl_;
 };

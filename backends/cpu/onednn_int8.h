@@ -1,5 +1,7 @@
 // int8 convolution and matmul through oneDNN (host builds with libdnnl-dev):
-// QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger (runtime/ir/ops/quant_linear.cc).
+// QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger (runtime/ir/ops/quant_linear.cc),
+// and with a float32 result MatMulIntegerToFloat[Relu|Gelu] and QuantBatchMatMul (the
+// scales as a binary multiply post-op, the bias as a binary add).
 //
 //   if (canRunOneDnnInt8(g, node)) { auto k = compileOneDnnInt8(g, node, path, pool); if (k.ok()) ... }
 // `path`: from BackendOptions::cpu_int8_saturating / cpu_int8_float.

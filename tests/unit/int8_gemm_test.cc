@@ -125,17 +125,32 @@ TEST(Int8Gemm, EqualsTheReferenceKernels) {
   }
 }
 
-TEST(Int8Gemm, TheCpuBackendRunsQuantBatchMatMulOnIt) {
-  const ir::Graph g = caseGraph({"QuantBatchMatMul", DType::kUInt8, true, false, true}, 37, 19);
-  SessionOptions opts;
-  opts.backend = "cpu";
-  auto s = Session::create(g, opts);
-  ASSERT_TRUE(s.ok()) << s.status().message();
-  bool found = false;
-  // aarch64 cores with the dot-product instructions (qemu's default cpu has them) take SDOT.
-  const std::string path = cpu::cpuHasDotProd() ? "own int8 GEMM (sdot)" : "own int8 GEMM (portable)";
-  for (const auto& k : (*s)->kernelInfos()) found = found || k.detail.find(path) != std::string::npos;
-  EXPECT_TRUE(found) << path;
+// Where the build has oneDNN, QuantBatchMatMul runs its int8 matmul (VNNI brgemm; the
+// float path for per-column weight zero points) with the scales and bias as post-ops,
+// within float32 rounding of the reference; elsewhere this own GEMM.
+TEST(Int8Gemm, TheCpuBackendRunsQuantBatchMatMul) {
+  for (bool symmetric : {true, false}) {
+    const ir::Graph g = caseGraph({"QuantBatchMatMul", DType::kUInt8, true, false, symmetric}, 37, 19);
+    SessionOptions opts;
+    opts.backend = "cpu";
+    auto s = Session::create(g, opts);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    bool found = false;
+#ifdef GKRT_HAVE_DNNL
+    const std::string path = "oneDNN";
+#else
+    // aarch64 cores with the dot-product instructions (qemu's default cpu has them) take SDOT.
+    const std::string path = cpu::cpuHasDotProd() && symmetric ? "own int8 GEMM (sdot)" : "own int8 GEMM";
+#endif
+    for (const auto& k : (*s)->kernelInfos()) found = found || k.detail.find(path) != std::string::npos;
+    EXPECT_TRUE(found) << path;
+    const std::vector<HostTensor> in = {intTensor(DType::kUInt8, {2, 5, 37}, 11)};
+    auto want = testing::runGraph(g, in, "reference", testing::optLevel(0));
+    auto got = testing::runGraph(g, in, "cpu", testing::optLevel(0));
+    ASSERT_TRUE(want.ok() && got.ok());
+    // (acc + B) * s as acc * s + B * s: two float32 roundings instead of one.
+    EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-5, 1e-5), "") << "symmetric " << symmetric;
+  }
 }
 
 }  // namespace
