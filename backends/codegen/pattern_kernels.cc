@@ -17,12 +17,25 @@ Status unsupported(const std::string& why) { return makeError(StatusCode::kUnsup
 bool isOp(const ir::Node& n, const char* name) { return n.op && !n.subgraph && std::strcmp(n.op->name, name) == 0; }
 std::string num(int64_t v) { return std::to_string(v); }
 
-// The kernel's signature: y0.. for the outputs, x0.. for every input slot.
-std::string signature(const ir::Node& node, const std::string& name, const KernelDialect& d) {
+// The C type of an element type the pattern kernels read or write.
+std::string cType(DType t, const KernelDialect& d) {
+  const bool cl = std::strcmp(d.name, "opencl") == 0;
+  switch (t) {
+    case DType::kInt8: return cl ? "char" : "signed char";
+    case DType::kUInt8: return cl ? "uchar" : "unsigned char";
+    case DType::kInt32: return "int";
+    default: return "float";
+  }
+}
+
+// The kernel's signature: y0.. for the outputs, x0.. for every input slot (an absent
+// one as a float pointer).
+std::string signature(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
   std::string s = std::string(d.kernel_prefix) + " " + name + "(";
-  const std::string g = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
-  for (size_t o = 0; o < node.outputs.size(); ++o) s += (o ? ", " : "") + g + "float* y" + num(int64_t(o));
-  for (size_t i = 0; i < node.inputs.size(); ++i) s += ", " + g + "const float* x" + num(int64_t(i));
+  const std::string gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
+  auto type = [&](int t) { return t >= 0 ? cType(g.tensors[t].dtype, d) : std::string("float"); };
+  for (size_t o = 0; o < node.outputs.size(); ++o) s += (o ? ", " : "") + gp + type(node.outputs[o]) + "* y" + num(int64_t(o));
+  for (size_t i = 0; i < node.inputs.size(); ++i) s += ", " + gp + "const " + type(node.inputs[i]) + "* x" + num(int64_t(i));
   return s + ") {\n";
 }
 
@@ -72,7 +85,7 @@ StatusOr<RenderedKernel> addNorm(const ir::Graph& g, const ir::Node& node, const
   k.items = r.rows;
   k.reduce_size = r.cols;
   k.local_size = local;
-  std::string s = signature(node, name, d);
+  std::string s = signature(g, node, name, d);
   s += "  " + std::string(d.local_array) + " float red[" + LS + "];\n";
   s += "  const int lid = (int)" + std::string(d.local_id) + ";\n";
   s += "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(r.rows) + "; row += (" + L + ")" + d.num_groups + ") {\n";
@@ -108,7 +121,7 @@ StatusOr<RenderedKernel> swiglu(const ir::Graph& g, const ir::Node& node, const 
   k.name = name;
   k.items = numElements(g.tensors[node.outputs[0]].shape);
   const std::string L = d.long_type, P = num(part);
-  std::string s = signature(node, name, d);
+  std::string s = signature(g, node, name, d);
   s += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(k.items) + "; i += (" + L + ")" + d.global_size + ") {\n";
   s += "    const " + L + " o = i / " + P + ", e = i % " + P + ";\n";
   s += "    const float a = x0[o * " + num(2 * part) + " + e], b = x0[o * " + num(2 * part) + " + " + P + " + e];\n";
@@ -176,7 +189,7 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
   const int64_t local_floats = merge_at + 2 * p.threads();
   const std::string bar = std::string(d.barrier) + ";\n";
   const std::string ex = d.math("exp");
-  std::string s = signature(node, name, d);
+  std::string s = signature(g, node, name, d);
   s += "  " + std::string(d.local_array) + " float sm[" + num(local_floats) + "];\n";
   s += "  const int lid = (int)" + std::string(d.local_id) + ", r = lid / " + TS + ", t = lid % " + TS + ";\n";
   s += "  for (" + L + " grp = (" + L + ")" + d.group_id + "; grp < " + num(k.items) + "; grp += (" + L + ")" + d.num_groups + ") {\n";
@@ -242,6 +255,112 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
   return k;
 }
 
+// ---- RmsNormQuant(x, gamma, scale, zp, beta?) -> q; AddRmsNormQuant(x1, x2, gamma, scale, zp)
+// -> (q, x1 + x2): q = saturate(rint(v / scale) + zp), v = RmsNorm(row) * gamma (+ beta),
+// in float32 (the reference kernel takes the row statistics in double: a value within
+// float32 rounding of a .5 edge may land one step away).
+StatusOr<RenderedKernel> normQuant(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const bool add = isOp(node, "AddRmsNormQuant");
+  const int gamma = add ? 2 : 1, scale = add ? 3 : 2, zp = add ? 4 : 3, beta = add ? -1 : 4;
+  for (int k : {0, add ? 1 : 0, gamma}) {
+    if (g.tensors[node.inputs[k]].dtype != DType::kFloat32) return unsupported(std::string(node.op->name) + " of float32 only");
+  }
+  const bool has_beta = beta >= 0 && static_cast<int>(node.inputs.size()) > beta && node.inputs[beta] >= 0;
+  if (has_beta && g.tensors[node.inputs[beta]].dtype != DType::kFloat32) return unsupported("RmsNormQuant beta of float32 only");
+  for (int k : {scale, zp}) {
+    if (node.inputs[k] < 0 || numElements(g.tensors[node.inputs[k]].shape) != 1) return unsupported("per-tensor quantisation only");
+  }
+  if (g.tensors[node.inputs[scale]].dtype != DType::kFloat32) return unsupported("a float32 scale only");
+  const DType qt = g.tensors[node.outputs[0]].dtype;
+  if (qt != DType::kInt8 && qt != DType::kUInt8) return unsupported("int8 or uint8 output only");
+  const Shape& x = g.tensors[node.inputs[0]].shape;
+  ASSIGN_OR_RETURN(ops::NormRows r, ops::normRowsOf(node, x));
+  int local = 32;
+  while (local < 256 && local * 4 < r.cols) local *= 2;
+  const std::string L = d.long_type, C = num(r.cols), LS = num(local);
+  RenderedKernel k;
+  k.name = name;
+  k.reduce = true;
+  k.items = r.rows;
+  k.reduce_size = r.cols;
+  k.local_size = local;
+  const std::string in = add ? "y1" : "x0";  // the row: the stored sum, or x
+  const std::string lo = qt == DType::kInt8 ? "-128.0f" : "0.0f", hi = qt == DType::kInt8 ? "127.0f" : "255.0f";
+  std::string s = signature(g, node, name, d);
+  s += "  " + std::string(d.local_array) + " float red[" + LS + "];\n";
+  s += "  const int lid = (int)" + std::string(d.local_id) + ";\n";
+  s += "  const float zp = (float)x" + num(zp) + "[0];\n";
+  s += "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(r.rows) + "; row += (" + L + ")" + d.num_groups + ") {\n";
+  s += "    const " + L + " base = row * " + C + ";\n    float acc = 0.0f;\n";
+  s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
+  if (add) s += "      const float v = x0[base + c] + x1[base + c];\n      y1[base + c] = v;\n";
+  else s += "      const float v = x0[base + c];\n";
+  s += "      acc += v * v;\n    }\n";
+  s += groupSum(d, local, "acc", "sq");
+  s += "    const float rstd = 1.0f / " + d.math("sqrt") + "(sq / " + floatLiteral(float(r.cols)) + " + " +
+       floatLiteral(node.attrs.get<NormAttrs>().epsilon) + ");\n";
+  s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
+  s += "      float v = " + in + "[base + c] * rstd * x" + num(gamma) + "[c];\n";
+  if (has_beta) s += "      v += x" + num(beta) + "[c];\n";
+  // v / scale as the unfused QuantizeLinear divides; NaN quantises to the zero point
+  s += "      const float t = v / x" + num(scale) + "[0];\n";
+  s += "      float q = (t != t ? 0.0f : " + d.math("rint") + "(t)) + zp;\n";
+  s += "      q = q < " + lo + " ? " + lo + " : (q > " + hi + " ? " + hi + " : q);\n";
+  s += "      y0[base + c] = (" + cType(qt, d) + ")q;\n    }\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+// ---- MatMulSplit(x [.., M, K], w [K, N], bias?) -> the product's column blocks ---------
+// 16 x 16 output tiles with K staged in local memory; each element goes to the output
+// holding its column.
+constexpr int kSplitTile = 16;
+StatusOr<RenderedKernel> matmulSplit(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const Shape& x = g.tensors[node.inputs[0]].shape;
+  const Shape& w = g.tensors[node.inputs[1]].shape;
+  if (x.size() < 2 || w.size() != 2) return unsupported("MatMulSplit with 2-D weights only");
+  const int64_t M = x[x.size() - 2], K = x.back(), N = w[1];
+  if (w[0] != K) return unsupported("MatMulSplit inner dims differ");
+  const Ints& sizes = node.attrs.get<SplitAttrs>().sizes;
+  if (sizes.size() != node.outputs.size()) return unsupported("MatMulSplit sizes and outputs differ");
+  const bool bias = node.inputs.size() > 2 && node.inputs[2] >= 0;
+  const int64_t T = kSplitTile, batches = numElements(x) / std::max<int64_t>(M * K, 1);
+  const int64_t mt = (M + T - 1) / T, nt = (N + T - 1) / T;
+  const std::string L = d.long_type, TS = num(T), T1 = num(T + 1), bar = std::string(d.barrier) + ";\n";
+  RenderedKernel k;
+  k.name = name;
+  k.reduce = true;  // work-groups of T x T, grid-stride over the tiles
+  k.items = M * N == 0 ? 0 : batches * mt * nt;
+  k.reduce_size = K;
+  k.local_size = static_cast<int>(T * T);
+  std::string s = signature(g, node, name, d);
+  s += "  " + std::string(d.local_array) + " float As[" + TS + "][" + T1 + "];\n";
+  s += "  " + std::string(d.local_array) + " float Bs[" + TS + "][" + T1 + "];\n";
+  s += "  const int lid = (int)" + std::string(d.local_id) + ", tn = lid % " + TS + ", tm = lid / " + TS + ";\n";
+  s += "  for (" + L + " tile = (" + L + ")" + d.group_id + "; tile < " + num(k.items) + "; tile += (" + L + ")" + d.num_groups + ") {\n";
+  s += "    const " + L + " b = tile / " + num(mt * nt) + ", rest = tile % " + num(mt * nt) + ";\n";
+  s += "    const " + L + " m = (rest / " + num(nt) + ") * " + TS + " + tm, n = (rest % " + num(nt) + ") * " + TS + " + tn;\n";
+  s += "    const " + L + " xo = b * " + num(M * K) + ";\n";
+  s += "    float acc = 0.0f;\n";
+  s += "    for (int k0 = 0; k0 < " + num(K) + "; k0 += " + TS + ") {\n";
+  s += "      " + bar;
+  s += "      As[tm][tn] = m < " + num(M) + " && k0 + tn < " + num(K) + " ? x0[xo + m * " + num(K) + " + k0 + tn] : 0.0f;\n";
+  s += "      Bs[tm][tn] = k0 + tm < " + num(K) + " && n < " + num(N) + " ? x1[(" + L + ")(k0 + tm) * " + num(N) + " + n] : 0.0f;\n";
+  s += "      " + bar;
+  s += "      for (int kk = 0; kk < " + TS + "; ++kk) acc += As[tm][kk] * Bs[kk][tn];\n    }\n";
+  s += "    if (m < " + num(M) + " && n < " + num(N) + ") {\n";
+  s += "      const float v = acc" + std::string(bias ? " + x2[n]" : "") + ";\n";
+  int64_t start = 0;
+  for (size_t p = 0; p < sizes.size(); ++p) {
+    s += std::string(p ? "      else " : "      ") + (p + 1 < sizes.size() ? "if (n < " + num(start + sizes[p]) + ") " : "") +
+         "y" + num(int64_t(p)) + "[(b * " + num(M) + " + m) * " + num(sizes[p]) + " + n - " + num(start) + "] = v;\n";
+    start += sizes[p];
+  }
+  s += "    }\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
 }  // namespace
 
 bool notAPatternKernel(const Status& status) { return status.message() == kNotPattern; }
@@ -250,14 +369,18 @@ StatusOr<RenderedKernel> renderPatternKernel(const ir::Graph& g, const ir::Node&
                                              const KernelDialect& d) {
   const bool add_norm = isOp(node, "AddLayerNorm") || isOp(node, "AddRmsNorm");
   const bool swi = isOp(node, "SwiGLU"), attention = isOp(node, "FlashAttention");
-  if (!add_norm && !swi && !attention) return unsupported(kNotPattern);
+  const bool norm_quant = isOp(node, "RmsNormQuant") || isOp(node, "AddRmsNormQuant"), split = isOp(node, "MatMulSplit");
+  if (!add_norm && !swi && !attention && !norm_quant && !split) return unsupported(kNotPattern);
   for (int t : {0, 1}) {
     if (static_cast<int>(node.inputs.size()) > t && node.inputs[t] < 0) return unsupported(std::string(node.op->name) + " with an absent input");
   }
+  for (int t : node.outputs) if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
+  if (norm_quant) return normQuant(g, node, name, d);
   if (attention && (node.inputs.size() < 3 || node.inputs[2] < 0)) return unsupported("FlashAttention without v");
   RETURN_IF_ERROR(needFloat32(g, node));
   if (add_norm) return addNorm(g, node, name, d);
   if (swi) return swiglu(g, node, name, d);
+  if (split) return matmulSplit(g, node, name, d);
   return flashAttention(g, node, name, d);
 }
 

@@ -6,7 +6,11 @@
 //  - AddLayerNorm / AddRmsNorm (float32): one work-group per row (grid-stride over rows),
 //    the sum stored and read back only by the work-item that wrote it; the LayerNorm mean
 //    is taken relative to the row's first sum (a constant row normalises to exactly 0).
+//  - RmsNormQuant / AddRmsNormQuant (float32 in, int8/uint8 out, per-tensor scale and
+//    zero point): as the norms, then saturate(rint(v / scale) + zp) in float32.
 //  - SwiGLU (float32): elementwise, silu(first half) * second half.
+//  - MatMulSplit (float32, 2-D weights): 16 x 16 output tiles, K staged in local memory,
+//    each element stored into the output that holds its column.
 //  - FlashAttention (float32, V1 masked and V2; BNSD, BSND, BSH, K stored transposed):
 //    a work-group takes `rows` query rows of one (batch, head), kFlashThreadsPerRow work-
 //    items per row; key/value tiles are staged in local memory, each work-item keeps an
@@ -16,7 +20,7 @@
 //    every key masked: as the unfused softmax.
 //
 // Launch: reduce = true (work-groups of local_size, grid-stride over `items` groups)
-// for the norm and attention kernels; elementwise for SwiGLU. Arguments: the outputs,
+// for the norm, attention and MatMulSplit kernels; elementwise for SwiGLU. Arguments: the outputs,
 // then every input slot of the node in order (an absent one gets a null pointer).
 #pragma once
 

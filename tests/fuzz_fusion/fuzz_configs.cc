@@ -58,8 +58,8 @@ std::vector<std::string> fuzzFlagSets(const RandomGraph& rg, uint64_t seed) {
   if (rg.patterns) {  // the pattern ops on the gpu column too, where opencl and cuda render them
     extra.push_back("--opt_level=" + level + " --fusion_profile=gpu --enable_pass=FlashAttentionFusionV1,FlashAttentionFusionV2,"
                     "add_layer_norm_fusion,add_layer_norm_v3_fusion,add_layer_norm_ext_fusion,add_rms_norm_fusion,"
-                    "inference_swiglu_fusion,matmul_elem_biasadd_fusion,matmul_elem_add_fusion,matmul_elem_relu_fusion,"
-                    "matmul_elem_gelu_fusion");
+                    "inference_swiglu_fusion,inference_matmul_split_fusion,matmul_elem_biasadd_fusion,matmul_elem_add_fusion,"
+                    "matmul_elem_relu_fusion,matmul_elem_gelu_fusion");
   }
   sets.insert(sets.end(), extra.begin(), extra.end());
   return sets;

@@ -71,7 +71,8 @@ TEST(CudaDialect, RenderedClustersCompileWithNvrtc) {
 }
 
 // The pattern kernels (AddLayerNorm/AddRmsNorm with and without gamma/beta, SwiGLU,
-// FlashAttention in each layout, masked, K transposed, head dims up to 256) in the CUDA
+// RmsNormQuant/AddRmsNormQuant to int8 and uint8, MatMulSplit in three, FlashAttention in
+// each layout, masked, K transposed, head dims up to 256) in the CUDA
 // dialect compile for sm_80 and sm_90; their OpenCL twins run in the opencl tests.
 TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   GraphBuilder b;
@@ -86,6 +87,17 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
                   b.op1("SwiGLU", {x1}, AxisAttrs{-1, false})}) {
     b.output(y, "y" + std::to_string(id++));
   }
+  const float scale = 0.05f;
+  const int8_t zp_s = -3;
+  const uint8_t zp_u = 128;
+  Value sc = b.constant("scale", DType::kFloat32, {}, &scale);
+  b.output(b.op("RmsNormQuant", {x1, gamma, sc, b.constant("zps", DType::kInt8, {}, &zp_s), beta}, NormAttrs{-1, 1e-6f})[0], "q0");
+  auto aq = b.op("AddRmsNormQuant", {x1, x2, gamma, sc, b.constant("zpu", DType::kUInt8, {}, &zp_u)}, NormAttrs{-1, 1e-6f}, 2);
+  b.output(aq[0], "q1");
+  b.output(aq[1], "q1sum");
+  auto parts = b.op("MatMulSplit", {x1, b.input("w", DType::kFloat32, {384, 96}), b.input("wb", DType::kFloat32, {96})},
+                    SplitAttrs{-1, {32, 32, 32}}, 3);
+  for (size_t p = 0; p < parts.size(); ++p) b.output(parts[p], "part" + std::to_string(p));
   struct Attention { AttentionLayout layout; bool transposed, mask; int64_t s, d, dv; };
   for (const Attention& a : {Attention{AttentionLayout::kBNSD, false, true, 128, 64, 64},
                              Attention{AttentionLayout::kBNSD, true, false, 33, 8, 5},
@@ -118,7 +130,7 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 8);
+  EXPECT_EQ(rendered, 11);
 }
 
 }  // namespace

@@ -404,8 +404,9 @@ TEST(PatternRecognize, DecomposedLayerNormAndErfGeluReachThePatterns) {
 }
 
 // The opencl backend runs AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention (V1 masked and
-// V2) and the matmul epilogues with its own kernels (backends/opencl/library_kernels.cc),
-// not on the host fallback; MatMulSplit still falls back. Outputs are checked against
+// V2) and MatMulSplit with the rendered kernels (backends/codegen/pattern_kernels.h) and
+// the matmul epilogues with its tiled GEMM (backends/opencl/library_kernels.cc), not on
+// the host fallback. Outputs are checked against
 // the unfused reference by expectSameOutputs in the tests above (every backend).
 TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
   const std::vector<std::string> backends = availableBackends();
@@ -426,6 +427,7 @@ TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
       {matmulGraph(Epilogue::kResidual), {"MatMulAdd"}},
       {matmulGraph(Epilogue::kRelu), {"MatMulRelu"}},
       {matmulGraph(Epilogue::kGelu), {"MatMulGelu"}},
+      {matmulGraph(Epilogue::kSplit), {"MatMulSplit"}},
   };
   for (const auto& [g, ops] : cases) {
     SessionOptions opts;
