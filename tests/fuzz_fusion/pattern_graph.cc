@@ -161,9 +161,13 @@ Value PatternGenerator::feedForward(Value x) {
   Value h = projection(x, F, kind != 4);
   if (kind == 1) h = op("ReLU", {h});
   if (kind == 2) h = op("GeLU", {h}, GeluAttrs{coin(0.5) ? GeluApprox::kTanh : GeluApprox::kNone});
-  if (kind == 3) {  // GeLU as its Erf formula
+  if (kind == 3 && coin(0.5)) {  // GeLU as its Erf formula
     Value e = op("Erf", {op("RealDiv", {h, scalar(1.41421356f)})});
     h = op("Mul", {op("Mul", {h, op("Add", {e, scalar(1.0f)})}), scalar(0.5f)});
+  } else if (kind == 3) {  // GeLU as its tanh formula
+    Value cube = op("Mul", {op("Pow", {h, scalar(3.0f)}), scalar(0.044715f)});
+    Value t = op("Tanh", {op("Mul", {op("Add", {h, cube}), scalar(0.7978845608f)})});
+    h = op("Mul", {op("Mul", {h, op("Add", {t, scalar(1.0f)})}), scalar(0.5f)});
   }
   Value y = projection(h, E, coin(0.7));
   return coin(0.3) ? op("Add", {y, x}) : y;  // MatMul + residual
