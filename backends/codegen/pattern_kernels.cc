@@ -62,6 +62,27 @@ std::string groupSum(const KernelDialect& d, int local, const std::string& v, co
          "    const float " + out + " = red[0];\n    " + bar;
 }
 
+// A kernel over rows of r.cols elements, one work-group a row (grid-stride over rows):
+// its launch, and the opening of its body (the reduction array, `lid`, the row loop with
+// `base`, the row's first element) after `prologue` (lines before the loop).
+RenderedKernel rowKernel(const std::string& name, const ops::NormRows& r) {
+  RenderedKernel k;
+  k.name = name;
+  k.reduce = true;
+  k.items = r.rows;
+  k.reduce_size = r.cols;
+  k.local_size = 32;
+  while (k.local_size < 256 && k.local_size * 4 < r.cols) k.local_size *= 2;
+  return k;
+}
+std::string rowLoopOpening(const KernelDialect& d, const RenderedKernel& k, const std::string& prologue = "") {
+  const std::string L = d.long_type;
+  return "  " + std::string(d.local_array) + " float red[" + num(k.local_size) + "];\n" +
+         "  const int lid = (int)" + std::string(d.local_id) + ";\n" + prologue +
+         "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(k.items) + "; row += (" + L + ")" + d.num_groups +
+         ") {\n    const " + L + " base = row * " + num(k.reduce_size) + ";\n";
+}
+
 // ---- AddLayerNorm / AddRmsNorm: (x1, x2, gamma?, beta?) -> (norm(x1 + x2), x1 + x2) ----
 StatusOr<RenderedKernel> addNorm(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
   const bool rms = isOp(node, "AddRmsNorm");
@@ -75,21 +96,11 @@ StatusOr<RenderedKernel> addNorm(const ir::Graph& g, const ir::Node& node, const
       return unsupported(std::string(node.op->name) + " gamma/beta of another length than its rows");
     }
   }
-  int local = 32;
-  while (local < 256 && local * 4 < r.cols) local *= 2;
-  const std::string L = d.long_type, C = num(r.cols), LS = num(local);
+  RenderedKernel k = rowKernel(name, r);
+  const int local = k.local_size;
+  const std::string C = num(r.cols), LS = num(local);
   const std::string eps = floatLiteral(node.attrs.get<NormAttrs>().epsilon);
-  RenderedKernel k;
-  k.name = name;
-  k.reduce = true;
-  k.items = r.rows;
-  k.reduce_size = r.cols;
-  k.local_size = local;
-  std::string s = signature(g, node, name, d);
-  s += "  " + std::string(d.local_array) + " float red[" + LS + "];\n";
-  s += "  const int lid = (int)" + std::string(d.local_id) + ";\n";
-  s += "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(r.rows) + "; row += (" + L + ")" + d.num_groups + ") {\n";
-  s += "    const " + L + " base = row * " + C + ";\n";
+  std::string s = signature(g, node, name, d) + rowLoopOpening(d, k);
   // The sum as the Add stores it; the LayerNorm mean relative to the row's first sum.
   s += "    const float shift = " + std::string(rms ? "0.0f" : "x0[base] + x1[base]") + ";\n";
   s += "    float acc = 0.0f;\n";
@@ -275,23 +286,13 @@ StatusOr<RenderedKernel> normQuant(const ir::Graph& g, const ir::Node& node, con
   if (qt != DType::kInt8 && qt != DType::kUInt8) return unsupported("int8 or uint8 output only");
   const Shape& x = g.tensors[node.inputs[0]].shape;
   ASSIGN_OR_RETURN(ops::NormRows r, ops::normRowsOf(node, x));
-  int local = 32;
-  while (local < 256 && local * 4 < r.cols) local *= 2;
-  const std::string L = d.long_type, C = num(r.cols), LS = num(local);
-  RenderedKernel k;
-  k.name = name;
-  k.reduce = true;
-  k.items = r.rows;
-  k.reduce_size = r.cols;
-  k.local_size = local;
+  RenderedKernel k = rowKernel(name, r);
+  const int local = k.local_size;
+  const std::string C = num(r.cols), LS = num(local);
   const std::string in = add ? "y1" : "x0";  // the row: the stored sum, or x
   const std::string lo = qt == DType::kInt8 ? "-128.0f" : "0.0f", hi = qt == DType::kInt8 ? "127.0f" : "255.0f";
-  std::string s = signature(g, node, name, d);
-  s += "  " + std::string(d.local_array) + " float red[" + LS + "];\n";
-  s += "  const int lid = (int)" + std::string(d.local_id) + ";\n";
-  s += "  const float zp = (float)x" + num(zp) + "[0];\n";
-  s += "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(r.rows) + "; row += (" + L + ")" + d.num_groups + ") {\n";
-  s += "    const " + L + " base = row * " + C + ";\n    float acc = 0.0f;\n";
+  std::string s = signature(g, node, name, d) + rowLoopOpening(d, k, "  const float zp = (float)x" + num(zp) + "[0];\n");
+  s += "    float acc = 0.0f;\n";
   s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
   if (add) s += "      const float v = x0[base + c] + x1[base + c];\n      y1[base + c] = v;\n";
   else s += "      const float v = x0[base + c];\n";
