@@ -312,54 +312,107 @@ StatusOr<RenderedKernel> normQuant(const ir::Graph& g, const ir::Node& node, con
   return k;
 }
 
-// ---- MatMulSplit(x [.., M, K], w [K, N], bias?) -> the product's column blocks ---------
-// 16 x 16 output tiles with K staged in local memory; each element goes to the output
-// holding its column.
-constexpr int kSplitTile = 16;
-StatusOr<RenderedKernel> matmulSplit(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
-  const Shape& x = g.tensors[node.inputs[0]].shape;
-  const Shape& w = g.tensors[node.inputs[1]].shape;
-  if (x.size() < 2 || w.size() != 2) return unsupported("MatMulSplit with 2-D weights only");
+// ---- Tiled GEMMs: x [.., M, K] @ w [K, N] in 16 x 16 output tiles, K staged in local
+// memory, the epilogue applied in the store, each element stored into the output that
+// holds its column (MatMulSplit's blocks; one output otherwise).
+constexpr int kGemmTileEdge = 16;
+struct TiledGemm {
+  int x = 0, w = 1;             // input slots of the operands
+  bool integer = false;         // int8/uint8 operands less their zero points, int32 sums
+  std::string prologue;         // kernel-start lines (zero points, ...)
+  std::string x_zero, w_zero;   // integer: subtracted from each x / w element (w's may use n)
+  std::string epilogue;         // the stored value, from `acc` and the column `n`
+  std::vector<int64_t> sizes;   // column blocks of the outputs
+};
+
+StatusOr<RenderedKernel> tiledGemm(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d,
+                                   const TiledGemm& spec) {
+  const Shape& x = g.tensors[node.inputs[spec.x]].shape;
+  const Shape& w = g.tensors[node.inputs[spec.w]].shape;
+  if (x.size() < 2 || w.size() != 2) return unsupported(std::string(node.op->name) + " with 2-D weights only");
   const int64_t M = x[x.size() - 2], K = x.back(), N = w[1];
-  if (w[0] != K) return unsupported("MatMulSplit inner dims differ");
-  const Ints& sizes = node.attrs.get<SplitAttrs>().sizes;
-  if (sizes.size() != node.outputs.size()) return unsupported("MatMulSplit sizes and outputs differ");
-  const bool bias = node.inputs.size() > 2 && node.inputs[2] >= 0;
-  const int64_t T = kSplitTile, batches = numElements(x) / std::max<int64_t>(M * K, 1);
+  if (w[0] != K) return unsupported(std::string(node.op->name) + " inner dims differ");
+  const int64_t T = kGemmTileEdge, batches = numElements(x) / std::max<int64_t>(M * K, 1);
   const int64_t mt = (M + T - 1) / T, nt = (N + T - 1) / T;
   const std::string L = d.long_type, TS = num(T), T1 = num(T + 1), bar = std::string(d.barrier) + ";\n";
+  const std::string E = spec.integer ? "int" : "float", zero = spec.integer ? "0" : "0.0f";
   RenderedKernel k;
   k.name = name;
   k.reduce = true;  // work-groups of T x T, grid-stride over the tiles
   k.items = M * N == 0 ? 0 : batches * mt * nt;
   k.reduce_size = K;
   k.local_size = static_cast<int>(T * T);
-  std::string s = signature(g, node, name, d);
-  s += "  " + std::string(d.local_array) + " float As[" + TS + "][" + T1 + "];\n";
-  s += "  " + std::string(d.local_array) + " float Bs[" + TS + "][" + T1 + "];\n";
+  const std::string xs = "x" + num(spec.x), ws = "x" + num(spec.w);
+  std::string s = signature(g, node, name, d) + spec.prologue;
+  s += "  " + std::string(d.local_array) + " " + E + " As[" + TS + "][" + T1 + "];\n";
+  s += "  " + std::string(d.local_array) + " " + E + " Bs[" + TS + "][" + T1 + "];\n";
   s += "  const int lid = (int)" + std::string(d.local_id) + ", tn = lid % " + TS + ", tm = lid / " + TS + ";\n";
   s += "  for (" + L + " tile = (" + L + ")" + d.group_id + "; tile < " + num(k.items) + "; tile += (" + L + ")" + d.num_groups + ") {\n";
   s += "    const " + L + " b = tile / " + num(mt * nt) + ", rest = tile % " + num(mt * nt) + ";\n";
   s += "    const " + L + " m = (rest / " + num(nt) + ") * " + TS + " + tm, n = (rest % " + num(nt) + ") * " + TS + " + tn;\n";
   s += "    const " + L + " xo = b * " + num(M * K) + ";\n";
-  s += "    float acc = 0.0f;\n";
+  s += "    " + E + " acc = " + zero + ";\n";
   s += "    for (int k0 = 0; k0 < " + num(K) + "; k0 += " + TS + ") {\n";
   s += "      " + bar;
-  s += "      As[tm][tn] = m < " + num(M) + " && k0 + tn < " + num(K) + " ? x0[xo + m * " + num(K) + " + k0 + tn] : 0.0f;\n";
-  s += "      Bs[tm][tn] = k0 + tm < " + num(K) + " && n < " + num(N) + " ? x1[(" + L + ")(k0 + tm) * " + num(N) + " + n] : 0.0f;\n";
+  const std::string xv = xs + "[xo + m * " + num(K) + " + k0 + tn]", wv = ws + "[(" + L + ")(k0 + tm) * " + num(N) + " + n]";
+  s += "      As[tm][tn] = m < " + num(M) + " && k0 + tn < " + num(K) + " ? " +
+       (spec.integer ? "(int)" + xv + " - " + spec.x_zero : xv) + " : " + zero + ";\n";
+  s += "      Bs[tm][tn] = k0 + tm < " + num(K) + " && n < " + num(N) + " ? " +
+       (spec.integer ? "(int)" + wv + " - " + spec.w_zero : wv) + " : " + zero + ";\n";
   s += "      " + bar;
   s += "      for (int kk = 0; kk < " + TS + "; ++kk) acc += As[tm][kk] * Bs[kk][tn];\n    }\n";
   s += "    if (m < " + num(M) + " && n < " + num(N) + ") {\n";
-  s += "      const float v = acc" + std::string(bias ? " + x2[n]" : "") + ";\n";
+  s += "      const float v = " + spec.epilogue + ";\n";
   int64_t start = 0;
-  for (size_t p = 0; p < sizes.size(); ++p) {
-    s += std::string(p ? "      else " : "      ") + (p + 1 < sizes.size() ? "if (n < " + num(start + sizes[p]) + ") " : "") +
-         "y" + num(int64_t(p)) + "[(b * " + num(M) + " + m) * " + num(sizes[p]) + " + n - " + num(start) + "] = v;\n";
-    start += sizes[p];
+  for (size_t p = 0; p < spec.sizes.size(); ++p) {
+    s += std::string(p ? "      else " : "      ") + (p + 1 < spec.sizes.size() ? "if (n < " + num(start + spec.sizes[p]) + ") " : "") +
+         "y" + num(int64_t(p)) + "[(b * " + num(M) + " + m) * " + num(spec.sizes[p]) + " + n - " + num(start) + "] = v;\n";
+    start += spec.sizes[p];
   }
   s += "    }\n  }\n}\n";
   k.source = std::move(s);
   return k;
+}
+
+// MatMulSplit(x, w [K, N], bias?) -> the product's column blocks of `sizes`.
+StatusOr<RenderedKernel> matmulSplit(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  TiledGemm spec;
+  spec.sizes = node.attrs.get<SplitAttrs>().sizes;
+  if (spec.sizes.size() != node.outputs.size()) return unsupported("MatMulSplit sizes and outputs differ");
+  spec.epilogue = node.inputs.size() > 2 && node.inputs[2] >= 0 ? "acc + x2[n]" : "acc";
+  return tiledGemm(g, node, name, d, spec);
+}
+
+// QuantBatchMatMul(a, as, azp, b [K, N], bs, bzp, bias_int32?) -> float32
+// float(acc + B[n]) * float(as * bs[n]): int32 sums of (a - azp)(b - bzp), the scale
+// product in float32 (equal to the reference's double product rounded to float).
+StatusOr<RenderedKernel> quantBatchMatMul(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                          const KernelDialect& d) {
+  auto tensor = [&](size_t k) { return k < node.inputs.size() && node.inputs[k] >= 0 ? &g.tensors[node.inputs[k]] : nullptr; };
+  const ir::Tensor *a = tensor(0), *as = tensor(1), *azp = tensor(2), *b = tensor(3), *bs = tensor(4), *bzp = tensor(5),
+                   *bias = tensor(6);
+  auto int8 = [](const ir::Tensor* t) { return t && (t->dtype == DType::kInt8 || t->dtype == DType::kUInt8); };
+  if (!int8(a) || !int8(b) || !as || !bs || as->dtype != DType::kFloat32 || bs->dtype != DType::kFloat32) {
+    return unsupported("QuantBatchMatMul of int8/uint8 operands with float32 scales only");
+  }
+  if (b->shape.size() != 2) return unsupported("QuantBatchMatMul with 2-D weights only");
+  const int64_t K = b->shape[0], N = b->shape[1];
+  // |sum| <= K * 255 * 255 must fit int32 (the reference sums in int64)
+  if (K > (int64_t(1) << 31) / (255 * 255) - 1) return unsupported("QuantBatchMatMul with K over 33,000 (int32 sums)");
+  if (numElements(as->shape) != 1 || (azp && numElements(azp->shape) != 1)) return unsupported("a per-tensor activation scale only");
+  auto perColumn = [&](const ir::Tensor* t) { return t && numElements(t->shape) == N && N != 1; };
+  if (numElements(bs->shape) != 1 && !perColumn(bs)) return unsupported("QuantBatchMatMul weight scales per tensor or per column");
+  if (bzp && numElements(bzp->shape) != 1 && !perColumn(bzp)) return unsupported("QuantBatchMatMul weight zero points per tensor or per column");
+  if (bias && (bias->dtype != DType::kInt32 || numElements(bias->shape) != N)) return unsupported("QuantBatchMatMul bias: int32 per column");
+  TiledGemm spec;
+  spec.x = 0, spec.w = 3, spec.integer = true;
+  spec.sizes = {N};
+  spec.prologue = "  const int azp = " + std::string(azp ? "(int)x2[0]" : "0") + ";\n";
+  spec.x_zero = "azp";
+  spec.w_zero = !bzp ? "0" : perColumn(bzp) ? "(int)x5[n]" : "(int)x5[0]";
+  const std::string scale = "(x1[0] * x4[" + std::string(perColumn(bs) ? "n" : "0") + "])";
+  spec.epilogue = "(float)(acc" + std::string(bias ? " + x6[n]" : "") + ") * " + scale;
+  return tiledGemm(g, node, name, d, spec);
 }
 
 }  // namespace
@@ -371,12 +424,14 @@ StatusOr<RenderedKernel> renderPatternKernel(const ir::Graph& g, const ir::Node&
   const bool add_norm = isOp(node, "AddLayerNorm") || isOp(node, "AddRmsNorm");
   const bool swi = isOp(node, "SwiGLU"), attention = isOp(node, "FlashAttention");
   const bool norm_quant = isOp(node, "RmsNormQuant") || isOp(node, "AddRmsNormQuant"), split = isOp(node, "MatMulSplit");
-  if (!add_norm && !swi && !attention && !norm_quant && !split) return unsupported(kNotPattern);
+  const bool qbmm = isOp(node, "QuantBatchMatMul");
+  if (!add_norm && !swi && !attention && !norm_quant && !split && !qbmm) return unsupported(kNotPattern);
   for (int t : {0, 1}) {
     if (static_cast<int>(node.inputs.size()) > t && node.inputs[t] < 0) return unsupported(std::string(node.op->name) + " with an absent input");
   }
   for (int t : node.outputs) if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
   if (norm_quant) return normQuant(g, node, name, d);
+  if (qbmm) return quantBatchMatMul(g, node, name, d);
   if (attention && (node.inputs.size() < 3 || node.inputs[2] < 0)) return unsupported("FlashAttention without v");
   RETURN_IF_ERROR(needFloat32(g, node));
   if (add_norm) return addNorm(g, node, name, d);

@@ -11,6 +11,8 @@
 //  - SwiGLU (float32): elementwise, silu(first half) * second half.
 //  - MatMulSplit (float32, 2-D weights): 16 x 16 output tiles, K staged in local memory,
 //    each element stored into the output that holds its column.
+//  - QuantBatchMatMul (int8/uint8 a and b, 2-D b): the same tiles with int32 sums of
+//    (a - azp)(b - bzp), then float(acc + B[n]) * float(as * bs[n]), as the reference.
 //  - FlashAttention (float32, V1 masked and V2; BNSD, BSND, BSH, K stored transposed):
 //    a work-group takes `rows` query rows of one (batch, head), kFlashThreadsPerRow work-
 //    items per row; key/value tiles are staged in local memory, each work-item keeps an

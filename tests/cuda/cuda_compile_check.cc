@@ -43,14 +43,14 @@ namespace {
 constexpr const char* kPlaceholder = "GKRT_KERNEL_NAME";
 // Flag sets every model is fused with: the defaults, GEMM clusters with their tails, and
 // every Appendix 3 pattern pass the cuda backend runs (the gpu profile keeps them off by
-// default): AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention, MatMulSplit and the
-// quantised RmsNorms from codegen/pattern_kernels.h, the matmul epilogues on cuBLASLt.
+// default): AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention, MatMulSplit, the quantised
+// RmsNorms and QuantBatchMatMul from codegen/pattern_kernels.h, the matmul epilogues on cuBLASLt.
 const char* const kFlagSets[] = {
     "", "--enable_cluster_ops=MatMul",
     "--enable_pass=FlashAttentionFusionV1,FlashAttentionFusionV2,add_layer_norm_fusion,add_layer_norm_v3_fusion,"
     "add_layer_norm_ext_fusion,add_rms_norm_fusion,inference_swiglu_fusion,inference_matmul_split_fusion,"
     "rms_norm_quant_fusion,add_rms_norm_quant_fusion,matmul_elem_biasadd_fusion,matmul_elem_add_fusion,"
-    "matmul_elem_relu_fusion,matmul_elem_gelu_fusion"};
+    "matmul_elem_relu_fusion,matmul_elem_gelu_fusion,inference_qbmm_add_fusion"};
 
 // The source with every number literal replaced by '#': kernels that differ only in
 // shapes, strides and constants share one key (--dedupe structure).

@@ -71,7 +71,7 @@ TEST(CudaDialect, RenderedClustersCompileWithNvrtc) {
 }
 
 // The pattern kernels (AddLayerNorm/AddRmsNorm with and without gamma/beta, SwiGLU,
-// RmsNormQuant/AddRmsNormQuant to int8 and uint8, MatMulSplit in three, FlashAttention in
+// RmsNormQuant/AddRmsNormQuant to int8 and uint8, MatMulSplit in three, QuantBatchMatMul, FlashAttention in
 // each layout, masked, K transposed, head dims up to 256) in the CUDA
 // dialect compile for sm_80 and sm_90; their OpenCL twins run in the opencl tests.
 TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
@@ -98,6 +98,14 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   auto parts = b.op("MatMulSplit", {x1, b.input("w", DType::kFloat32, {384, 96}), b.input("wb", DType::kFloat32, {96})},
                     SplitAttrs{-1, {32, 32, 32}}, 3);
   for (size_t p = 0; p < parts.size(); ++p) b.output(parts[p], "part" + std::to_string(p));
+  std::vector<int8_t> wq(384 * 40, 3);
+  std::vector<int32_t> bq(40, -7);
+  std::vector<float> wsq(40, 0.01f);
+  b.output(b.op1("QuantBatchMatMul", {b.input("aq", DType::kUInt8, {4, 7, 384}), sc, b.constant("zpa", DType::kUInt8, {}, &zp_u),
+                                      b.constant("wq", DType::kInt8, {384, 40}, wq.data()),
+                                      b.constant("wsq", DType::kFloat32, {40}, wsq.data()),
+                                      b.constant("zpw", DType::kInt8, {}, &zp_s), b.constant("bq", DType::kInt32, {40}, bq.data())}),
+           "qmm");
   struct Attention { AttentionLayout layout; bool transposed, mask; int64_t s, d, dv; };
   for (const Attention& a : {Attention{AttentionLayout::kBNSD, false, true, 128, 64, 64},
                              Attention{AttentionLayout::kBNSD, true, false, 33, 8, 5},
@@ -130,7 +138,7 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 11);
+  EXPECT_EQ(rendered, 12);
 }
 
 }  // namespace
