@@ -101,16 +101,23 @@ StatusOr<RenderedKernel> addNorm(const ir::Graph& g, const ir::Node& node, const
   const std::string C = num(r.cols), LS = num(local);
   const std::string eps = floatLiteral(node.attrs.get<NormAttrs>().epsilon);
   std::string s = signature(g, node, name, d) + rowLoopOpening(d, k);
-  // The sum as the Add stores it; the LayerNorm mean relative to the row's first sum.
-  s += "    const float shift = " + std::string(rms ? "0.0f" : "x0[base] + x1[base]") + ";\n";
+  // The sum as the Add stores it; the LayerNorm mean relative to the row's first sum (two
+  // passes), RmsNorm's mean square in the pass that stores the sum.
   s += "    float acc = 0.0f;\n";
+  if (!rms) s += "    const float shift = x0[base] + x1[base];\n";
   s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
-  s += "      const float v = x0[base + c] + x1[base + c];\n      y1[base + c] = v;\n      acc += v - shift;\n    }\n";
-  s += groupSum(d, local, "acc", "total");
-  s += "    const float mean = " + std::string(rms ? "0.0f" : "shift + total / " + floatLiteral(float(r.cols))) + ";\n";
-  s += "    acc = 0.0f;\n";
-  s += "    for (int c = lid; c < " + C + "; c += " + LS + ") acc += (y1[base + c] - mean) * (y1[base + c] - mean);\n";
-  s += groupSum(d, local, "acc", "sq");
+  s += "      const float v = x0[base + c] + x1[base + c];\n      y1[base + c] = v;\n";
+  s += std::string(rms ? "      acc += v * v;\n" : "      acc += v - shift;\n") + "    }\n";
+  if (rms) {
+    s += groupSum(d, local, "acc", "sq");
+    s += "    const float mean = 0.0f;\n";
+  } else {
+    s += groupSum(d, local, "acc", "total");
+    s += "    const float mean = shift + total / " + floatLiteral(float(r.cols)) + ";\n";
+    s += "    acc = 0.0f;\n";
+    s += "    for (int c = lid; c < " + C + "; c += " + LS + ") acc += (y1[base + c] - mean) * (y1[base + c] - mean);\n";
+    s += groupSum(d, local, "acc", "sq");
+  }
   s += "    const float rstd = 1.0f / " + d.math("sqrt") + "(sq / " + floatLiteral(float(r.cols)) + " + " + eps + ");\n";
   s += "    for (int c = lid; c < " + C + "; c += " + LS + ") {\n";
   s += "      float v = (y1[base + c] - mean) * rstd;\n";
