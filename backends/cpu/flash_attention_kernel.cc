@@ -46,9 +46,9 @@ GKRT_ATTENTION_CLONES void softmaxStep(float* s, int64_t rows, int64_t cols, flo
       c[i] = 1.0f;
       continue;
     }
-    for (int64_t j = 0; j < cols; ++j) si[j] = expNonPositive(si[j] - mx);
+    const float block_sum = laneSumOf(cols, [si, mx](int64_t j) { return si[j] = expNonPositive(si[j] - mx); });
     c[i] = m[i] == kNegInf ? 0.0f : expNonPositive(m[i] - mx);
-    l[i] = l[i] * c[i] + laneSum(si, cols);
+    l[i] = l[i] * c[i] + block_sum;
     m[i] = mx;
   }
 }
