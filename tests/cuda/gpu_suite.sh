@@ -33,7 +33,7 @@ libdir() {  # the folder of library $1: the loader's cache, else the toolkit's a
 }
 cuda_libs=$(for l in libnvrtc.so.13 libcublasLt.so.13 libcudnn.so.9; do libdir $l; done | sort -u | tr '\n' ':')
 export LD_LIBRARY_PATH=$g/lib:$cuda_libs${LD_LIBRARY_PATH:-}
-export GKRT_PROGRAM_CACHE_DIR=$g/cache
+export GKRT_CACHE_DIR=$g/cache  # (defaultProgramCacheDir reads GKRT_CACHE_DIR)
 B=$g/bin
 PY=$(command -v python3)
 summary=$OUT/summary.txt
