@@ -63,8 +63,8 @@ std::string groupSum(const KernelDialect& d, int local, const std::string& v, co
 }
 
 // A kernel over rows of r.cols elements, one work-group a row (grid-stride over rows):
-// its launch, and the opening of its body (the reduction array, `lid`, the row loop with
-// `base`, the row's first element) after `prologue` (lines before the loop).
+// its launch, and the opening of its body (the reduction array `red`, `lid`, `prologue`,
+// then the row loop with the row's offset `base`).
 RenderedKernel rowKernel(const std::string& name, const ops::NormRows& r) {
   RenderedKernel k;
   k.name = name;
