@@ -45,8 +45,7 @@ Status needFloat32(const ir::Graph& g, const ir::Node& node) {
       return unsupported(std::string(node.op->name) + " of " + dtypeName(g.tensors[t].dtype) + " (float32 only)");
     }
   }
-  for (int t : node.outputs) {
-    if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
+  for (int t : node.outputs) {  // present: renderPatternKernel checked
     if (g.tensors[t].dtype != DType::kFloat32) {
       return unsupported(std::string(node.op->name) + " of " + dtypeName(g.tensors[t].dtype) + " (float32 only)");
     }

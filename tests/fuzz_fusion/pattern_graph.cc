@@ -1,6 +1,5 @@
 #include "tests/fuzz_fusion/pattern_graph.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -20,7 +19,7 @@ class PatternGenerator {
   bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   template <class T> T choose(std::initializer_list<T> v) { return *(v.begin() + pick(static_cast<int>(v.size()))); }
 
-  HostTensor tensorOf(const Shape& s, const std::vector<float>& values) const;
+  HostTensor tensorOf(const Shape& s, const std::vector<float>& values) const { return tensorFromValues(dtype_, s, values); }
   std::vector<float> uniform(int64_t n, float lo, float hi);
   Value input(const Shape& s, std::vector<float> values);
   Value input(const Shape& s) { return input(s, uniform(numElements(s), -2.0f, 2.0f)); }
@@ -52,14 +51,6 @@ class PatternGenerator {
   int counter_ = 0;
 };
 
-HostTensor PatternGenerator::tensorOf(const Shape& s, const std::vector<float>& values) const {
-  HostTensor t(dtype_, s);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype_ == DType::kFloat16) t.as<uint16_t>()[i] = floatToHalf(values[i]);
-    else t.as<float>()[i] = values[i];
-  }
-  return t;
-}
 
 std::vector<float> PatternGenerator::uniform(int64_t n, float lo, float hi) {
   std::uniform_real_distribution<float> u(lo, hi);
@@ -208,17 +199,9 @@ StatusOr<RandomGraph> PatternGenerator::build() {
     }
     maybeOutput(x);
   }
-  b_.output(x, "out");
-  std::vector<int> named = {x.id};
-  for (Value v : extra_outputs_) {
-    if (std::find(named.begin(), named.end(), v.id) != named.end()) continue;
-    b_.output(v, "extra" + std::to_string(named.size()));
-    named.push_back(v.id);
-  }
-  RandomGraph rg;
-  ASSIGN_OR_RETURN(rg.graph, b_.finish());
-  rg.inputs = std::move(inputs_);
-  rg.ops = std::move(ops_);
+  std::vector<int> outputs = {x.id};  // the chain's end first, then what was also read out
+  for (Value v : extra_outputs_) outputs.push_back(v.id);
+  ASSIGN_OR_RETURN(RandomGraph rg, finishRandomGraph(b_, outputs, std::move(inputs_), std::move(ops_)));
   rg.patterns = true;
   return rg;
 }

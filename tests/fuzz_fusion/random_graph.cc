@@ -90,13 +90,7 @@ class Generator {
 };
 
 HostTensor Generator::tensorOf(const Shape& s, DType dt, const std::vector<float>& values) const {
-  HostTensor t(dt, s);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dt == DType::kFloat32) t.as<float>()[i] = values[i];
-    else if (dt == DType::kFloat16) t.as<uint16_t>()[i] = floatToHalf(values[i]);
-    else t.as<int32_t>()[i] = static_cast<int32_t>(values[i]);
-  }
-  return t;
+  return tensorFromValues(dt, s, values);
 }
 
 Value Generator::newInput(const Shape& s, DType dt) {
@@ -536,16 +530,37 @@ StatusOr<RandomGraph> Generator::build() {
     if (last || coin(0.2)) outs.push_back(pool_[k].v.id);
   }
   if (outs.empty()) outs.push_back(b_.op1("Neg", {pool_.back().v}).id);
-  for (size_t k = 0; k < outs.size(); ++k) b_.output(Value{outs[k]}, "out" + std::to_string(k));
-  RandomGraph rg;
-  ASSIGN_OR_RETURN(rg.graph, b_.finish());
-  rg.inputs = std::move(inputs_);
-  rg.ops = std::move(ops_);
+  ASSIGN_OR_RETURN(RandomGraph rg, finishRandomGraph(b_, outs, std::move(inputs_), std::move(ops_)));
   rg.rejected_steps = rejected;
   return rg;
 }
 
 }  // namespace
+
+HostTensor tensorFromValues(DType dtype, const Shape& s, const std::vector<float>& values) {
+  HostTensor t(dtype, s);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::kFloat32) t.as<float>()[i] = values[i];
+    else if (dtype == DType::kFloat16) t.as<uint16_t>()[i] = floatToHalf(values[i]);
+    else t.as<int32_t>()[i] = static_cast<int32_t>(values[i]);
+  }
+  return t;
+}
+
+StatusOr<RandomGraph> finishRandomGraph(GraphBuilder& b, const std::vector<int>& outputs, std::vector<HostTensor> inputs,
+                                        std::vector<std::string> ops) {
+  std::vector<int> named;
+  for (int t : outputs) {
+    if (std::find(named.begin(), named.end(), t) != named.end()) continue;
+    b.output(Value{t}, "out" + std::to_string(named.size()));
+    named.push_back(t);
+  }
+  RandomGraph rg;
+  ASSIGN_OR_RETURN(rg.graph, b.finish());
+  rg.inputs = std::move(inputs);
+  rg.ops = std::move(ops);
+  return rg;
+}
 
 StatusOr<RandomGraph> makeRandomGraph(uint64_t seed) {
   Generator gen(seed * 0x9E3779B97F4A7C15ull + 1);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/builder.h"
 #include "runtime/host_tensor.h"
 #include "runtime/ir/graph.h"
 
@@ -34,5 +35,13 @@ struct RandomGraph {
 };
 
 StatusOr<RandomGraph> makeRandomGraph(uint64_t seed);
+
+// What both generators (this one and pattern_graph.h) share:
+// `values` in float32, float16 or int32 (rounded toward zero) as a tensor of shape `s`.
+HostTensor tensorFromValues(DType dtype, const Shape& s, const std::vector<float>& values);
+// Marks the tensors `outputs` (each once, in order) as out0, out1, ... and hands over the
+// graph with its inputs and the op names used.
+StatusOr<RandomGraph> finishRandomGraph(GraphBuilder& b, const std::vector<int>& outputs, std::vector<HostTensor> inputs,
+                                        std::vector<std::string> ops);
 
 }  // namespace gkrt::fuzz

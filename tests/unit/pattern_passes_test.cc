@@ -430,20 +430,10 @@ TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
       {matmulGraph(Epilogue::kSplit), {"MatMulSplit"}},
   };
   for (const auto& [g, ops] : cases) {
-    SessionOptions opts;
-    opts.backend = "opencl";
-    opts.fusion = *parseFusionFlags("--fusion_profile=ascend");
-    auto session = Session::create(g, opts);
-    ASSERT_TRUE(session.ok()) << session.status().message();
-    const ir::Graph& compiled = (*session)->compiledGraph();
-    const auto infos = (*session)->kernelInfos();
     for (const char* op : ops) {
-      EXPECT_EQ(testing::countOps(compiled, op), 1) << op;
-      bool on_device = false;
-      for (size_t k = 0; k < compiled.nodes.size() && k < infos.size(); ++k) {
-        if (std::string(compiled.nodes[k].op->name) == op) on_device = infos[k].backend == "opencl";
-      }
-      EXPECT_TRUE(on_device) << op << " did not run on opencl";
+      auto on = testing::backendsRunning(g, op, "opencl", "--fusion_profile=ascend");
+      ASSERT_TRUE(on.ok()) << on.status().message();
+      EXPECT_EQ(*on, std::vector<std::string>{"opencl"}) << op;
     }
   }
 }

@@ -136,20 +136,9 @@ TEST(PatternQuantNorm, OpenClRunsThemOnTheDevice) {
   const std::vector<std::pair<ir::Graph, const char*>> cases = {
       {quantNormGraph(plain), "RmsNormQuant"}, {quantNormGraph(add), "AddRmsNormQuant"}, {qbmmAddGraph(true), "QuantBatchMatMul"}};
   for (const auto& [g, op] : cases) {
-    SessionOptions opts;
-    opts.backend = "opencl";
-    opts.fusion = *parseFusionFlags("--fusion_profile=ascend");
-    auto session = Session::create(g, opts);
-    ASSERT_TRUE(session.ok()) << session.status().message();
-    const auto infos = (*session)->kernelInfos();
-    const ir::Graph& compiled = (*session)->compiledGraph();
-    int found = 0;
-    for (size_t k = 0; k < compiled.nodes.size() && k < infos.size(); ++k) {
-      if (std::string(compiled.nodes[k].op->name) != op) continue;
-      ++found;
-      EXPECT_EQ(infos[k].backend, "opencl") << op;
-    }
-    EXPECT_EQ(found, 1) << op;
+    auto on = testing::backendsRunning(g, op, "opencl", "--fusion_profile=ascend");
+    ASSERT_TRUE(on.ok()) << on.status().message();
+    EXPECT_EQ(*on, std::vector<std::string>{"opencl"}) << op;
   }
 }
 

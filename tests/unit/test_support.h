@@ -120,6 +120,23 @@ inline int countOpsDeep(const ir::Graph& g, const std::string& op) {
 
 inline FusionOptions optLevel(int level) { return *parseFusionFlags("--opt_level=" + std::to_string(level)); }
 
+// The backend each kernel of `op` runs on when `g` is compiled for `backend` with `flags`
+// (one entry per such kernel; a declined op shows the fallback's name).
+inline StatusOr<std::vector<std::string>> backendsRunning(const ir::Graph& g, const std::string& op,
+                                                          const std::string& backend, const std::string& flags) {
+  SessionOptions opts;
+  opts.backend = backend;
+  ASSIGN_OR_RETURN(opts.fusion, parseFusionFlags(flags));
+  ASSIGN_OR_RETURN(auto session, Session::create(g, opts));
+  const ir::Graph& compiled = session->compiledGraph();
+  const auto infos = session->kernelInfos();
+  std::vector<std::string> on;
+  for (size_t k = 0; k < compiled.nodes.size() && k < infos.size(); ++k) {
+    if (op == compiled.nodes[k].op->name) on.push_back(infos[k].backend);
+  }
+  return on;
+}
+
 // A session's outputs (by output order) and its kernels, one "name [detail]" line each.
 struct KernelRun {
   std::vector<HostTensor> outputs;
