@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/ir/op_def.h"
+
 namespace gkrt {
 
 StatusOr<void*> Backend::allocate(size_t bytes) {
@@ -31,6 +33,14 @@ const char* precisionName(Precision p) {
     case Precision::kFloat16: return "fp16";
   }
   return "?";
+}
+
+std::string deviceCollectiveRefusal(const ir::Node& node, int ranks) {
+  if (!node.op || ranks <= 1) return "";
+  const std::string op = node.op->name;
+  if (op != "AllReduce" && op != "MatMulAllReduce") return "";
+  return op + " across " + std::to_string(ranks) + " ranks needs the ranks' communicator, which this backend has no device "
+         "form of (cuda's would be NCCL: runtime/communicator.h); it runs on cpu";
 }
 
 }  // namespace gkrt

@@ -84,6 +84,13 @@ struct BackendOptions {
   Precision precision = Precision::kFloat32;
 };
 
+// AllReduce and MatMulAllReduce on a backend without a device collective (opencl, cuda
+// today). With one rank the sum over the ranks is the value itself, so they are a copy
+// and a MatMul + bias, which such a backend runs. Across `ranks` > 1 the sum needs the
+// ranks' communicator: returns why the node goes to the cpu backend (whose kernels sum
+// through BackendOptions::communicator); "" where the backend may run it.
+std::string deviceCollectiveRefusal(const ir::Node& node, int ranks);
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -11,7 +11,7 @@ const KernelDialect& openclDialect() {
       "#define GK_INF as_float(0x7f800000)\n#define GK_NAN as_float(0x7fc00000)\n",
       "__kernel void", "__global", "__local", "barrier(CLK_LOCAL_MEM_FENCE)",
       "get_group_id(0)", "get_num_groups(0)", "get_local_id(0)", "get_local_size(0)",
-      "get_global_id(0)", "get_global_size(0)", "long", "uchar", false};
+      "get_global_id(0)", "get_global_size(0)", "long", "uchar", false, "__constant", "ulong"};
   return d;
 }
 
@@ -21,7 +21,8 @@ const KernelDialect& cudaDialect() {
       "#define GK_INF __int_as_float(0x7f800000)\n#define GK_NAN __int_as_float(0x7fc00000)\n",
       "extern \"C\" __global__ void", "", "__shared__", "__syncthreads()",
       "blockIdx.x", "gridDim.x", "threadIdx.x", "blockDim.x",
-      "(blockIdx.x * blockDim.x + threadIdx.x)", "(gridDim.x * blockDim.x)", "long long", "unsigned char", true};
+      "(blockIdx.x * blockDim.x + threadIdx.x)", "(gridDim.x * blockDim.x)", "long long", "unsigned char", true,
+      "__device__ const", "unsigned long long"};
   return d;
 }
 

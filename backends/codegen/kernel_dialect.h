@@ -27,6 +27,8 @@ struct KernelDialect {
   const char* long_type;      // 64-bit signed integer type
   const char* uchar_type;     // 8-bit unsigned (bool storage)
   bool float_suffix;          // math functions spelled expf, erff, ... (CUDA)
+  const char* program_constant;  // qualifier of a read-only array at program (file) scope
+  const char* ulong_type;        // 64-bit unsigned integer type
 
   // A float math function by its C name ("exp", "erf", "rsqrt", "fmod", ...).
   std::string math(const char* fn) const { return float_suffix ? std::string(fn) + "f" : std::string(fn); }

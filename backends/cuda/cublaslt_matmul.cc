@@ -58,18 +58,21 @@ bool batchStride(const Shape& operand, const Shape& out_batch, int64_t matrix, i
 StatusOr<GemmPlan> gemmPlanFor(const ir::Graph& g, const ir::Node& node) {
   if (!node.op || node.subgraph) return unsupported("not a GEMM");
   bool gemm = false;
-  for (const char* op : {"MatMul", "BatchMatMul", "MatMulBiasAdd", "MatMulAdd", "MatMulRelu", "MatMulGelu", "Gemm"}) gemm |= isOp(node, op);
+  // MatMulAllReduce: one rank here (CudaBackend declines it across ranks), so x @ w + bias.
+  for (const char* op : {"MatMul", "BatchMatMul", "MatMulBiasAdd", "MatMulAdd", "MatMulRelu", "MatMulGelu", "Gemm", "MatMulAllReduce"}) {
+    gemm |= isOp(node, op);
+  }
   if (!gemm) return unsupported("not a GEMM");  // (so other ops' reasons are their own, not cuBLASLt's dtype rule)
   for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return unsupported("cuBLASLt runs float32 GEMMs only");
   if (node.outputs.size() != 1 || g.tensors[node.outputs[0]].dtype != DType::kFloat32) return unsupported("cuBLASLt runs float32 GEMMs only");
   GemmPlan p;
   if (isOp(node, "MatMul") || isOp(node, "BatchMatMul") || isOp(node, "MatMulBiasAdd") || isOp(node, "MatMulAdd") ||
-      isOp(node, "MatMulRelu")) {
+      isOp(node, "MatMulRelu") || isOp(node, "MatMulAllReduce")) {
     const auto& a = node.attrs.get<MatMulAttrs>();
     p.transpose_a = a.transpose_a, p.transpose_b = a.transpose_b;
   } else if (isOp(node, "MatMulGelu")) {
-    if (node.attrs.get<GeluAttrs>().approximate != GeluApprox::kTanh) return unsupported("cuBLASLt's GELU epilogue is the tanh form; this MatMulGelu uses erf");
-    p.activation = GemmPlan::Activation::kGeluTanh;
+    p.activation = node.attrs.get<GeluAttrs>().approximate == GeluApprox::kTanh ? GemmPlan::Activation::kGeluTanh
+                                                                                : GemmPlan::Activation::kGeluErf;
   } else if (isOp(node, "Gemm")) {
     const auto& a = node.attrs.get<GemmAttrs>();
     p.transpose_a = a.transpose_a, p.transpose_b = a.transpose_b, p.alpha = a.alpha;
@@ -88,7 +91,7 @@ StatusOr<GemmPlan> gemmPlanFor(const ir::Graph& g, const ir::Node& node) {
     return unsupported("not a GEMM");
   }
   if (isOp(node, "MatMulRelu")) p.activation = GemmPlan::Activation::kRelu;
-  if (isOp(node, "MatMulBiasAdd") || isOp(node, "MatMulRelu") || isOp(node, "MatMulGelu")) {
+  if (isOp(node, "MatMulBiasAdd") || isOp(node, "MatMulRelu") || isOp(node, "MatMulGelu") || isOp(node, "MatMulAllReduce")) {
     if (node.inputs.size() > 2 && node.inputs[2] >= 0) p.bias_input = 2;
   }
   if (isOp(node, "MatMulAdd")) {
@@ -170,6 +173,7 @@ class CublasLtMatmul final : public Kernel {
     const bool bias = p_.bias_input >= 0;
     if (p_.activation == GemmPlan::Activation::kRelu) epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
     else if (p_.activation == GemmPlan::Activation::kGeluTanh) epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    // (kGeluErf: the bias alone here; the backend runs the GeLU after)
     else if (bias) epilogue = CUBLASLT_EPILOGUE_BIAS;
     RETURN_IF_ERROR(ltCheck(lt_->descSet(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue), "setting the epilogue"));
     const uint64_t M = uint64_t(p_.m), N = uint64_t(p_.n), K = uint64_t(p_.k);

@@ -1,6 +1,6 @@
 // MatMul, BatchMatMul, Gemm and the matmul_elem_* pattern ops (MatMulBiasAdd,
-// MatMulAdd, MatMulRelu, MatMulGelu) through cuBLASLt, with the bias and activation
-// as cuBLASLt epilogues. libcublasLt is opened with dlopen when a cuda backend first
+// MatMulAdd, MatMulRelu, MatMulGelu; MatMulAllReduce of one rank) through cuBLASLt, with
+// the bias and activation as cuBLASLt epilogues (GELU's erf form as a second kernel). libcublasLt is opened with dlopen when a cuda backend first
 // needs it, so gkrt starts without it. float32 with float32 accumulation (no TF32).
 //
 //   if (cuda::gemmPlanFor(g, node).ok()) kernel = cuda::makeCublasLtMatmul(lt, stream, g, node);
@@ -22,7 +22,9 @@ struct GemmPlan {
   float alpha = 1.0f, beta = 0.0f;
   int c_input = -1;      // input added as a full matrix (Gemm's C, MatMulAdd's residual)
   int bias_input = -1;   // input added per output column (epilogue)
-  enum class Activation { kNone, kRelu, kGeluTanh } activation = Activation::kNone;
+  // kGeluErf: cuBLASLt's GELU epilogue is the tanh form, so the erf form runs cuBLASLt with
+  // the bias epilogue alone and then renderErfGeluEpilogue's kernel over the output.
+  enum class Activation { kNone, kRelu, kGeluTanh, kGeluErf } activation = Activation::kNone;
 };
 StatusOr<GemmPlan> gemmPlanFor(const ir::Graph& g, const ir::Node& node);
 

@@ -7,6 +7,7 @@
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
+#include "runtime/communicator.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/log.h"
 
@@ -43,6 +44,7 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt
   const bool use_graphs = !(graphs && std::string(graphs) == "0");
   auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
   backend->precision_ = options.precision;
+  if (options.communicator) backend->ranks_ = options.communicator->size();
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
@@ -84,6 +86,10 @@ Status CudaBackend::takeFault() {
 }
 
 cuda::CudaKernelKind CudaBackend::kindOf(const ir::Graph& g, const ir::Node& node, std::string* why) const {
+  if (std::string refusal = deviceCollectiveRefusal(node, ranks_); !refusal.empty()) {
+    if (why) *why = refusal;
+    return cuda::CudaKernelKind::kNone;
+  }
   const bool conv = cuda::convPlanFor(g, node).ok();  // only a convolution needs cuDNN loaded
   return cuda::cudaKernelKind(g, node, why, conv ? cudnnUsable() : true);
 }
@@ -138,7 +144,16 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
         ASSIGN_OR_RETURN(cublaslt_, cuda::openCublasLt(stream_->dev));
       }
       ASSIGN_OR_RETURN(cuda::GemmPlan plan, cuda::gemmPlanFor(g, node));
-      return cuda::makeCublasLtMatmul(cublaslt_, stream_, plan, describe(g, node), precision_);
+      ASSIGN_OR_RETURN(auto gemm, cuda::makeCublasLtMatmul(cublaslt_, stream_, plan, describe(g, node), precision_));
+      if (plan.activation != cuda::GemmPlan::Activation::kGeluErf) return gemm;
+      auto slot = std::make_shared<cuda::KernelSlot>();
+      slot->entry = "gk" + std::to_string(next_kernel_++);
+      slot->what = describe(g, node) + " (its GeLU)";
+      ASSIGN_OR_RETURN(codegen::RenderedKernel k, cuda::renderErfGeluEpilogue(g, node, slot->entry));
+      slot->source = k.source;
+      pending_.push_back(slot);
+      ASSIGN_OR_RETURN(auto gelu, cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot)));
+      return cuda::makeKernelWithEpilogue(std::move(gemm), std::move(gelu));
     }
     case cuda::CudaKernelKind::kGenerated: {
       auto slot = std::make_shared<cuda::KernelSlot>();

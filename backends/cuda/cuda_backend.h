@@ -84,6 +84,7 @@ class CudaBackend : public Backend {
   int uncaptured_runs_ = 0;
   CUgraphExec graph_ = nullptr;
   Precision precision_ = Precision::kFloat32;  // BackendOptions::precision, for the cuBLASLt kernels
+  int ranks_ = 1;  // tensor-parallel ranks (BackendOptions::communicator)
 };
 
 }  // namespace gkrt

@@ -108,7 +108,27 @@ class CopyKernel final : public Kernel {
   std::shared_ptr<CudaStream> s_;
 };
 
+class KernelWithEpilogue final : public Kernel {
+ public:
+  KernelWithEpilogue(std::unique_ptr<Kernel> first, std::unique_ptr<Kernel> epilogue)
+      : first_(std::move(first)), epilogue_(std::move(epilogue)) {}
+  size_t workspaceBytes() const override { return first_->workspaceBytes(); }
+  std::string detail() const override { return first_->detail() + " + " + epilogue_->detail(); }
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* workspace) override {
+    RETURN_IF_ERROR(first_->launch(in, out, workspace));
+    const std::vector<MutableTensorView> y = {out[0]};
+    return epilogue_->launch({TensorView{out[0].dtype, out[0].shape, out[0].data}}, y, nullptr);
+  }
+
+ private:
+  std::unique_ptr<Kernel> first_, epilogue_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> makeKernelWithEpilogue(std::unique_ptr<Kernel> first, std::unique_ptr<Kernel> epilogue) {
+  return std::make_unique<KernelWithEpilogue>(std::move(first), std::move(epilogue));
+}
 
 StatusOr<std::unique_ptr<Kernel>> makeGeneratedKernel(std::shared_ptr<CudaStream> stream, codegen::RenderedKernel k,
                                                       std::shared_ptr<KernelSlot> slot, std::vector<CUdeviceptr> extra) {

@@ -46,7 +46,10 @@ struct KernelSlot {
 // `extra`: arguments after the kernel's constants (a library kernel's fault record).
 StatusOr<std::unique_ptr<Kernel>> makeGeneratedKernel(std::shared_ptr<CudaStream> stream, codegen::RenderedKernel k,
                                                       std::shared_ptr<KernelSlot> slot, std::vector<CUdeviceptr> extra = {});
-// Reshape, ExpandDims, Squeeze: the bytes move unchanged.
+// Reshape, ExpandDims, Squeeze (and AllReduce of one rank): the bytes move unchanged.
 std::unique_ptr<Kernel> makeCopyKernel(std::shared_ptr<CudaStream> stream);
+// `first`, then `epilogue` over first's output 0 in place (its only input and output):
+// a cuBLASLt GEMM and the activation cuBLASLt has no epilogue for.
+std::unique_ptr<Kernel> makeKernelWithEpilogue(std::unique_ptr<Kernel> first, std::unique_ptr<Kernel> epilogue);
 
 }  // namespace gkrt::cuda

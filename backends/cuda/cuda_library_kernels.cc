@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/codegen/movement_kernels.h"
 #include "backends/codegen/pattern_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
@@ -154,6 +155,9 @@ StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const 
   // AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention: the text the opencl backend runs.
   auto pattern = codegen::renderPatternKernel(g, node, name, codegen::cudaDialect());
   if (!codegen::notAPatternKernel(pattern.status())) return pattern;
+  // Split, Resize: the text the opencl backend runs too.
+  auto movement = codegen::renderMovementKernel(g, node, name, codegen::cudaDialect());
+  if (!codegen::notAMovementKernel(movement.status())) return movement;
   if (node.outputs.size() != 1 || node.outputs[0] < 0) return unsupported("not a library kernel");
   for (int t : node.inputs) if (t < 0) return unsupported("an absent input");
   if (isOp(node, "Gather") && node.inputs.size() == 2) return gather(g, node, name, fault_id);
@@ -161,6 +165,25 @@ StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const 
   if (isOp(node, "AvgPool") && node.inputs.size() == 1) return pool(g, node, name, false);
   if (isOp(node, "GlobalAvgPool") && node.inputs.size() == 1) return globalAvgPool(g, node, name);
   return unsupported("not a library kernel");
+}
+
+StatusOr<codegen::RenderedKernel> renderErfGeluEpilogue(const ir::Graph& g, const ir::Node& node, const std::string& name) {
+  if (!isOp(node, "MatMulGelu") || node.outputs.size() != 1 || node.outputs[0] < 0) return unsupported("not a MatMulGelu");
+  if (node.attrs.get<GeluAttrs>().approximate != GeluApprox::kNone) return unsupported("the tanh form is cuBLASLt's own epilogue");
+  const ir::Tensor& y = g.tensors[node.outputs[0]];
+  ir::Graph gelu;
+  const int x = gelu.addTensor(ir::Tensor{y.name + "/product", y.dtype, y.shape, {}, nullptr, nullptr});
+  const int out = gelu.addTensor(ir::Tensor{y.name, y.dtype, y.shape, {}, nullptr, nullptr});
+  ir::Node n;
+  n.name = node.name + "/gelu";
+  n.op = findOp("GeLU");
+  n.attrs = node.attrs;  // GeluAttrs
+  n.inputs = {x};
+  n.outputs = {out};
+  gelu.addNode(std::move(n));
+  gelu.inputs = {x};
+  gelu.outputs = {out};
+  return codegen::renderCluster(gelu, gelu.nodes[0], name, codegen::cudaDialect());
 }
 
 }  // namespace gkrt::cuda

@@ -4,7 +4,8 @@
 // and ceil_mode as the reference kernel has them), GlobalAvgPool (one warp per plane). They are elementwise-shaped: one
 // thread per output element in a grid-stride loop, launched like a rendered kernel and
 // built by NVRTC into the session's module. The pattern ops AddLayerNorm/AddRmsNorm,
-// SwiGLU and FlashAttention come from backends/codegen/pattern_kernels.h (the same
+// SwiGLU and FlashAttention come from backends/codegen/pattern_kernels.h, Split and
+// Resize from backends/codegen/movement_kernels.h (the same
 // text the opencl backend runs), launched as reduce kernels (work-groups) where they are.
 //
 // Gather's indices arrive at run time, so a bad one cannot fail at compile: the kernel
@@ -31,5 +32,11 @@ struct FaultRecord {
 // after their inputs (usesFaultRecord).
 StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const ir::Node& node, const std::string& name, int fault_id);
 bool usesFaultRecord(const ir::Node& node);
+
+// MatMulGelu with GELU's erf form: the GeLU applied in place to `node`'s output after
+// cuBLASLt wrote x @ w + bias into it (the renderer's GeLU, the text every backend's
+// clusters use). Launched with the output as its input and its output. kUnsupported for
+// any other node (the tanh form included: cuBLASLt's GELU epilogue is that one).
+StatusOr<codegen::RenderedKernel> renderErfGeluEpilogue(const ir::Graph& g, const ir::Node& node, const std::string& name);
 
 }  // namespace gkrt::cuda

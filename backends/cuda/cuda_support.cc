@@ -22,7 +22,8 @@ CudaKernelKind cudaKernelKind(const ir::Graph& g, const ir::Node& node, std::str
     return CudaKernelKind::kNone;
   };
   if (!node.op) return no("no op");
-  if (!node.subgraph && node.op->op_class == OpClass::kReshape) {
+  // AllReduce of one rank is its input (CudaBackend declines it across ranks).
+  if (!node.subgraph && (node.op->op_class == OpClass::kReshape || std::string(node.op->name) == "AllReduce")) {
     if (node.inputs.size() == 1 && node.inputs[0] >= 0 && node.outputs.size() == 1 &&
         g.tensors[node.inputs[0]].dtype == g.tensors[node.outputs[0]].dtype) {
       return CudaKernelKind::kCopy;

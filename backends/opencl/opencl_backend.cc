@@ -5,8 +5,10 @@
 #include <sstream>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/codegen/movement_kernels.h"
 #include "backends/codegen/pattern_kernels.h"
 #include "backends/opencl/library_kernels.h"
+#include "runtime/communicator.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/log.h"
 
@@ -26,19 +28,29 @@ std::string buildLog(cl_program p, cl_device_id d) {
 
 int countLines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
+// The kernels the GPU backends share by node (backends/codegen): the Appendix 3 pattern
+// ops, Split and Resize; kUnsupported "not a movement kernel" for other nodes.
+StatusOr<codegen::RenderedKernel> renderNodeKernel(const ir::Graph& g, const ir::Node& node, const std::string& name) {
+  auto pattern = codegen::renderPatternKernel(g, node, name, codegen::openclDialect());
+  if (!codegen::notAPatternKernel(pattern.status())) return pattern;
+  return codegen::renderMovementKernel(g, node, name, codegen::openclDialect());
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Backend>> OpenClBackend::create(const BackendOptions& options) {
   ASSIGN_OR_RETURN(auto dev, opencl::openClDevice(options.device));
   std::string dir = options.program_cache_dir ? *options.program_cache_dir : defaultProgramCacheDir("opencl");
-  return std::unique_ptr<Backend>(new OpenClBackend(std::move(dev), std::move(dir)));
+  auto backend = std::unique_ptr<OpenClBackend>(new OpenClBackend(std::move(dev), std::move(dir)));
+  if (options.communicator) backend->ranks_ = options.communicator->size();
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 
 bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
-  if (!node.op) return false;
-  auto pattern = codegen::renderPatternKernel(g, node, "probe", codegen::openclDialect());
-  if (!codegen::notAPatternKernel(pattern.status())) {
-    return pattern.ok() && static_cast<size_t>(pattern->local_size) <= dev_->max_work_group_size;
+  if (!node.op || !deviceCollectiveRefusal(node, ranks_).empty()) return false;
+  auto shared = renderNodeKernel(g, node, "probe");
+  if (!codegen::notAMovementKernel(shared.status())) {
+    return shared.ok() && static_cast<size_t>(shared->local_size) <= dev_->max_work_group_size;
   }
   if (opencl::libraryRuns(g, node)) return true;
   auto k = codegen::renderCluster(g, node, "probe", codegen::openclDialect());
@@ -47,9 +59,10 @@ bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
 
 std::string OpenClBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
   if (!node.op) return "no op";
-  auto pattern = codegen::renderPatternKernel(g, node, "probe", codegen::openclDialect());
-  auto k = codegen::notAPatternKernel(pattern.status()) ? codegen::renderCluster(g, node, "probe", codegen::openclDialect())
-                                                        : std::move(pattern);
+  if (std::string why = deviceCollectiveRefusal(node, ranks_); !why.empty()) return why;
+  auto shared = renderNodeKernel(g, node, "probe");
+  auto k = codegen::notAMovementKernel(shared.status()) ? codegen::renderCluster(g, node, "probe", codegen::openclDialect())
+                                                        : std::move(shared);
   if (!k.ok()) return k.status().message();
   return "a work-group of " + std::to_string(k->local_size) + " exceeds the device's " +
          std::to_string(dev_->max_work_group_size);
@@ -60,13 +73,13 @@ StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, con
   slot->what = node.name + " (" + node.op->name + ")";
   std::unique_ptr<Kernel> kernel;
   const std::string entry = "gk" + std::to_string(next_kernel_);
-  auto pattern = codegen::renderPatternKernel(g, node, entry, codegen::openclDialect());
-  if (!codegen::notAPatternKernel(pattern.status())) {
-    RETURN_IF_ERROR(pattern.status());
+  auto shared = renderNodeKernel(g, node, entry);
+  if (!codegen::notAMovementKernel(shared.status())) {
+    RETURN_IF_ERROR(shared.status());
     ++next_kernel_;
     slot->entry = entry;
-    slot->source = pattern->source;
-    ASSIGN_OR_RETURN(kernel, opencl::makeGeneratedKernel(dev_, std::move(*pattern), slot));
+    slot->source = shared->source;
+    ASSIGN_OR_RETURN(kernel, opencl::makeGeneratedKernel(dev_, std::move(*shared), slot));
   } else if (opencl::libraryRuns(g, node)) {
     ASSIGN_OR_RETURN(kernel, opencl::makeLibraryKernel(dev_, g, node, slot));
   } else {

@@ -62,6 +62,7 @@ class OpenClBackend : public Backend {
   std::vector<std::shared_ptr<opencl::KernelSlot>> pending_;
   int next_kernel_ = 0;
   const char* last_program_ = "none";
+  int ranks_ = 1;  // tensor-parallel ranks (BackendOptions::communicator)
   std::vector<cl_event> timed_events_;  // launches recorded by the kernel timer
 };
 

@@ -19,8 +19,9 @@ bool allFloat32(const ir::Graph& g, const ir::Node& node) {
   return true;
 }
 bool fitsInt(int64_t v) { return v >= 0 && v < INT_MAX; }
+// MatMulAllReduce: one rank here (OpenClBackend declines it across ranks), so x @ w + bias.
 bool isPatternMatMul(const ir::Node& node) {
-  for (const char* op : {"MatMulBiasAdd", "MatMulAdd", "MatMulRelu", "MatMulGelu"}) {
+  for (const char* op : {"MatMulBiasAdd", "MatMulAdd", "MatMulRelu", "MatMulGelu", "MatMulAllReduce"}) {
     if (std::strcmp(node.op->name, op) == 0) return true;
   }
   return false;
@@ -112,7 +113,7 @@ class GeneratedKernel final : public ClKernel {
   std::vector<cl_mem> constants_;
 };
 
-// Reshape, ExpandDims, Squeeze: the bytes move unchanged.
+// Reshape, ExpandDims, Squeeze, and AllReduce of one rank: the bytes move unchanged.
 class CopyKernel final : public Kernel {
  public:
   explicit CopyKernel(std::shared_ptr<ClDevice> dev) : dev_(std::move(dev)) {}
@@ -323,7 +324,7 @@ bool isOp(const ir::Node& node, std::initializer_list<const char*> names) {
 
 bool libraryRuns(const ir::Graph& g, const ir::Node& node) {
   if (!node.op || node.subgraph) return false;
-  if (node.op->op_class == OpClass::kReshape) {
+  if (node.op->op_class == OpClass::kReshape || isOp(node, {"AllReduce"})) {  // AllReduce of one rank: its input
     return node.inputs.size() == 1 && node.inputs[0] >= 0 && node.outputs.size() == 1 &&
            g.tensors[node.inputs[0]].dtype == g.tensors[node.outputs[0]].dtype;
   }
@@ -363,7 +364,7 @@ bool libraryRuns(const ir::Graph& g, const ir::Node& node) {
 
 StatusOr<std::unique_ptr<Kernel>> makeLibraryKernel(const std::shared_ptr<ClDevice>& dev, const ir::Graph& g,
                                                     const ir::Node& node, std::shared_ptr<KernelSlot> slot) {
-  if (node.op->op_class == OpClass::kReshape) return std::unique_ptr<Kernel>(new CopyKernel(dev));
+  if (node.op->op_class == OpClass::kReshape || isOp(node, {"AllReduce"})) return std::unique_ptr<Kernel>(new CopyKernel(dev));
   if (isOp(node, {"MatMul", "BatchMatMul", "Gemm"}) || isPatternMatMul(node)) {
     slot->entry = "gk_matmul";
     auto k = std::make_unique<MatMulKernel>(dev, std::move(slot), g, node);

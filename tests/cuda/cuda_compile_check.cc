@@ -142,8 +142,11 @@ Status collect(const std::string& path, const ir::Graph& model, bool by_structur
       }
       if (kind == cuda::CudaKernelKind::kCublasLt) ++counts.cublaslt;
       if (kind == cuda::CudaKernelKind::kCudnnConv) ++counts.cudnn;
-      if (kind != cuda::CudaKernelKind::kGenerated && kind != cuda::CudaKernelKind::kLibrary) continue;
-      ASSIGN_OR_RETURN(codegen::RenderedKernel k, kind == cuda::CudaKernelKind::kLibrary
+      // a cuBLASLt GEMM with GELU's erf form: its GeLU kernel
+      const bool erf_epilogue = kind == cuda::CudaKernelKind::kCublasLt && cuda::renderErfGeluEpilogue(g, node, kPlaceholder).ok();
+      if (kind != cuda::CudaKernelKind::kGenerated && kind != cuda::CudaKernelKind::kLibrary && !erf_epilogue) continue;
+      ASSIGN_OR_RETURN(codegen::RenderedKernel k, erf_epilogue ? cuda::renderErfGeluEpilogue(g, node, kPlaceholder)
+                                                  : kind == cuda::CudaKernelKind::kLibrary
                                                       ? cuda::renderLibraryKernel(g, node, kPlaceholder, 0)
                                                       : codegen::renderCluster(g, node, kPlaceholder, codegen::cudaDialect()));
       ++counts.rendered;

@@ -59,9 +59,10 @@ if want probe; then
 fi
 if want backend; then
   run cuda_backend_tests 120 $B/gkrt_cuda_backend_tests
-  # The rendered pattern kernels (FlashAttention, AddLayerNorm/AddRmsNorm, SwiGLU) on cuda
+  # The rendered pattern kernels (FlashAttention, AddLayerNorm/AddRmsNorm, SwiGLU, ...),
+  # Split/Resize/GlobalAvgPool and one-rank (MatMul)AllReduce on cuda
   # against the reference, as on opencl: these tests run every available backend.
-  run pattern_kernels 240 $B/gkrt_unit_tests --gtest_filter='FlashAttentionKernels.*:Pattern*'
+  run pattern_kernels 240 $B/gkrt_unit_tests --gtest_filter='FlashAttentionKernels.*:Pattern*:MovementKernels.*:TensorParallel.OneDevice*'
 fi
 
 pids=()

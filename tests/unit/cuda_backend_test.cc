@@ -106,7 +106,7 @@ TEST(CudaBackend, SeedNetworkMyOpIsOneKernel) {
 // MatMul / BatchMatMul / Gemm and the matmul_elem pattern ops through cuBLASLt epilogues.
 TEST(CudaBackend, CublasLtGemmsAndEpiloguesMatchReference) {
   SKIP_WITHOUT_CUDA();
-  struct Case { const char* op; Shape a, b; bool ta, tb; };
+  struct Case { const char* op; Shape a, b; bool ta, tb; bool erf = false; };
   for (const Case& c : std::vector<Case>{{"MatMul", {37, 20}, {20, 45}, false, false},
                                          {"MatMul", {20, 37}, {45, 20}, true, true},
                                          {"BatchMatMul", {2, 3, 17, 9}, {1, 1, 9, 33}, false, false},
@@ -114,6 +114,8 @@ TEST(CudaBackend, CublasLtGemmsAndEpiloguesMatchReference) {
                                          {"MatMulBiasAdd", {2, 8, 64}, {64, 48}, false, false},
                                          {"MatMulRelu", {8, 64}, {48, 64}, false, true},
                                          {"MatMulGelu", {8, 64}, {64, 48}, false, false},
+                                         {"MatMulGelu", {2, 8, 64}, {64, 48}, false, false, true},  // + the erf kernel
+                                         {"MatMulAllReduce", {2, 8, 64}, {64, 48}, false, false},    // one rank
                                          {"MatMulAdd", {8, 64}, {64, 48}, false, false}}) {
     GraphBuilder b;
     Value a = b.input("a", DType::kFloat32, c.a);
@@ -126,7 +128,7 @@ TEST(CudaBackend, CublasLtGemmsAndEpiloguesMatchReference) {
     const std::string op = c.op;
     Value y;
     if (op == "MatMul" || op == "BatchMatMul") y = b.op1(op, {a, w}, MatMulAttrs{c.ta, c.tb});
-    else if (op == "MatMulGelu") y = b.op1(op, {a, w, bv}, GeluAttrs{GeluApprox::kTanh});
+    else if (op == "MatMulGelu") y = b.op1(op, {a, w, bv}, GeluAttrs{c.erf ? GeluApprox::kNone : GeluApprox::kTanh});
     else if (op == "MatMulAdd") y = b.op1(op, {a, w, b.input("c", DType::kFloat32, {m, n}), bv}, MatMulAttrs{c.ta, c.tb});
     else y = b.op1(op, {a, w, bv}, MatMulAttrs{c.ta, c.tb});
     b.output(y, "y");

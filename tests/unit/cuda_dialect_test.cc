@@ -7,7 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/codegen/movement_kernels.h"
 #include "backends/codegen/pattern_kernels.h"
+#include "backends/cuda/cublaslt_matmul.h"
+#include "backends/cuda/cuda_library_kernels.h"
+#include "backends/cuda/cuda_support.h"
 #include "fusion/fusion_options.h"
 #include "fusion/pass_manager.h"
 #include "runtime/builder.h"
@@ -139,6 +143,83 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
     }
   }
   EXPECT_EQ(rendered, 12);
+}
+
+// Split and Resize (movement_kernels.h) in the CUDA dialect: every element size, every
+// Resize mode; and GlobalAvgPool through the cluster renderer.
+TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
+  GraphBuilder b;
+  for (DType t : {DType::kFloat32, DType::kUInt8, DType::kFloat16, DType::kInt64}) {
+    auto parts = b.op("Split", {b.input(std::string("s") + dtypeName(t), t, {2, 9, 4})}, SplitAttrs{1, {2, 3, 4}}, 3);
+    for (size_t p = 0; p < parts.size(); ++p) b.output(parts[p], std::string("p") + dtypeName(t) + std::to_string(p));
+  }
+  int id = 0;
+  for (ResizeMode mode : {ResizeMode::kNearest, ResizeMode::kLinear, ResizeMode::kCubic}) {
+    ResizeAttrs a;
+    a.mode = mode, a.sizes = {10, 7};
+    b.output(b.op1("Resize", {b.input("r" + std::to_string(id), DType::kFloat32, {1, 3, 5, 7})}, a), "ry" + std::to_string(id));
+    ++id;
+  }
+  ResizeAttrs nearest;
+  nearest.sizes = {8, 8};
+  b.output(b.op1("Resize", {b.input("rq", DType::kUInt8, {1, 3, 4, 4})}, nearest), "rq_y");
+  b.output(b.op1("GlobalAvgPool", {b.input("gp", DType::kFloat32, {2, 16, 7, 7})}), "gp_y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const codegen::KernelDialect& d = codegen::cudaDialect();
+  int rendered = 0;
+  for (size_t n = 0; n < g->nodes.size(); ++n) {
+    const std::string name = "gk" + std::to_string(n);
+    auto k = std::string(g->nodes[n].op->name) == "GlobalAvgPool" ? codegen::renderCluster(*g, g->nodes[n], name, d)
+                                                                    : codegen::renderMovementKernel(*g, g->nodes[n], name, d);
+    ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
+    ++rendered;
+    for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
+      EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
+    }
+  }
+  EXPECT_EQ(rendered, 9);
+}
+
+// The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an
+// AllReduce alone as a copy), MatMulGelu with GELU's erf form as cuBLASLt's bias epilogue
+// and then the renderer's GeLU over the output, whose text compiles.
+TEST(CudaDialect, MatMulPatternOpsRunOnCublasLt) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {2, 8, 64});
+  Value w = b.input("w", DType::kFloat32, {64, 48});
+  Value bias = b.input("bias", DType::kFloat32, {48});
+  b.output(b.op1("MatMulAllReduce", {x, w, bias}, MatMulAttrs{}), "ar");
+  b.output(b.op1("AllReduce", {x}), "copy");
+  b.output(b.op1("MatMulGelu", {x, w, bias}, GeluAttrs{GeluApprox::kNone}), "erf");
+  b.output(b.op1("MatMulGelu", {x, w, bias}, GeluAttrs{GeluApprox::kTanh}), "tanh");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const ir::Node &all_reduce = g->nodes[0], &copy = g->nodes[1], &erf = g->nodes[2], &tanh = g->nodes[3];
+  auto p = cuda::gemmPlanFor(*g, all_reduce);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->bias_input, 2);
+  EXPECT_EQ(p->m * p->batch, 16);
+  EXPECT_EQ(cuda::cudaKernelKind(*g, all_reduce), cuda::CudaKernelKind::kCublasLt);
+  EXPECT_EQ(cuda::cudaKernelKind(*g, copy), cuda::CudaKernelKind::kCopy);
+  // across ranks the backend declines both (no device communicator yet)
+  EXPECT_EQ(deviceCollectiveRefusal(all_reduce, 1), "");
+  EXPECT_NE(deviceCollectiveRefusal(all_reduce, 2).find("MatMulAllReduce across 2 ranks"), std::string::npos);
+  EXPECT_NE(deviceCollectiveRefusal(copy, 4), "");
+  EXPECT_EQ(deviceCollectiveRefusal(erf, 4), "");
+  ASSERT_TRUE(cuda::gemmPlanFor(*g, erf).ok());
+  EXPECT_EQ(cuda::gemmPlanFor(*g, erf)->activation, cuda::GemmPlan::Activation::kGeluErf);
+  EXPECT_EQ(cuda::gemmPlanFor(*g, erf)->bias_input, 2);
+  EXPECT_EQ(cuda::gemmPlanFor(*g, tanh)->activation, cuda::GemmPlan::Activation::kGeluTanh);
+  EXPECT_FALSE(cuda::renderErfGeluEpilogue(*g, all_reduce, "gk").ok());  // not a MatMulGelu
+  EXPECT_FALSE(cuda::renderErfGeluEpilogue(*g, tanh, "gk").ok());        // cuBLASLt's own epilogue
+  auto k = cuda::renderErfGeluEpilogue(*g, erf, "gk_gelu");
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_EQ(k->items, 2 * 8 * 48);
+  EXPECT_NE(k->source.find("erf"), std::string::npos) << k->source;
+  for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
+    EXPECT_EQ(compileCuda(std::string(codegen::cudaDialect().preamble) + k->source, arch), "") << arch << "\n" << k->source;
+  }
 }
 
 }  // namespace

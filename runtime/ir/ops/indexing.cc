@@ -240,20 +240,14 @@ int64_t resizeNearestIndex(NearestMode m, double x, int64_t len) {
   }
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, len - 1);
 }
-namespace {
-
 // ONNX cubic resize along one axis: the 4 input positions around `x` (edges repeated)
 // and their weights, with `a` the cubic coefficient. An integral x takes x - 1 as its
 // left pixel (ratio 1), as ONNX's reference does; exclude_outside zeroes the weights of
 // positions outside the input and renormalises.
-struct CubicTaps {
-  int64_t index[4];
-  double weight[4];
-};
-CubicTaps cubicTaps(double x, int64_t len, double a, bool exclude_outside) {
+ResizeCubicTaps resizeCubicTaps(double x, int64_t len, double a, bool exclude_outside) {
   const double left = std::ceil(x) - 1, r = x - left;  // r in (0, 1]
   const double d[4] = {1 + r, r, 1 - r, 2 - r};       // distances to left - 1 .. left + 2
-  CubicTaps t;
+  ResizeCubicTaps t;
   double sum = 0;
   for (int k = 0; k < 4; ++k) {
     const double s = d[k];
@@ -266,6 +260,8 @@ CubicTaps cubicTaps(double x, int64_t len, double a, bool exclude_outside) {
   if (exclude_outside && sum != 0) for (double& w : t.weight) w /= sum;
   return t;
 }
+
+namespace {
 
 Status resizeKernel(const KernelContext& c) {
   const auto& a = c.node.attrs.get<ResizeAttrs>();
@@ -284,8 +280,8 @@ Status resizeKernel(const KernelContext& c) {
           continue;
         }
         if (a.mode == ResizeMode::kCubic) {
-          const CubicTaps ty = cubicTaps(sy, ih, a.cubic_coeff_a, a.exclude_outside);
-          const CubicTaps tx = cubicTaps(sx, iw, a.cubic_coeff_a, a.exclude_outside);
+          const ResizeCubicTaps ty = resizeCubicTaps(sy, ih, a.cubic_coeff_a, a.exclude_outside);
+          const ResizeCubicTaps tx = resizeCubicTaps(sx, iw, a.cubic_coeff_a, a.exclude_outside);
           double v = 0;
           for (int i = 0; i < 4; ++i) {
             double row = 0;

@@ -21,6 +21,14 @@ using In = std::vector<const TensorType*>;
 double resizeSourceCoord(CoordTransform t, int64_t o, int64_t in_len, int64_t out_len, float given_scale);
 // The nearest input index to coordinate x, clamped to [0, len).
 int64_t resizeNearestIndex(NearestMode m, double x, int64_t len);
+// ONNX cubic resize along one axis: the 4 input positions around coordinate x (edges
+// repeated) and their weights, `a` the cubic coefficient; exclude_outside zeroes the
+// weights of positions outside [0, len) and renormalises.
+struct ResizeCubicTaps {
+  int64_t index[4];
+  double weight[4];
+};
+ResizeCubicTaps resizeCubicTaps(double x, int64_t len, double a, bool exclude_outside);
 
 // ---- dtype rules -------------------------------------------------------------
 Status requireSameDType(const ir::Node& n, const In& in, size_t first, size_t last);

@@ -1,0 +1,183 @@
+#include "backends/codegen/movement_kernels.h"
+
+#include <cstring>
+
+#include "backends/codegen/kernel_dialect.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt::codegen {
+namespace {
+
+constexpr const char* kNotMovement = "not a movement kernel";
+
+Status unsupported(const std::string& why) { return makeError(StatusCode::kUnsupported, why); }
+bool isOp(const ir::Node& n, const char* name) { return n.op && !n.subgraph && std::strcmp(n.op->name, name) == 0; }
+std::string num(int64_t v) { return std::to_string(v); }
+
+// An unsigned type of the element's size: the bits move unchanged, whatever they mean.
+const char* bitsType(DType t, const KernelDialect& d) {
+  switch (t) {
+    case DType::kUInt4: case DType::kInt4: case DType::kUInt2: case DType::kInt2: case DType::kFloat4E2M1:
+      return nullptr;  // packed below a byte
+    default:
+      break;
+  }
+  const bool cl = std::strcmp(d.name, "opencl") == 0;
+  switch (dtypeSize(t)) {
+    case 1: return cl ? "uchar" : "unsigned char";
+    case 2: return cl ? "ushort" : "unsigned short";
+    case 4: return cl ? "uint" : "unsigned int";
+    case 8: return d.ulong_type;
+    default: return nullptr;
+  }
+}
+
+// The opening of an elementwise kernel over `items` indices `i`: the signature (outputs
+// y0.., inputs x0.. of `type`) and the grid-stride loop.
+std::string elementwiseOpening(const ir::Node& node, size_t inputs, const std::string& name, const std::string& type,
+                               int64_t items, const KernelDialect& d) {
+  const std::string gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "", L = d.long_type;
+  std::string s = std::string(d.kernel_prefix) + " " + name + "(";
+  for (size_t o = 0; o < node.outputs.size(); ++o) s += (o ? ", " : "") + gp + type + "* y" + num(int64_t(o));
+  for (size_t i = 0; i < inputs; ++i) s += ", " + gp + "const " + type + "* x" + num(int64_t(i));
+  s += ") {\n";
+  s += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(items) + "; i += (" + L + ")" + d.global_size + ") {\n";
+  return s;
+}
+
+// ---- Split(x) -> pieces along `axis` ----
+StatusOr<RenderedKernel> split(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const ir::Tensor& x = g.tensors[node.inputs[0]];
+  const char* type = bitsType(x.dtype, d);
+  if (!type) return unsupported("Split of " + std::string(dtypeName(x.dtype)) + " (elements of 1, 2, 4 or 8 bytes only)");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = node.attrs.get<SplitAttrs>().axis;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return unsupported("Split axis out of range");
+  const ops::AxisSplit at = ops::splitAtAxis(x.shape, axis);
+  int64_t end = 0;
+  std::vector<int64_t> sizes;
+  for (int t : node.outputs) {
+    const Shape& s = g.tensors[t].shape;
+    if (static_cast<int64_t>(s.size()) != rank) return unsupported("Split pieces of another rank");
+    sizes.push_back(s[axis]);
+    end += s[axis];
+  }
+  if (end != at.extent) return unsupported("Split pieces that do not cover the axis");
+  RenderedKernel k;
+  k.name = name;
+  k.items = numElements(x.shape);
+  const std::string L = d.long_type, inner = num(at.inner), ext = num(at.extent);
+  std::string s = elementwiseOpening(node, 1, name, type, k.items, d);
+  s += "    const " + L + " inner = i % " + inner + ", a = (i / " + inner + ") % " + ext + ", outer = i / " +
+       num(at.inner * at.extent) + ";\n";
+  int64_t start = 0;
+  for (size_t p = 0; p < sizes.size(); ++p) {
+    const bool last = p + 1 == sizes.size();
+    s += std::string(p ? "    else " : "    ") + (last ? "" : "if (a < " + num(start + sizes[p]) + ") ") + "y" + num(int64_t(p)) +
+         "[(outer * " + num(sizes[p]) + " + a - " + num(start) + ") * " + inner + " + inner] = x0[i];\n";
+    start += sizes[p];
+  }
+  s += "  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+// A program-scope table `name` of `v`, before the kernel.
+template <class T>
+std::string table(const KernelDialect& d, const char* type, const std::string& name, const std::vector<T>& v,
+                  std::string (*literal)(T)) {
+  std::string s = std::string(d.program_constant) + " " + type + " " + name + "[" + num(static_cast<int64_t>(v.size())) + "] = {";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? (k % 16 ? ", " : ",\n    ") : "") + literal(v[k]);
+  return s + "};\n";
+}
+std::string intLiteral(int64_t v) { return num(v); }
+std::string weightLiteral(float v) { return floatLiteral(v); }
+
+// Source positions and weights of one axis: `taps` per output index.
+struct AxisTaps {
+  int taps = 1;
+  std::vector<int64_t> index;
+  std::vector<float> weight;
+};
+AxisTaps axisTaps(const ResizeAttrs& a, int64_t in_len, int64_t out_len, float given_scale) {
+  AxisTaps t;
+  t.taps = a.mode == ResizeMode::kNearest ? 1 : a.mode == ResizeMode::kCubic ? 4 : 2;
+  for (int64_t o = 0; o < out_len; ++o) {
+    const double x = ops::resizeSourceCoord(a.coordinate_transformation, o, in_len, out_len, given_scale);
+    if (a.mode == ResizeMode::kNearest) {
+      t.index.push_back(ops::resizeNearestIndex(a.nearest_mode, x, in_len));
+    } else if (a.mode == ResizeMode::kCubic) {
+      const ops::ResizeCubicTaps c = ops::resizeCubicTaps(x, in_len, a.cubic_coeff_a, a.exclude_outside);
+      for (int k = 0; k < 4; ++k) t.index.push_back(c.index[k]), t.weight.push_back(static_cast<float>(c.weight[k]));
+    } else {  // linear, as the reference: the coordinate clamped, the next pixel clamped
+      const double c = std::min(std::max(x, 0.0), static_cast<double>(in_len - 1));
+      const int64_t i0 = static_cast<int64_t>(c), i1 = std::min(i0 + 1, in_len - 1);
+      const double f = c - static_cast<double>(i0);
+      t.index.push_back(i0), t.index.push_back(i1);
+      t.weight.push_back(static_cast<float>(1 - f)), t.weight.push_back(static_cast<float>(f));
+    }
+  }
+  return t;
+}
+
+// ---- Resize(x [N, C, H, W]) -> [N, C, sizes] ----
+StatusOr<RenderedKernel> resize(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const auto& a = node.attrs.get<ResizeAttrs>();
+  const ir::Tensor& x = g.tensors[node.inputs[0]];
+  const Shape& y = g.tensors[node.outputs[0]].shape;
+  if (x.shape.size() != 4 || y.size() != 4) return unsupported("Resize of a 4-D NCHW tensor only");
+  const bool nearest = a.mode == ResizeMode::kNearest;
+  const char* type = nearest ? bitsType(x.dtype, d) : (x.dtype == DType::kFloat32 ? "float" : nullptr);
+  if (!type) return unsupported("Resize of " + std::string(dtypeName(x.dtype)) + (nearest ? " (elements of 1, 2, 4 or 8 bytes only)" : " (float32 only when not nearest)"));
+  const int64_t ih = x.shape[2], iw = x.shape[3], oh = y[2], ow = y[3];
+  if (ih <= 0 || iw <= 0 || oh <= 0 || ow <= 0) return unsupported("Resize of an empty plane");
+  const AxisTaps ty = axisTaps(a, ih, oh, a.scale_h), tx = axisTaps(a, iw, ow, a.scale_w);
+  RenderedKernel k;
+  k.name = name;
+  k.items = numElements(y);
+  const std::string L = d.long_type, T = num(ty.taps);
+  std::string s = table(d, "int", name + "_ry", ty.index, intLiteral) + table(d, "int", name + "_rx", tx.index, intLiteral);
+  if (!nearest) s += table(d, "float", name + "_wy", ty.weight, weightLiteral) + table(d, "float", name + "_wx", tx.weight, weightLiteral);
+  s += elementwiseOpening(node, 1, name, type, k.items, d);
+  s += "    const " + L + " w = i % " + num(ow) + ", h = (i / " + num(ow) + ") % " + num(oh) + ", plane = i / " + num(oh * ow) + ";\n";
+  s += "    " + std::string(d.global_ptr[0] ? std::string(d.global_ptr) + " " : "") + "const " + type + "* src = x0 + plane * " +
+       num(ih * iw) + ";\n";
+  if (nearest) {
+    s += "    y0[i] = src[(" + L + ")" + name + "_ry[h] * " + num(iw) + " + " + name + "_rx[w]];\n";
+  } else {
+    // sum over the row taps of weight * (sum over the column taps): the reference's order
+    s += "    float v = 0.0f;\n";
+    s += "    for (int r = 0; r < " + T + "; ++r) {\n";
+    s += "      const " + L + " row = (" + L + ")" + name + "_ry[h * " + T + " + r] * " + num(iw) + ";\n";
+    s += "      float acc = 0.0f;\n";
+    s += "      for (int c = 0; c < " + num(tx.taps) + "; ++c) acc += " + name + "_wx[w * " + num(tx.taps) + " + c] * src[row + " + name +
+         "_rx[w * " + num(tx.taps) + " + c]];\n";
+    s += "      v += " + name + "_wy[h * " + T + " + r] * acc;\n    }\n";
+    s += "    y0[i] = v;\n";
+  }
+  s += "  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+}  // namespace
+
+bool notAMovementKernel(const Status& status) { return status.message() == kNotMovement; }
+
+StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                              const KernelDialect& d) {
+  const bool is_split = isOp(node, "Split"), is_resize = isOp(node, "Resize");
+  if (!is_split && !is_resize) return unsupported(kNotMovement);
+  if (node.inputs.empty() || node.inputs[0] < 0) return unsupported(std::string(node.op->name) + " without its input");
+  for (int t : node.outputs) if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
+  for (int t : node.outputs) {
+    if (g.tensors[t].dtype != g.tensors[node.inputs[0]].dtype) return unsupported(std::string(node.op->name) + " changing the type");
+  }
+  if (!isStatic(g.tensors[node.inputs[0]].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
+  for (int t : node.outputs) if (!isStatic(g.tensors[t].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
+  return is_split ? split(g, node, name, d) : resize(g, node, name, d);
+}
+
+}  // namespace gkrt::codegen

@@ -1,0 +1,33 @@
+// Data-movement ops the GPU backends run from one rendered source in either kernel
+// dialect (kernel_dialect.h), shapes baked in: the ops convolutional detectors and
+// segmenters put between their convolutions (YOLO's C2f Splits, FPN upsampling), which
+// would otherwise go to the cpu backend with a copy each way.
+//
+//  - Split (any element type of 1, 2, 4 or 8 bytes): one pass over the input, each
+//    element stored into the output that holds its position on the axis (bits copied).
+//  - Resize (NCHW, the last two axes): the per-axis source positions and weights are
+//    computed on the host with the reference kernel's functions (ops::resizeSourceCoord,
+//    resizeNearestIndex, resizeCubicTaps, in double) and baked into the source as
+//    program-scope tables, so nearest picks exactly the reference's pixel (bits copied,
+//    any element type) and linear/cubic (float32) weigh the same taps in the same
+//    order, in float32 instead of double.
+//
+// Launch: elementwise (a grid-stride loop over `items` input or output elements).
+// Arguments: the outputs, then the node's inputs (Resize: its data input only).
+#pragma once
+
+#include <string>
+
+#include "backends/codegen/cluster_renderer.h"
+
+namespace gkrt::codegen {
+
+// `node` as kernel `name`; kUnsupported "not a movement kernel" for other ops, or the
+// reason this one does not fit (element type, rank, mode).
+StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                              const KernelDialect& d);
+
+// Whether `status` (from renderMovementKernel) only says the op is not a movement op.
+bool notAMovementKernel(const Status& status);
+
+}  // namespace gkrt::codegen

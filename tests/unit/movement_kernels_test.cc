@@ -1,0 +1,143 @@
+// The data-movement kernels the GPU backends render (backends/codegen/movement_kernels.h:
+// Split, Resize) and GlobalAvgPool as a cluster-renderer reduction, against the reference
+// kernels on every available backend, and run on the device where the backend is a GPU
+// one (opencl with PoCL here; cuda where a GPU is present). Split and nearest Resize move
+// bits, so their outputs must be identical (float16, uint8, int64 and bool too); linear
+// and cubic Resize weigh the reference's taps in float32 instead of double.
+#include <cstring>
+#include <random>
+
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+using testing::compareTensors;
+using testing::runGraph;
+
+// Random bits (bool: 0 or 1; floats: finite uniform values).
+HostTensor randomBits(DType t, const Shape& s, uint32_t seed) {
+  if (t == DType::kFloat32) return testing::randomTensor(s, seed);
+  HostTensor h(t, s);
+  std::mt19937 rng(seed);
+  auto* b = static_cast<unsigned char*>(h.data());
+  const size_t bytes = static_cast<size_t>(numElements(s)) * dtypeSize(t);
+  for (size_t i = 0; i < bytes; ++i) b[i] = static_cast<unsigned char>(t == DType::kBool ? rng() % 2 : rng());
+  if (t == DType::kFloat16) {  // keep the exponent below all-ones: no NaN or inf patterns
+    auto* h16 = static_cast<uint16_t*>(h.data());
+    for (int64_t i = 0; i < numElements(s); ++i) h16[i] &= 0xBBFF;
+  }
+  return h;
+}
+
+bool sameBytes(const HostTensor& a, const HostTensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.data(), b.data(), static_cast<size_t>(numElements(a.shape())) * dtypeSize(a.dtype())) == 0;
+}
+
+// Runs `g` on every backend against the reference; `exact`: bit-identical outputs.
+// Checks the device backends ran `op` themselves.
+void expectEveryBackendMatches(const ir::Graph& g, const std::vector<HostTensor>& in, const char* op, bool exact,
+                               double tol, const std::string& what) {
+  FusionOptions off;
+  off.opt_level = 0;
+  auto want = runGraph(g, in, "reference", off);
+  ASSERT_TRUE(want.ok()) << what << ": " << want.status().message();
+  for (const std::string& backend : availableBackends()) {
+    if (backend == "reference") continue;
+    for (int level : {0, 2}) {
+      FusionOptions fusion;
+      fusion.opt_level = level;
+      auto got = runGraph(g, in, backend, fusion);
+      ASSERT_TRUE(got.ok()) << what << " on " << backend << ": " << got.status().message();
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t o = 0; o < want->size(); ++o) {
+        if (exact) {
+          EXPECT_TRUE(sameBytes((*got)[o], (*want)[o])) << what << " on " << backend << " output " << o << " differs";
+        } else {
+          EXPECT_EQ(compareTensors((*got)[o], (*want)[o], tol, tol), "") << what << " on " << backend << " output " << o;
+        }
+      }
+    }
+    if (backend == "cpu") continue;
+    auto on = testing::backendsRunning(g, op, backend, "--opt_level=0");
+    ASSERT_TRUE(on.ok()) << on.status().message();
+    EXPECT_EQ(*on, std::vector<std::string>{backend}) << what << ": " << op << " did not run on " << backend;
+  }
+}
+
+TEST(MovementKernels, SplitMovesEveryElementToItsPiece) {
+  struct Case { DType t; Shape s; int64_t axis; Ints sizes; };
+  for (const Case& c : std::vector<Case>{{DType::kFloat32, {2, 10, 3, 5}, 1, {3, 3, 4}},
+                                         {DType::kFloat32, {4, 7}, -1, {2, 5}},
+                                         {DType::kInt64, {6, 4}, 0, {1, 5}},
+                                         {DType::kUInt8, {1, 64, 8, 8}, 1, {32, 32}},
+                                         {DType::kFloat16, {2, 6, 5}, 2, {1, 1, 3}},
+                                         {DType::kBool, {3, 4}, 1, {2, 2}},
+                                         {DType::kFloat32, {1, 96, 20, 20}, 1, {32, 32, 32}}}) {
+    GraphBuilder b;
+    Value x = b.input("x", c.t, c.s);
+    auto parts = b.op("Split", {x}, SplitAttrs{c.axis, c.sizes}, c.sizes.size());
+    for (size_t p = 0; p < parts.size(); ++p) b.output(parts[p], "y" + std::to_string(p));
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 7)}, "Split", true, 0,
+                              std::string("Split ") + dtypeName(c.t) + " " + shapeToString(c.s) + " axis " + std::to_string(c.axis));
+  }
+}
+
+struct ResizeCase {
+  DType t;
+  Shape s;
+  Ints sizes;
+  ResizeMode mode;
+  CoordTransform transform;
+  NearestMode nearest = NearestMode::kRoundPreferFloor;
+  float scale = 0;  // given scale on both axes (0: from the sizes)
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+};
+
+TEST(MovementKernels, ResizeTakesTheReferencesTaps) {
+  using M = ResizeMode;
+  using C = CoordTransform;
+  using N = NearestMode;
+  for (const ResizeCase& c : std::vector<ResizeCase>{
+           {DType::kFloat32, {1, 3, 5, 7}, {10, 14}, M::kNearest, C::kHalfPixel},
+           {DType::kFloat32, {1, 2, 4, 4}, {8, 8}, M::kNearest, C::kAsymmetric, N::kFloor, 2.0f},
+           {DType::kFloat32, {2, 2, 9, 11}, {4, 5}, M::kNearest, C::kAlignCorners, N::kRoundPreferCeil},
+           {DType::kUInt8, {1, 4, 6, 6}, {13, 1}, M::kNearest, C::kPytorchHalfPixel, N::kCeil},
+           {DType::kFloat16, {1, 2, 3, 3}, {6, 6}, M::kNearest, C::kHalfPixel},
+           {DType::kInt64, {1, 1, 2, 3}, {5, 7}, M::kNearest, C::kAsymmetric},
+           {DType::kFloat32, {1, 3, 5, 7}, {12, 9}, M::kLinear, C::kHalfPixel},
+           {DType::kFloat32, {1, 2, 4, 4}, {7, 7}, M::kLinear, C::kAlignCorners},
+           {DType::kFloat32, {2, 1, 9, 9}, {4, 4}, M::kLinear, C::kAsymmetric},
+           {DType::kFloat32, {1, 2, 5, 6}, {1, 6}, M::kLinear, C::kPytorchHalfPixel},
+           {DType::kFloat32, {1, 2, 6, 6}, {11, 13}, M::kCubic, C::kHalfPixel},
+           {DType::kFloat32, {1, 1, 5, 8}, {9, 3}, M::kCubic, C::kAlignCorners, N::kRoundPreferFloor, 0, -0.5f, true}}) {
+    ResizeAttrs a;
+    a.mode = c.mode, a.coordinate_transformation = c.transform, a.nearest_mode = c.nearest, a.sizes = c.sizes;
+    a.scale_h = a.scale_w = c.scale, a.cubic_coeff_a = c.cubic_a, a.exclude_outside = c.exclude_outside;
+    GraphBuilder b;
+    b.output(b.op1("Resize", {b.input("x", c.t, c.s)}, a), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::string what = std::string("Resize ") + dtypeName(c.t) + " " + shapeToString(c.s) + " -> " +
+                             std::to_string(c.sizes[0]) + "x" + std::to_string(c.sizes[1]) + " mode " +
+                             std::to_string(int(c.mode)) + " transform " + std::to_string(int(c.transform));
+    expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 11)}, "Resize", c.mode == M::kNearest, 2e-6, what);
+  }
+}
+
+TEST(MovementKernels, GlobalAvgPoolIsAReductionOnTheGpuBackends) {
+  for (const Shape& s : std::vector<Shape>{{2, 5, 7, 9}, {3, 4, 17}, {1, 300, 1, 1}, {1, 8, 40, 40}}) {
+    GraphBuilder b;
+    b.output(b.op1("GlobalAvgPool", {b.input("x", DType::kFloat32, s)}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    expectEveryBackendMatches(*g, {testing::randomTensor(s, 5)}, "GlobalAvgPool", false, 1e-5, "GlobalAvgPool " + shapeToString(s));
+  }
+}
+
+}  // namespace
+}  // namespace gkrt
