@@ -16,6 +16,7 @@
 // Arguments: the outputs, then the node's inputs (Resize: its data input only).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "backends/codegen/cluster_renderer.h"
@@ -29,5 +30,22 @@ StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node
 
 // Whether `status` (from renderMovementKernel) only says the op is not a movement op.
 bool notAMovementKernel(const Status& status);
+
+// What a kernel records when it meets bad data: the GPU backends keep one per session
+// (device memory the host reads after a run) and report the first error it holds.
+struct KernelFaultRecord {
+  int32_t kernel;    // the writing kernel's fault id + 1; 0 while nothing went wrong
+  int32_t pad;
+  int64_t value;     // the bad index
+  int64_t position;  // where it was in the indices
+};
+
+// Gather(x, indices) along its axis (x of any element type of 1, 2, 4 or 8 bytes, integer
+// indices, negative ones from the end) as kernel `name`. The indices arrive at run time,
+// so an out-of-range one cannot fail at compile: the kernel zeroes that output element
+// and records the first such index in the KernelFaultRecord passed after its inputs,
+// with `fault_id` + 1 as its kernel. kUnsupported "not a movement kernel" for other ops.
+StatusOr<RenderedKernel> renderGatherKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                            const KernelDialect& d, int fault_id);
 
 }  // namespace gkrt::codegen

@@ -15,73 +15,6 @@ Status unsupported(const std::string& why) { return makeError(StatusCode::kUnsup
 bool isOp(const ir::Node& n, const char* name) { return n.op && !n.subgraph && std::strcmp(n.op->name, name) == 0; }
 std::string num(int64_t v) { return std::to_string(v) + "LL"; }
 
-// An unsigned C type of the element's size: Gather moves bits, whatever they mean.
-const char* bitsType(DType t) {
-  switch (t) {
-    case DType::kUInt4: case DType::kInt4: case DType::kUInt2: case DType::kInt2: case DType::kFloat4E2M1:
-      return nullptr;  // packed below a byte
-    default:
-      break;
-  }
-  switch (dtypeSize(t)) {
-    case 1: return "unsigned char";
-    case 2: return "unsigned short";
-    case 4: return "unsigned int";
-    case 8: return "unsigned long long";
-    default: return nullptr;
-  }
-}
-
-const char* indexType(DType t) {
-  switch (t) {
-    case DType::kInt8: return "signed char";
-    case DType::kUInt8: return "unsigned char";
-    case DType::kInt16: return "short";
-    case DType::kUInt16: return "unsigned short";
-    case DType::kInt32: return "int";
-    case DType::kUInt32: return "unsigned int";
-    case DType::kInt64: return "long long";
-    case DType::kUInt64: return "unsigned long long";
-    default: return nullptr;
-  }
-}
-
-StatusOr<codegen::RenderedKernel> gather(const ir::Graph& g, const ir::Node& node, const std::string& name, int fault_id) {
-  const ir::Tensor &x = g.tensors[node.inputs[0]], &ind = g.tensors[node.inputs[1]];
-  const char* T = bitsType(x.dtype);
-  const char* I = indexType(ind.dtype);
-  if (!T) return unsupported(std::string("Gather of ") + dtypeName(x.dtype) + " elements");
-  if (!I) return unsupported(std::string("Gather indices of ") + dtypeName(ind.dtype));
-  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrs.get<AxisAttrs>().axis, static_cast<int64_t>(x.shape.size())));
-  const ops::AxisSplit s = ops::splitAtAxis(x.shape, axis);
-  const int64_t n_ind = numElements(ind.shape);
-  codegen::RenderedKernel k;
-  k.name = name;
-  k.items = s.outer * n_ind * s.inner;
-  // i = (o * n_ind + j) * inner + r  ->  x[(o * extent + index[j]) * inner + r]
-  k.source = "struct gk_fault_" + name + " { int kernel; int pad; long long value; long long position; };\n"
-             "extern \"C\" __global__ void " + name + "(" + T + "* y, const " + T + "* x, const " + I + "* ind, gk_fault_" + name +
-             "* fault) {\n"
-             "  const long long n = " + num(k.items) + ", inner = " + num(s.inner) + ", n_ind = " + num(n_ind) +
-             ", extent = " + num(s.extent) + ";\n"
-             "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
-             "    const long long r = i % inner, j = (i / inner) % n_ind, o = i / (inner * n_ind);\n"
-             "    long long at = (long long)ind[j];\n"
-             "    if (at < 0) at += extent;\n"
-             "    if (at < 0 || at >= extent) {\n"
-             "      if (atomicCAS(&fault->kernel, 0, " + std::to_string(fault_id + 1) + ") == 0) {\n"
-             "        fault->value = (long long)ind[j];\n"
-             "        fault->position = j;\n"
-             "      }\n"
-             "      y[i] = 0;\n"
-             "      continue;\n"
-             "    }\n"
-             "    y[i] = x[(o * extent + at) * inner + r];\n"
-             "  }\n"
-             "}\n";
-  return k;
-}
-
 // The reference kernel's windows: [h0, h1) clipped to the padded input, the average's
 // divisor the padded window (count_include_pad) or the real elements in it.
 StatusOr<codegen::RenderedKernel> pool(const ir::Graph& g, const ir::Node& node, const std::string& name, bool max) {
@@ -160,7 +93,7 @@ StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const 
   if (!codegen::notAMovementKernel(movement.status())) return movement;
   if (node.outputs.size() != 1 || node.outputs[0] < 0) return unsupported("not a library kernel");
   for (int t : node.inputs) if (t < 0) return unsupported("an absent input");
-  if (isOp(node, "Gather") && node.inputs.size() == 2) return gather(g, node, name, fault_id);
+  if (isOp(node, "Gather")) return codegen::renderGatherKernel(g, node, name, codegen::cudaDialect(), fault_id);
   if (isOp(node, "MaxPool") && node.inputs.size() == 1 && node.outputs.size() == 1) return pool(g, node, name, true);
   if (isOp(node, "AvgPool") && node.inputs.size() == 1) return pool(g, node, name, false);
   if (isOp(node, "GlobalAvgPool") && node.inputs.size() == 1) return globalAvgPool(g, node, name);

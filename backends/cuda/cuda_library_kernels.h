@@ -1,12 +1,10 @@
-// Hand-written CUDA kernels for the single ops the shared renderer (backends/codegen)
-// does not spell and cuDNN/cuBLASLt do not cover: Gather (any element type; the
-// embeddings of every transformer), MaxPool and AvgPool (float32, asymmetric padding
-// and ceil_mode as the reference kernel has them), GlobalAvgPool (one warp per plane). They are elementwise-shaped: one
-// thread per output element in a grid-stride loop, launched like a rendered kernel and
-// built by NVRTC into the session's module. The pattern ops AddLayerNorm/AddRmsNorm,
-// SwiGLU and FlashAttention come from backends/codegen/pattern_kernels.h, Split and
-// Resize from backends/codegen/movement_kernels.h (the same
-// text the opencl backend runs), launched as reduce kernels (work-groups) where they are.
+// CUDA kernels for the single ops the shared renderer (backends/codegen) does not spell
+// and cuDNN/cuBLASLt do not cover. Hand-written here: MaxPool and AvgPool (float32,
+// asymmetric padding and ceil_mode as the reference kernel has them), GlobalAvgPool (one
+// warp per plane); elementwise-shaped (one thread per output element, grid-stride loop).
+// From backends/codegen, the texts the opencl backend runs too: the pattern ops
+// (pattern_kernels.h, launched as reduce kernels where they are) and Gather, Split and
+// Resize (movement_kernels.h). All are built by NVRTC into the session's module.
 //
 // Gather's indices arrive at run time, so a bad one cannot fail at compile: the kernel
 // records the first out-of-range index in the session's fault record (pinned host
@@ -16,16 +14,12 @@
 #include <string>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/codegen/movement_kernels.h"
 
 namespace gkrt::cuda {
 
 // What a kernel writes when it meets bad data (Gather: an index out of range).
-struct FaultRecord {
-  int kernel;  // the writing kernel's id + 1; 0 while nothing went wrong
-  int pad;
-  long long value;     // the bad index
-  long long position;  // where it was in the indices
-};
+using FaultRecord = codegen::KernelFaultRecord;
 
 // `node` rendered as CUDA kernel `name`, or kUnsupported with the reason. `fault_id`
 // is what a Gather writes into FaultRecord::kernel; such kernels take a FaultRecord*

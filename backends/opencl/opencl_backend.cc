@@ -29,10 +29,14 @@ std::string buildLog(cl_program p, cl_device_id d) {
 int countLines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 // The kernels the GPU backends share by node (backends/codegen): the Appendix 3 pattern
-// ops, Split and Resize; kUnsupported "not a movement kernel" for other nodes.
-StatusOr<codegen::RenderedKernel> renderNodeKernel(const ir::Graph& g, const ir::Node& node, const std::string& name) {
+// ops, Split, Resize and Gather (`fault_id`: its fault record id); kUnsupported "not a
+// movement kernel" for other nodes.
+StatusOr<codegen::RenderedKernel> renderNodeKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
+                                                   int fault_id = 0) {
   auto pattern = codegen::renderPatternKernel(g, node, name, codegen::openclDialect());
   if (!codegen::notAPatternKernel(pattern.status())) return pattern;
+  auto gather = codegen::renderGatherKernel(g, node, name, codegen::openclDialect(), fault_id);
+  if (!codegen::notAMovementKernel(gather.status())) return gather;
   return codegen::renderMovementKernel(g, node, name, codegen::openclDialect());
 }
 
@@ -44,6 +48,25 @@ StatusOr<std::unique_ptr<Backend>> OpenClBackend::create(const BackendOptions& o
   auto backend = std::unique_ptr<OpenClBackend>(new OpenClBackend(std::move(dev), std::move(dir)));
   if (options.communicator) backend->ranks_ = options.communicator->size();
   return std::unique_ptr<Backend>(std::move(backend));
+}
+
+OpenClBackend::~OpenClBackend() {
+  if (fault_) clReleaseMemObject(fault_);
+}
+
+Status OpenClBackend::takeFault() {
+  if (!fault_) return Status::Ok();
+  codegen::KernelFaultRecord r{};
+  RETURN_IF_ERROR(opencl::clCheck(clEnqueueReadBuffer(dev_->queue, fault_, CL_TRUE, 0, sizeof r, &r, 0, nullptr, nullptr),
+                                  "reading the fault record"));
+  if (r.kernel == 0) return Status::Ok();
+  const codegen::KernelFaultRecord clear{};
+  RETURN_IF_ERROR(opencl::clCheck(clEnqueueWriteBuffer(dev_->queue, fault_, CL_TRUE, 0, sizeof clear, &clear, 0, nullptr, nullptr),
+                                  "clearing the fault record"));
+  const int id = r.kernel - 1;
+  const std::string what = id >= 0 && size_t(id) < fault_what_.size() ? fault_what_[size_t(id)] : "a kernel";
+  return makeError(StatusCode::kInvalidArgument, "opencl: ", what, ": index ", r.value, " at position ", r.position,
+                   " is out of range (the output is not valid)");
 }
 
 bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
@@ -73,13 +96,26 @@ StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, con
   slot->what = node.name + " (" + node.op->name + ")";
   std::unique_ptr<Kernel> kernel;
   const std::string entry = "gk" + std::to_string(next_kernel_);
-  auto shared = renderNodeKernel(g, node, entry);
+  const bool gather = std::string(node.op->name) == "Gather";
+  auto shared = renderNodeKernel(g, node, entry, static_cast<int>(fault_what_.size()));
   if (!codegen::notAMovementKernel(shared.status())) {
     RETURN_IF_ERROR(shared.status());
     ++next_kernel_;
     slot->entry = entry;
     slot->source = shared->source;
-    ASSIGN_OR_RETURN(kernel, opencl::makeGeneratedKernel(dev_, std::move(*shared), slot));
+    std::vector<cl_mem> extra;
+    if (gather) {
+      if (!fault_) {
+        const codegen::KernelFaultRecord clear{};
+        cl_int err = CL_SUCCESS;
+        fault_ = clCreateBuffer(dev_->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof clear,
+                                const_cast<codegen::KernelFaultRecord*>(&clear), &err);
+        RETURN_IF_ERROR(opencl::clCheck(err, "allocating the fault record"));
+      }
+      fault_what_.push_back(slot->what);
+      extra.push_back(fault_);
+    }
+    ASSIGN_OR_RETURN(kernel, opencl::makeGeneratedKernel(dev_, std::move(*shared), slot, std::move(extra)));
   } else if (opencl::libraryRuns(g, node)) {
     ASSIGN_OR_RETURN(kernel, opencl::makeLibraryKernel(dev_, g, node, slot));
   } else {
@@ -212,12 +248,16 @@ Status OpenClBackend::copyToDevice(void* dst, const void* src, size_t bytes) {
 
 Status OpenClBackend::copyToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();
-  return opencl::clCheck(clEnqueueReadBuffer(dev_->queue, static_cast<cl_mem>(const_cast<void*>(src)), CL_TRUE, 0, bytes, dst,
-                                             0, nullptr, nullptr),
-                         "copying " + std::to_string(bytes) + " bytes from the device");
+  RETURN_IF_ERROR(opencl::clCheck(clEnqueueReadBuffer(dev_->queue, static_cast<cl_mem>(const_cast<void*>(src)), CL_TRUE, 0, bytes,
+                                                      dst, 0, nullptr, nullptr),
+                                  "copying " + std::to_string(bytes) + " bytes from the device"));
+  return takeFault();
 }
 
-Status OpenClBackend::synchronize() { return opencl::clCheck(clFinish(dev_->queue), "waiting for the device"); }
+Status OpenClBackend::synchronize() {
+  RETURN_IF_ERROR(opencl::clCheck(clFinish(dev_->queue), "waiting for the device"));
+  return takeFault();
+}
 
 bool OpenClBackend::startKernelTimer() {
   timed_events_.clear();

@@ -21,7 +21,7 @@ namespace gkrt {
 class OpenClBackend : public Backend {
  public:
   static StatusOr<std::unique_ptr<Backend>> create(const BackendOptions& options);
-  ~OpenClBackend() override = default;
+  ~OpenClBackend() override;
 
   const char* name() const override { return "opencl"; }
   FusionColumn fusionColumn() const override { return FusionColumn::kGpu; }
@@ -63,6 +63,12 @@ class OpenClBackend : public Backend {
   int next_kernel_ = 0;
   const char* last_program_ = "none";
   int ranks_ = 1;  // tensor-parallel ranks (BackendOptions::communicator)
+  // Gather's out-of-range indices: the session's fault record (codegen::KernelFaultRecord
+  // in device memory, made with the first Gather) and, by fault id, the kernels' nodes.
+  cl_mem fault_ = nullptr;
+  std::vector<std::string> fault_what_;
+  // Ok, or the error a kernel recorded during the last run (the record is then cleared).
+  Status takeFault();
   std::vector<cl_event> timed_events_;  // launches recorded by the kernel timer
 };
 

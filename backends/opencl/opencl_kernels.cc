@@ -74,8 +74,8 @@ class ClKernel : public Kernel {
 
 class GeneratedKernel final : public ClKernel {
  public:
-  GeneratedKernel(std::shared_ptr<ClDevice> dev, codegen::RenderedKernel k, std::shared_ptr<KernelSlot> slot)
-      : ClKernel(std::move(dev), std::move(slot)), k_(std::move(k)) {}
+  GeneratedKernel(std::shared_ptr<ClDevice> dev, codegen::RenderedKernel k, std::shared_ptr<KernelSlot> slot, std::vector<cl_mem> extra)
+      : ClKernel(std::move(dev), std::move(slot)), k_(std::move(k)), extra_(std::move(extra)) {}
   ~GeneratedKernel() override {
     for (cl_mem m : constants_) clReleaseMemObject(m);
   }
@@ -98,6 +98,7 @@ class GeneratedKernel final : public ClKernel {
     for (const MutableTensorView& v : out) args.buffer(v.data);
     for (const TensorView& v : in) args.buffer(v.data);
     for (cl_mem m : constants_) args.add(m);
+    for (cl_mem m : extra_) args.add(m);
     if (!k_.reduce && !k_.gemm) {
       const size_t local = kElementwiseLocalSize, global = gridFor(k_.items);
       return enqueue(args, 1, &global, &local);
@@ -111,6 +112,7 @@ class GeneratedKernel final : public ClKernel {
  private:
   codegen::RenderedKernel k_;
   std::vector<cl_mem> constants_;
+  std::vector<cl_mem> extra_;  // after the constants (Gather's fault record); not owned
 };
 
 // Reshape, ExpandDims, Squeeze, and AllReduce of one rank: the bytes move unchanged.
@@ -391,8 +393,8 @@ StatusOr<std::unique_ptr<Kernel>> makeLibraryKernel(const std::shared_ptr<ClDevi
 }
 
 StatusOr<std::unique_ptr<Kernel>> makeGeneratedKernel(const std::shared_ptr<ClDevice>& dev, codegen::RenderedKernel k,
-                                                      std::shared_ptr<KernelSlot> slot) {
-  auto kernel = std::make_unique<GeneratedKernel>(dev, std::move(k), std::move(slot));
+                                                      std::shared_ptr<KernelSlot> slot, std::vector<cl_mem> extra) {
+  auto kernel = std::make_unique<GeneratedKernel>(dev, std::move(k), std::move(slot), std::move(extra));
   RETURN_IF_ERROR(kernel->uploadConstants());
   return std::unique_ptr<Kernel>(std::move(kernel));
 }

@@ -32,7 +32,8 @@ bool libraryRuns(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> makeLibraryKernel(const std::shared_ptr<ClDevice>& dev, const ir::Graph& g,
                                                     const ir::Node& node, std::shared_ptr<KernelSlot> slot);
 
+// `extra`: buffers passed after the kernel's constants (Gather's fault record), not owned.
 StatusOr<std::unique_ptr<Kernel>> makeGeneratedKernel(const std::shared_ptr<ClDevice>& dev, codegen::RenderedKernel k,
-                                                      std::shared_ptr<KernelSlot> slot);
+                                                      std::shared_ptr<KernelSlot> slot, std::vector<cl_mem> extra = {});
 
 }  // namespace gkrt::opencl

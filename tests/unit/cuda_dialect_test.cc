@@ -145,8 +145,8 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   EXPECT_EQ(rendered, 12);
 }
 
-// Split and Resize (movement_kernels.h) in the CUDA dialect: every element size, every
-// Resize mode; and GlobalAvgPool through the cluster renderer.
+// Split, Resize and Gather (movement_kernels.h) in the CUDA dialect: every element size,
+// every Resize mode; and GlobalAvgPool through the cluster renderer.
 TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   GraphBuilder b;
   for (DType t : {DType::kFloat32, DType::kUInt8, DType::kFloat16, DType::kInt64}) {
@@ -164,21 +164,25 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   nearest.sizes = {8, 8};
   b.output(b.op1("Resize", {b.input("rq", DType::kUInt8, {1, 3, 4, 4})}, nearest), "rq_y");
   b.output(b.op1("GlobalAvgPool", {b.input("gp", DType::kFloat32, {2, 16, 7, 7})}), "gp_y");
+  b.output(b.op1("Gather", {b.input("emb", DType::kFloat32, {100, 16}), b.input("ids", DType::kInt64, {2, 5})}, AxisAttrs{0, false}), "g0");
+  b.output(b.op1("Gather", {b.input("g8", DType::kUInt8, {5, 9}), b.input("i32", DType::kInt32, {4})}, AxisAttrs{1, false}), "g1");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const codegen::KernelDialect& d = codegen::cudaDialect();
   int rendered = 0;
   for (size_t n = 0; n < g->nodes.size(); ++n) {
     const std::string name = "gk" + std::to_string(n);
-    auto k = std::string(g->nodes[n].op->name) == "GlobalAvgPool" ? codegen::renderCluster(*g, g->nodes[n], name, d)
-                                                                    : codegen::renderMovementKernel(*g, g->nodes[n], name, d);
+    const std::string op = g->nodes[n].op->name;
+    auto k = op == "GlobalAvgPool" ? codegen::renderCluster(*g, g->nodes[n], name, d)
+             : op == "Gather"      ? codegen::renderGatherKernel(*g, g->nodes[n], name, d, 3)
+                                   : codegen::renderMovementKernel(*g, g->nodes[n], name, d);
     ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
     ++rendered;
     for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 9);
+  EXPECT_EQ(rendered, 11);
 }
 
 // The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an

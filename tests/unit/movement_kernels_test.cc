@@ -1,5 +1,5 @@
 // The data-movement kernels the GPU backends render (backends/codegen/movement_kernels.h:
-// Split, Resize) and GlobalAvgPool as a cluster-renderer reduction, against the reference
+// Split, Resize, Gather with its out-of-range record) and GlobalAvgPool as a cluster-renderer reduction, against the reference
 // kernels on every available backend, and run on the device where the backend is a GPU
 // one (opencl with PoCL here; cuda where a GPU is present). Split and nearest Resize move
 // bits, so their outputs must be identical (float16, uint8, int64 and bool too); linear
@@ -126,6 +126,63 @@ TEST(MovementKernels, ResizeTakesTheReferencesTaps) {
                              std::to_string(c.sizes[0]) + "x" + std::to_string(c.sizes[1]) + " mode " +
                              std::to_string(int(c.mode)) + " transform " + std::to_string(int(c.transform));
     expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 11)}, "Resize", c.mode == M::kNearest, 2e-6, what);
+  }
+}
+
+// Indices of `t` in [-extent, extent), deterministic.
+HostTensor indices(DType t, const Shape& s, int64_t extent, uint32_t seed) {
+  HostTensor h(t, s);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < numElements(s); ++i) {
+    const int64_t v = static_cast<int64_t>(rng() % (2 * extent)) - extent;
+    if (t == DType::kInt64) h.as<int64_t>()[i] = v;
+    else h.as<int32_t>()[i] = static_cast<int32_t>(v);
+  }
+  return h;
+}
+
+TEST(MovementKernels, GatherTakesRowsByIndexNegativeOnesFromTheEnd) {
+  struct Case { DType t; Shape x; DType it; Shape ind; int64_t axis; };
+  for (const Case& c : std::vector<Case>{{DType::kFloat32, {100, 16}, DType::kInt64, {2, 5}, 0},   // an embedding
+                                         {DType::kFloat32, {3, 7, 4}, DType::kInt32, {6}, 1},
+                                         {DType::kUInt8, {5, 9}, DType::kInt64, {4, 2}, -1},
+                                         {DType::kInt64, {8}, DType::kInt32, {}, 0},
+                                         {DType::kFloat16, {6, 3, 2}, DType::kInt64, {3}, 2}}) {
+    GraphBuilder b;
+    b.output(b.op1("Gather", {b.input("x", c.t, c.x), b.input("i", c.it, c.ind)}, AxisAttrs{c.axis, false}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const int64_t extent = c.x[static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis)];
+    expectEveryBackendMatches(*g, {randomBits(c.t, c.x, 3), indices(c.it, c.ind, extent, 4)}, "Gather", true, 0,
+                              std::string("Gather ") + dtypeName(c.t) + " " + shapeToString(c.x) + " axis " + std::to_string(c.axis));
+  }
+}
+
+// An index out of range fails the run on every backend, naming the index; the device
+// backends' fault record is cleared, so the next run with good indices succeeds.
+TEST(MovementKernels, GatherIndexOutOfRangeFailsTheRun) {
+  GraphBuilder b;
+  b.output(b.op1("Gather", {b.input("table", DType::kFloat32, {10, 4}), b.input("ids", DType::kInt64, {3})}, AxisAttrs{0, false}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  for (const std::string& backend : availableBackends()) {
+    SessionOptions opts;
+    opts.backend = backend;
+    auto s = Session::create(*g, opts);
+    ASSERT_TRUE(s.ok()) << backend << ": " << s.status().message();
+    HostTensor ids(DType::kInt64, {3});
+    int64_t* p = ids.as<int64_t>();
+    p[0] = 1, p[1] = 10, p[2] = 2;
+    ASSERT_TRUE((*s)->setInput("table", testing::randomTensor({10, 4}, 41)).ok());
+    ASSERT_TRUE((*s)->setInput("ids", ids).ok());
+    Status run = (*s)->run();
+    ASSERT_FALSE(run.ok()) << backend << ": an out-of-range index ran";
+    EXPECT_NE(run.message().find("10"), std::string::npos) << backend << ": " << run.message();
+    EXPECT_NE(run.message().find("out of range"), std::string::npos) << backend << ": " << run.message();
+    p[1] = -10;  // the first row, from the end
+    ASSERT_TRUE((*s)->setInput("ids", ids).ok());
+    run = (*s)->run();
+    EXPECT_TRUE(run.ok()) << backend << ": " << run.message();
   }
 }
 
