@@ -84,6 +84,55 @@ StatusOr<RenderedKernel> split(const ir::Graph& g, const ir::Node& node, const s
   return k;
 }
 
+// ---- Tile, and Pad by reflection or edge copies: each output element reads one input
+// element, its offset summed over the axes from the output index (no carried state) ----
+StatusOr<RenderedKernel> indexMap(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const ir::Tensor& x = g.tensors[node.inputs[0]];
+  const Shape& y = g.tensors[node.outputs[0]].shape;
+  const char* type = bitsType(x.dtype, d);
+  if (!type) return unsupported(std::string(node.op->name) + " of " + dtypeName(x.dtype) + " (elements of 1, 2, 4 or 8 bytes only)");
+  const bool tile = isOp(node, "Tile");
+  const size_t rank = x.shape.size();
+  if (y.size() < rank || (!tile && y.size() != rank)) return unsupported(std::string(node.op->name) + " changing the rank oddly");
+  const size_t lead = y.size() - rank;
+  PadMode mode = PadMode::kEdge;
+  Ints pads;
+  if (!tile) {
+    const auto& a = node.attrs.get<PadAttrs>();
+    if (a.mode == PadMode::kConstant) return unsupported(kNotMovement);  // the cluster renderer's
+    mode = a.mode, pads = a.pads;
+    if (pads.size() != 2 * rank) return unsupported("Pad needs two pads per axis");
+  }
+  for (int64_t v : x.shape) if (v <= 0) return unsupported(std::string(node.op->name) + " of an empty input");
+  RenderedKernel k;
+  k.name = name;
+  k.items = numElements(y);
+  const std::string L = d.long_type;
+  std::string s = elementwiseOpening(node, 1, name, type, k.items, d);
+  s += "    " + L + " rest = i, off = 0, c;\n";
+  int64_t stride = 1;
+  for (size_t a = y.size(); a-- > lead;) {  // innermost axis first
+    const size_t xa = a - lead;
+    const int64_t dim = x.shape[xa];
+    s += "    c = rest % " + num(y[a]) + "; rest /= " + num(y[a]) + ";\n";
+    if (tile) {
+      s += "    c %= " + num(dim) + ";\n";
+    } else {
+      if (pads[xa] != 0) s += "    c -= " + num(pads[xa]) + ";\n";
+      if (mode == PadMode::kEdge) {
+        s += "    c = c < 0 ? 0 : (c > " + num(dim - 1) + " ? " + num(dim - 1) + " : c);\n";
+      } else {  // reflect, excluding the edge (the shape rule keeps the pads under the axis)
+        s += "    c = c < 0 ? -c : (c > " + num(dim - 1) + " ? " + num(2 * (dim - 1)) + " - c : c);\n";
+      }
+    }
+    s += "    off += c * " + num(stride) + ";\n";
+    stride *= dim;
+  }
+  s += "    y0[i] = x0[off];\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
 // A program-scope table `name` of `v`, before the kernel.
 template <class T>
 std::string table(const KernelDialect& d, const char* type, const std::string& name, const std::vector<T>& v,
@@ -224,7 +273,8 @@ bool notAMovementKernel(const Status& status) { return status.message() == kNotM
 StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                               const KernelDialect& d) {
   const bool is_split = isOp(node, "Split"), is_resize = isOp(node, "Resize");
-  if (!is_split && !is_resize) return unsupported(kNotMovement);
+  const bool is_map = isOp(node, "Tile") || (isOp(node, "Pad") && node.attrs.get<PadAttrs>().mode != PadMode::kConstant);
+  if (!is_split && !is_resize && !is_map) return unsupported(kNotMovement);
   if (node.inputs.empty() || node.inputs[0] < 0) return unsupported(std::string(node.op->name) + " without its input");
   for (int t : node.outputs) if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
   for (int t : node.outputs) {
@@ -232,6 +282,7 @@ StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node
   }
   if (!isStatic(g.tensors[node.inputs[0]].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
   for (int t : node.outputs) if (!isStatic(g.tensors[t].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
+  if (is_map) return indexMap(g, node, name, d);
   return is_split ? split(g, node, name, d) : resize(g, node, name, d);
 }
 

@@ -145,7 +145,7 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   EXPECT_EQ(rendered, 12);
 }
 
-// Split, Resize and Gather (movement_kernels.h) in the CUDA dialect: every element size,
+// Split, Resize, Gather, Tile and reflect/edge Pad (movement_kernels.h) in the CUDA dialect: every element size,
 // every Resize mode; and GlobalAvgPool through the cluster renderer.
 TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   GraphBuilder b;
@@ -166,6 +166,13 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   b.output(b.op1("GlobalAvgPool", {b.input("gp", DType::kFloat32, {2, 16, 7, 7})}), "gp_y");
   b.output(b.op1("Gather", {b.input("emb", DType::kFloat32, {100, 16}), b.input("ids", DType::kInt64, {2, 5})}, AxisAttrs{0, false}), "g0");
   b.output(b.op1("Gather", {b.input("g8", DType::kUInt8, {5, 9}), b.input("i32", DType::kInt32, {4})}, AxisAttrs{1, false}), "g1");
+  b.output(b.op1("Tile", {b.input("t", DType::kFloat16, {2, 3})}, TileAttrs{{3, 2, 2}}), "tile");
+  PadAttrs reflect;
+  reflect.pads = {0, 0, 1, 2, 0, 0, 3, 1}, reflect.mode = PadMode::kReflect;
+  b.output(b.op1("Pad", {b.input("pr", DType::kFloat32, {1, 2, 4, 5})}, reflect), "reflect");
+  PadAttrs edge;
+  edge.pads = {0, -1, 3, 2}, edge.mode = PadMode::kEdge;
+  b.output(b.op1("Pad", {b.input("pe", DType::kInt64, {4, 5})}, edge), "edge");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const codegen::KernelDialect& d = codegen::cudaDialect();
@@ -182,7 +189,7 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 11);
+  EXPECT_EQ(rendered, 14);
 }
 
 // The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an

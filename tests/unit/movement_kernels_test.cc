@@ -1,5 +1,5 @@
 // The data-movement kernels the GPU backends render (backends/codegen/movement_kernels.h:
-// Split, Resize, Gather with its out-of-range record) and GlobalAvgPool as a cluster-renderer reduction, against the reference
+// Split, Resize, Gather with its out-of-range record, Tile, reflect/edge Pad) and GlobalAvgPool as a cluster-renderer reduction, against the reference
 // kernels on every available backend, and run on the device where the backend is a GPU
 // one (opencl with PoCL here; cuda where a GPU is present). Split and nearest Resize move
 // bits, so their outputs must be identical (float16, uint8, int64 and bool too); linear
@@ -126,6 +126,32 @@ TEST(MovementKernels, ResizeTakesTheReferencesTaps) {
                              std::to_string(c.sizes[0]) + "x" + std::to_string(c.sizes[1]) + " mode " +
                              std::to_string(int(c.mode)) + " transform " + std::to_string(int(c.transform));
     expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 11)}, "Resize", c.mode == M::kNearest, 2e-6, what);
+  }
+}
+
+TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
+  struct Case { const char* op; DType t; Shape s; Ints ints; PadMode mode; };
+  for (const Case& c : std::vector<Case>{{"Tile", DType::kFloat32, {2, 3}, {3, 2, 2}, PadMode::kConstant},
+                                         {"Tile", DType::kUInt8, {4, 1, 5}, {1, 7, 1}, PadMode::kConstant},
+                                         {"Tile", DType::kInt64, {3}, {4}, PadMode::kConstant},
+                                         {"Pad", DType::kFloat32, {1, 2, 4, 5}, {0, 0, 1, 2, 0, 0, 3, 1}, PadMode::kReflect},
+                                         {"Pad", DType::kFloat16, {3, 6}, {2, 5, 2, 5}, PadMode::kReflect},
+                                         {"Pad", DType::kInt32, {4, 5}, {0, -1, 3, 2}, PadMode::kEdge},  // a crop, too
+                                         {"Pad", DType::kFloat32, {1, 3, 8, 8}, {0, 0, 4, 4, 0, 0, 4, 4}, PadMode::kEdge}}) {
+    GraphBuilder b;
+    Value x = b.input("x", c.t, c.s);
+    const std::string op = c.op;
+    if (op == "Tile") {
+      b.output(b.op1("Tile", {x}, TileAttrs{c.ints}), "y");
+    } else {
+      PadAttrs a;
+      a.pads = c.ints, a.mode = c.mode;
+      b.output(b.op1("Pad", {x}, a), "y");
+    }
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 13)}, c.op, true, 0,
+                              op + " " + dtypeName(c.t) + " " + shapeToString(c.s) + " " + shapeToString(c.ints));
   }
 }
 
