@@ -91,13 +91,19 @@ StatusOr<RenderedKernel> indexMap(const ir::Graph& g, const ir::Node& node, cons
   const Shape& y = g.tensors[node.outputs[0]].shape;
   const char* type = bitsType(x.dtype, d);
   if (!type) return unsupported(std::string(node.op->name) + " of " + dtypeName(x.dtype) + " (elements of 1, 2, 4 or 8 bytes only)");
-  const bool tile = isOp(node, "Tile");
+  const bool tile = isOp(node, "Tile"), broadcast = isOp(node, "BroadcastTo");
   const size_t rank = x.shape.size();
-  if (y.size() < rank || (!tile && y.size() != rank)) return unsupported(std::string(node.op->name) + " changing the rank oddly");
+  if (y.size() < rank || (!tile && !broadcast && y.size() != rank)) {
+    return unsupported(std::string(node.op->name) + " changing the rank oddly");
+  }
   const size_t lead = y.size() - rank;
   PadMode mode = PadMode::kEdge;
   Ints pads;
-  if (!tile) {
+  if (broadcast) {
+    for (size_t a = 0; a < rank; ++a) {
+      if (x.shape[a] != 1 && x.shape[a] != y[a + y.size() - rank]) return unsupported("BroadcastTo of a shape that does not broadcast");
+    }
+  } else if (!tile) {
     const auto& a = node.attrs.get<PadAttrs>();
     if (a.mode == PadMode::kConstant) return unsupported(kNotMovement);  // the cluster renderer's
     mode = a.mode, pads = a.pads;
@@ -117,6 +123,8 @@ StatusOr<RenderedKernel> indexMap(const ir::Graph& g, const ir::Node& node, cons
     s += "    c = rest % " + num(y[a]) + "; rest /= " + num(y[a]) + ";\n";
     if (tile) {
       s += "    c %= " + num(dim) + ";\n";
+    } else if (broadcast) {
+      if (dim == 1) s += "    c = 0;\n";
     } else {
       if (pads[xa] != 0) s += "    c -= " + num(pads[xa]) + ";\n";
       if (mode == PadMode::kEdge) {
@@ -129,6 +137,38 @@ StatusOr<RenderedKernel> indexMap(const ir::Graph& g, const ir::Node& node, cons
     stride *= dim;
   }
   s += "    y0[i] = x0[off];\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
+// ---- ArgMax / ArgMin (+WithValue) of float32 along an axis: one work-item per output
+// element scans the axis; the first extreme wins and a NaN never replaces the best (the
+// reference's comparisons, so a leading NaN stays best) ----
+StatusOr<RenderedKernel> argExtreme(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const ir::Tensor& x = g.tensors[node.inputs[0]];
+  if (x.dtype != DType::kFloat32) return unsupported(std::string(node.op->name) + " of " + dtypeName(x.dtype) + " (float32 only here)");
+  if (g.tensors[node.outputs[0]].dtype != DType::kInt64) return unsupported(std::string(node.op->name) + " to another type than int64");
+  if (node.outputs.size() > 1 && g.tensors[node.outputs[1]].dtype != DType::kFloat32) return unsupported("its values as float32 only");
+  if (x.shape.empty()) return unsupported(std::string(node.op->name) + " of a scalar");
+  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrs.get<AxisAttrs>().axis, static_cast<int64_t>(x.shape.size())));
+  const ops::AxisSplit at = ops::splitAtAxis(x.shape, axis);
+  if (at.extent <= 0) return unsupported(std::string(node.op->name) + " over an empty axis");
+  const bool max = isOp(node, "ArgMax") || isOp(node, "ArgMaxWithValue");
+  const std::string L = d.long_type, gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
+  RenderedKernel k;
+  k.name = name;
+  k.items = at.outer * at.inner;
+  std::string s = std::string(d.kernel_prefix) + " " + name + "(" + gp + L + "* y0, " +
+                  (node.outputs.size() > 1 ? gp + "float* y1, " : std::string()) + gp + "const float* x0) {\n";
+  s += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(k.items) + "; i += (" + L + ")" + d.global_size + ") {\n";
+  s += "    " + gp + "const float* p = x0 + (i / " + num(at.inner) + ") * " + num(at.extent * at.inner) + " + i % " + num(at.inner) + ";\n";
+  s += "    " + L + " best = 0;\n    float best_v = p[0];\n";
+  s += "    for (" + L + " e = 1; e < " + num(at.extent) + "; ++e) {\n";
+  s += "      const float v = p[e * " + num(at.inner) + "];\n";
+  s += std::string("      if (v ") + (max ? ">" : "<") + " best_v) { best = e; best_v = v; }\n    }\n";
+  s += "    y0[i] = best;\n";
+  if (node.outputs.size() > 1) s += "    y1[i] = best_v;\n";
+  s += "  }\n}\n";
   k.source = std::move(s);
   return k;
 }
@@ -273,16 +313,21 @@ bool notAMovementKernel(const Status& status) { return status.message() == kNotM
 StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                               const KernelDialect& d) {
   const bool is_split = isOp(node, "Split"), is_resize = isOp(node, "Resize");
-  const bool is_map = isOp(node, "Tile") || (isOp(node, "Pad") && node.attrs.get<PadAttrs>().mode != PadMode::kConstant);
-  if (!is_split && !is_resize && !is_map) return unsupported(kNotMovement);
+  const bool is_map = isOp(node, "Tile") || isOp(node, "BroadcastTo") ||
+                      (isOp(node, "Pad") && node.attrs.get<PadAttrs>().mode != PadMode::kConstant);
+  const bool is_arg = isOp(node, "ArgMax") || isOp(node, "ArgMin") || isOp(node, "ArgMaxWithValue") || isOp(node, "ArgMinWithValue");
+  if (!is_split && !is_resize && !is_map && !is_arg) return unsupported(kNotMovement);
   if (node.inputs.empty() || node.inputs[0] < 0) return unsupported(std::string(node.op->name) + " without its input");
   for (int t : node.outputs) if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
   for (int t : node.outputs) {
-    if (g.tensors[t].dtype != g.tensors[node.inputs[0]].dtype) return unsupported(std::string(node.op->name) + " changing the type");
+    if (!is_arg && g.tensors[t].dtype != g.tensors[node.inputs[0]].dtype) {
+      return unsupported(std::string(node.op->name) + " changing the type");
+    }
   }
   if (!isStatic(g.tensors[node.inputs[0]].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
   for (int t : node.outputs) if (!isStatic(g.tensors[t].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
   if (is_map) return indexMap(g, node, name, d);
+  if (is_arg) return argExtreme(g, node, name, d);
   return is_split ? split(g, node, name, d) : resize(g, node, name, d);
 }
 

@@ -11,9 +11,12 @@
 //    program-scope tables, so nearest picks exactly the reference's pixel (bits copied,
 //    any element type) and linear/cubic (float32) weigh the same taps in the same
 //    order, in float32 instead of double.
-//  - Tile, and Pad by reflection or edge copies (any element type): each output element
+//  - Tile, BroadcastTo (what the expander makes of Tile), and Pad by reflection or edge
+//    copies (any element type): each output element
 //    reads one input element at an offset summed over the axes (constant Pad is the
 //    cluster renderer's).
+//  - ArgMax / ArgMin (+WithValue) of float32: one work-item per output scans the axis,
+//    the reference's comparisons (the first extreme wins; a NaN never replaces the best).
 //
 // Launch: elementwise (a grid-stride loop over `items` input or output elements).
 // Arguments: the outputs, then the node's inputs (Resize: its data input only).

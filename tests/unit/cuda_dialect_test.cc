@@ -145,7 +145,8 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   EXPECT_EQ(rendered, 12);
 }
 
-// Split, Resize, Gather, Tile and reflect/edge Pad (movement_kernels.h) in the CUDA dialect: every element size,
+// Split, Resize, Gather, Tile, BroadcastTo, reflect/edge Pad and ArgMax/ArgMin
+// (movement_kernels.h) in the CUDA dialect: every element size,
 // every Resize mode; and GlobalAvgPool through the cluster renderer.
 TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   GraphBuilder b;
@@ -173,6 +174,11 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   PadAttrs edge;
   edge.pads = {0, -1, 3, 2}, edge.mode = PadMode::kEdge;
   b.output(b.op1("Pad", {b.input("pe", DType::kInt64, {4, 5})}, edge), "edge");
+  b.output(b.op1("BroadcastTo", {b.input("bt", DType::kUInt8, {4, 1, 5})}, ShapeAttrs{{2, 4, 7, 5}}), "bcast");
+  b.output(b.op1("ArgMax", {b.input("am", DType::kFloat32, {1, 21, 6, 7})}, AxisAttrs{1, false}), "argmax");
+  auto amv = b.op("ArgMinWithValue", {b.input("amv", DType::kFloat32, {3, 9})}, AxisAttrs{-1, true}, 2);
+  b.output(amv[0], "argmin");
+  b.output(amv[1], "minval");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const codegen::KernelDialect& d = codegen::cudaDialect();
@@ -189,7 +195,7 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 14);
+  EXPECT_EQ(rendered, 17);
 }
 
 // The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an

@@ -63,6 +63,11 @@ void expectEveryBackendMatches(const ir::Graph& g, const std::vector<HostTensor>
     auto on = testing::backendsRunning(g, op, backend, "--opt_level=0");
     ASSERT_TRUE(on.ok()) << on.status().message();
     EXPECT_EQ(*on, std::vector<std::string>{backend}) << what << ": " << op << " did not run on " << backend;
+    SessionOptions fused;  // with fusion on, no kernel of the graph goes to the fallback either
+    fused.backend = backend;
+    auto session = Session::create(g, fused);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    for (const auto& k : (*session)->kernelInfos()) EXPECT_EQ(k.backend, backend) << what << ": " << k.name;
   }
 }
 
@@ -152,6 +157,27 @@ TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
     ASSERT_TRUE(g.ok()) << g.status().toString();
     expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 13)}, c.op, true, 0,
                               op + " " + dtypeName(c.t) + " " + shapeToString(c.s) + " " + shapeToString(c.ints));
+  }
+}
+
+// Segmentation heads end in ArgMax over the classes; ties take the first index.
+TEST(MovementKernels, ArgMaxAndArgMinTakeTheFirstExtreme) {
+  struct Case { const char* op; Shape s; int64_t axis; bool keep; bool ties; };
+  for (const Case& c : std::vector<Case>{{"ArgMax", {1, 21, 6, 7}, 1, false, false},
+                                         {"ArgMin", {3, 9}, -1, true, false},
+                                         {"ArgMax", {4, 5, 3}, 0, true, true},
+                                         {"ArgMaxWithValue", {2, 6}, 1, false, false}}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, c.s);
+    const std::string op = c.op;
+    const size_t outs = op == "ArgMaxWithValue" ? 2 : 1;
+    auto y = b.op(op, {b.op1("Exp", {x})}, AxisAttrs{c.axis, c.keep}, outs);  // a producer on the device too
+    for (size_t o = 0; o < y.size(); ++o) b.output(y[o], "y" + std::to_string(o));
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    HostTensor in = testing::randomTensor(c.s, 17);
+    if (c.ties) for (int64_t i = 0; i < numElements(c.s); ++i) in.as<float>()[i] = static_cast<float>(i % 3);
+    expectEveryBackendMatches(*g, {in}, c.op, outs == 1, 1e-6, op + " " + shapeToString(c.s) + " axis " + std::to_string(c.axis));
   }
 }
 
