@@ -173,6 +173,30 @@ StatusOr<RenderedKernel> argExtreme(const ir::Graph& g, const ir::Node& node, co
   return k;
 }
 
+// ---- CumSum along an axis (float32, int32, int64): one work-item per (outer, inner)
+// runs the prefix sum, forward or reversed, inclusive or exclusive ----
+StatusOr<RenderedKernel> cumSum(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+  const ir::Tensor& x = g.tensors[node.inputs[0]];
+  const char* type = d.typeName(x.dtype);
+  if (!type || x.dtype == DType::kBool) return unsupported("CumSum of " + std::string(dtypeName(x.dtype)) + " (float32, int32, int64 only)");
+  const auto& a = node.attrs.get<CumSumAttrs>();
+  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(a.axis, static_cast<int64_t>(x.shape.size())));
+  const ops::AxisSplit at = ops::splitAtAxis(x.shape, axis);
+  const std::string L = d.long_type, gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "", T = type;
+  RenderedKernel k;
+  k.name = name;
+  k.items = at.outer * at.inner;
+  std::string s = elementwiseOpening(node, 1, name, T, k.items, d);
+  s += "    const " + L + " base = (i / " + num(at.inner) + ") * " + num(at.extent * at.inner) + " + i % " + num(at.inner) + ";\n";
+  s += "    " + T + " acc = 0;\n";
+  s += "    for (" + L + " k = 0; k < " + num(at.extent) + "; ++k) {\n";
+  s += "      const " + L + " at = base + (" + (a.reverse ? num(at.extent - 1) + " - k" : std::string("k")) + ") * " + num(at.inner) + ";\n";
+  s += a.exclusive ? "      const " + T + " v = x0[at];\n      y0[at] = acc;\n      acc += v;\n" : "      acc += x0[at];\n      y0[at] = acc;\n";
+  s += "    }\n  }\n}\n";
+  k.source = std::move(s);
+  return k;
+}
+
 // A program-scope table `name` of `v`, before the kernel.
 template <class T>
 std::string table(const KernelDialect& d, const char* type, const std::string& name, const std::vector<T>& v,
@@ -316,7 +340,8 @@ StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node
   const bool is_map = isOp(node, "Tile") || isOp(node, "BroadcastTo") ||
                       (isOp(node, "Pad") && node.attrs.get<PadAttrs>().mode != PadMode::kConstant);
   const bool is_arg = isOp(node, "ArgMax") || isOp(node, "ArgMin") || isOp(node, "ArgMaxWithValue") || isOp(node, "ArgMinWithValue");
-  if (!is_split && !is_resize && !is_map && !is_arg) return unsupported(kNotMovement);
+  const bool is_cumsum = isOp(node, "CumSum");
+  if (!is_split && !is_resize && !is_map && !is_arg && !is_cumsum) return unsupported(kNotMovement);
   if (node.inputs.empty() || node.inputs[0] < 0) return unsupported(std::string(node.op->name) + " without its input");
   for (int t : node.outputs) if (t < 0) return unsupported(std::string(node.op->name) + " with an absent output");
   for (int t : node.outputs) {
@@ -328,6 +353,7 @@ StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node
   for (int t : node.outputs) if (!isStatic(g.tensors[t].shape)) return unsupported(std::string(node.op->name) + " of a dynamic shape");
   if (is_map) return indexMap(g, node, name, d);
   if (is_arg) return argExtreme(g, node, name, d);
+  if (is_cumsum) return cumSum(g, node, name, d);
   return is_split ? split(g, node, name, d) : resize(g, node, name, d);
 }
 

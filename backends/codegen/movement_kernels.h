@@ -17,6 +17,8 @@
 //    cluster renderer's).
 //  - ArgMax / ArgMin (+WithValue) of float32: one work-item per output scans the axis,
 //    the reference's comparisons (the first extreme wins; a NaN never replaces the best).
+//  - CumSum (float32, int32, int64): one work-item per line runs the prefix sum (float32
+//    sums in float32 where the reference sums in double).
 //
 // Launch: elementwise (a grid-stride loop over `items` input or output elements).
 // Arguments: the outputs, then the node's inputs (Resize: its data input only).

@@ -145,8 +145,8 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   EXPECT_EQ(rendered, 12);
 }
 
-// Split, Resize, Gather, Tile, BroadcastTo, reflect/edge Pad and ArgMax/ArgMin
-// (movement_kernels.h) in the CUDA dialect: every element size,
+// Split, Resize, Gather, Tile, BroadcastTo, reflect/edge Pad, ArgMax/ArgMin and
+// CumSum (movement_kernels.h) in the CUDA dialect: every element size,
 // every Resize mode; and GlobalAvgPool through the cluster renderer.
 TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   GraphBuilder b;
@@ -179,6 +179,7 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   auto amv = b.op("ArgMinWithValue", {b.input("amv", DType::kFloat32, {3, 9})}, AxisAttrs{-1, true}, 2);
   b.output(amv[0], "argmin");
   b.output(amv[1], "minval");
+  b.output(b.op1("CumSum", {b.input("cs", DType::kInt64, {2, 9})}, CumSumAttrs{-1, true, true}), "cumsum");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const codegen::KernelDialect& d = codegen::cudaDialect();
@@ -195,7 +196,7 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 17);
+  EXPECT_EQ(rendered, 18);
 }
 
 // The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an

@@ -181,6 +181,31 @@ TEST(MovementKernels, ArgMaxAndArgMinTakeTheFirstExtreme) {
   }
 }
 
+TEST(MovementKernels, CumSumEveryDirection) {
+  struct Case { DType t; Shape s; int64_t axis; bool exclusive, reverse; };
+  for (const Case& c : std::vector<Case>{{DType::kFloat32, {3, 40}, 1, false, false},
+                                         {DType::kFloat32, {5, 4, 3}, 0, true, false},
+                                         {DType::kInt64, {2, 9}, -1, false, true},   // position ids from a mask
+                                         {DType::kInt32, {4, 6, 2}, 1, true, true}}) {
+    GraphBuilder b;
+    b.output(b.op1("CumSum", {b.input("x", c.t, c.s)}, CumSumAttrs{c.axis, c.exclusive, c.reverse}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    HostTensor in = testing::randomTensor(c.s, 19);
+    if (c.t != DType::kFloat32) {  // small integers: the reference sums them exactly too
+      HostTensor ints(c.t, c.s);
+      for (int64_t i = 0; i < numElements(c.s); ++i) {
+        const int64_t v = (i * 7) % 5 - 2;
+        if (c.t == DType::kInt64) ints.as<int64_t>()[i] = v;
+        else ints.as<int32_t>()[i] = static_cast<int32_t>(v);
+      }
+      in = std::move(ints);
+    }
+    expectEveryBackendMatches(*g, {in}, "CumSum", c.t != DType::kFloat32, 1e-5,
+                              std::string("CumSum ") + dtypeName(c.t) + " " + shapeToString(c.s) + " axis " + std::to_string(c.axis));
+  }
+}
+
 // Indices of `t` in [-extent, extent), deterministic.
 HostTensor indices(DType t, const Shape& s, int64_t extent, uint32_t seed) {
   HostTensor h(t, s);
