@@ -295,39 +295,56 @@ const char* indexType(DType t, const KernelDialect& d) {
 
 StatusOr<RenderedKernel> renderGatherKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                             const KernelDialect& d, int fault_id) {
-  if (!isOp(node, "Gather")) return unsupported(kNotMovement);
+  const bool elements = isOp(node, "GatherElements");
+  if (!isOp(node, "Gather") && !elements) return unsupported(kNotMovement);
+  const std::string op = node.op->name;
   if (node.inputs.size() != 2 || node.inputs[0] < 0 || node.inputs[1] < 0 || node.outputs.size() != 1 || node.outputs[0] < 0) {
-    return unsupported("Gather needs its data, its indices and one output");
+    return unsupported(op + " needs its data, its indices and one output");
   }
   const ir::Tensor &x = g.tensors[node.inputs[0]], &ind = g.tensors[node.inputs[1]];
   const char* T = bitsType(x.dtype, d);
   const char* I = indexType(ind.dtype, d);
-  if (!T) return unsupported(std::string("Gather of ") + dtypeName(x.dtype) + " elements");
-  if (!I) return unsupported(std::string("Gather indices of ") + dtypeName(ind.dtype));
-  if (!isStatic(x.shape) || !isStatic(ind.shape)) return unsupported("Gather of a dynamic shape");
+  if (!T) return unsupported(op + " of " + dtypeName(x.dtype) + " elements");
+  if (!I) return unsupported(op + " indices of " + dtypeName(ind.dtype));
+  if (!isStatic(x.shape) || !isStatic(ind.shape)) return unsupported(op + " of a dynamic shape");
   ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(node.attrs.get<AxisAttrs>().axis, static_cast<int64_t>(x.shape.size())));
+  if (elements && ind.shape.size() != x.shape.size()) return unsupported("GatherElements indices of another rank");
   const ops::AxisSplit s = ops::splitAtAxis(x.shape, axis);
   const int64_t n_ind = numElements(ind.shape);
   const bool cl = std::strcmp(d.name, "opencl") == 0;
   const std::string L = d.long_type, gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
   RenderedKernel k;
   k.name = name;
-  k.items = s.outer * n_ind * s.inner;
-  // i = (o * n_ind + j) * inner + r  ->  x[(o * extent + index[j]) * inner + r]; the fault
-  // record as ints: [0] the kernel, then the value and the position as 64-bit words 1 and 2
+  k.items = elements ? n_ind : s.outer * n_ind * s.inner;
   std::string src = std::string(d.kernel_prefix) + " " + name + "(" + gp + T + "* y0, " + gp + "const " + T + "* x0, " + gp +
                     "const " + I + "* x1, " + gp + "int* fault) {\n";
   src += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(k.items) + "; i += (" + L + ")" + d.global_size + ") {\n";
-  src += "    const " + L + " r = i % " + num(s.inner) + ", j = (i / " + num(s.inner) + ") % " + num(n_ind) + ", o = i / " +
-         num(s.inner * n_ind) + ";\n";
+  if (elements) {  // output i: the indices' element i; its coordinates with the axis one replaced
+    src += "    const " + L + " j = i;\n";
+  } else {  // i = (o * n_ind + j) * inner + r  ->  x[(o * extent + index[j]) * inner + r]
+    src += "    const " + L + " r = i % " + num(s.inner) + ", j = (i / " + num(s.inner) + ") % " + num(n_ind) + ", o = i / " +
+           num(s.inner * n_ind) + ";\n";
+  }
   src += "    " + L + " at = (" + L + ")x1[j];\n";
   src += "    if (at < 0) at += " + num(s.extent) + ";\n";
+  // the fault record as ints: [0] the kernel, then the value and the position as 64-bit words 1 and 2
   src += "    if (at < 0 || at >= " + num(s.extent) + ") {\n";
   src += std::string("      if (") + (cl ? "atomic_cmpxchg" : "atomicCAS") + "(fault, 0, " + num(fault_id + 1) + ") == 0) {\n";
   src += "        ((" + gp + L + "*)fault)[1] = (" + L + ")x1[j];\n";
   src += "        ((" + gp + L + "*)fault)[2] = j;\n      }\n";
   src += "      y0[i] = 0;\n      continue;\n    }\n";
-  src += "    y0[i] = x0[(o * " + num(s.extent) + " + at) * " + num(s.inner) + " + r];\n  }\n}\n";
+  if (elements) {
+    src += "    " + L + " rest = i, off = 0, c;\n";
+    int64_t stride = 1;
+    for (size_t a = x.shape.size(); a-- > 0;) {
+      src += "    c = rest % " + num(ind.shape[a]) + "; rest /= " + num(ind.shape[a]) + ";\n";
+      src += "    off += " + std::string(static_cast<int64_t>(a) == axis ? "at" : "c") + " * " + num(stride) + ";\n";
+      stride *= x.shape[a];
+    }
+    src += "    y0[i] = x0[off];\n  }\n}\n";
+  } else {
+    src += "    y0[i] = x0[(o * " + num(s.extent) + " + at) * " + num(s.inner) + " + r];\n  }\n}\n";
+  }
   k.source = std::move(src);
   return k;
 }

@@ -48,8 +48,9 @@ struct KernelFaultRecord {
   int64_t position;  // where it was in the indices
 };
 
-// Gather(x, indices) along its axis (x of any element type of 1, 2, 4 or 8 bytes, integer
-// indices, negative ones from the end) as kernel `name`. The indices arrive at run time,
+// Gather(x, indices) along its axis, or GatherElements (indices of x's rank, the output
+// of their shape), x of any element type of 1, 2, 4 or 8 bytes, integer indices, negative
+// ones from the end, as kernel `name`. The indices arrive at run time,
 // so an out-of-range one cannot fail at compile: the kernel zeroes that output element
 // and records the first such index in the KernelFaultRecord passed after its inputs,
 // with `fault_id` + 1 as its kernel. kUnsupported "not a movement kernel" for other ops.

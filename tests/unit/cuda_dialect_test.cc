@@ -180,6 +180,8 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   b.output(amv[0], "argmin");
   b.output(amv[1], "minval");
   b.output(b.op1("CumSum", {b.input("cs", DType::kInt64, {2, 9})}, CumSumAttrs{-1, true, true}), "cumsum");
+  b.output(b.op1("GatherElements", {b.input("ge", DType::kFloat32, {4, 6}), b.input("gei", DType::kInt32, {3, 6})},
+                 AxisAttrs{0, false}), "gather_elements");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const codegen::KernelDialect& d = codegen::cudaDialect();
@@ -188,7 +190,7 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
     const std::string name = "gk" + std::to_string(n);
     const std::string op = g->nodes[n].op->name;
     auto k = op == "GlobalAvgPool" ? codegen::renderCluster(*g, g->nodes[n], name, d)
-             : op == "Gather"      ? codegen::renderGatherKernel(*g, g->nodes[n], name, d, 3)
+             : op == "Gather" || op == "GatherElements" ? codegen::renderGatherKernel(*g, g->nodes[n], name, d, 3)
                                    : codegen::renderMovementKernel(*g, g->nodes[n], name, d);
     ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
     ++rendered;
@@ -196,7 +198,7 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
       EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
     }
   }
-  EXPECT_EQ(rendered, 18);
+  EXPECT_EQ(rendered, 19);
 }
 
 // The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an

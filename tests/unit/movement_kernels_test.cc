@@ -1,5 +1,5 @@
 // The data-movement kernels the GPU backends render (backends/codegen/movement_kernels.h:
-// Split, Resize, Gather with its out-of-range record, Tile, reflect/edge Pad) and GlobalAvgPool as a cluster-renderer reduction, against the reference
+// Split, Resize, Gather/GatherElements with their out-of-range record, Tile, reflect/edge Pad) and GlobalAvgPool as a cluster-renderer reduction, against the reference
 // kernels on every available backend, and run on the device where the backend is a GPU
 // one (opencl with PoCL here; cuda where a GPU is present). Split and nearest Resize move
 // bits, so their outputs must be identical (float16, uint8, int64 and bool too); linear
@@ -232,6 +232,22 @@ TEST(MovementKernels, GatherTakesRowsByIndexNegativeOnesFromTheEnd) {
     const int64_t extent = c.x[static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis)];
     expectEveryBackendMatches(*g, {randomBits(c.t, c.x, 3), indices(c.it, c.ind, extent, 4)}, "Gather", true, 0,
                               std::string("Gather ") + dtypeName(c.t) + " " + shapeToString(c.x) + " axis " + std::to_string(c.axis));
+  }
+}
+
+TEST(MovementKernels, GatherElementsTakesOneElementPerIndex) {
+  struct Case { DType t; Shape x; Shape ind; int64_t axis; };
+  for (const Case& c : std::vector<Case>{{DType::kFloat32, {4, 6}, {3, 6}, 0},
+                                         {DType::kInt64, {2, 5, 3}, {2, 7, 3}, 1},
+                                         {DType::kUInt8, {3, 4, 5}, {2, 3, 2}, -1}}) {  // indices smaller than the data
+    GraphBuilder b;
+    b.output(b.op1("GatherElements", {b.input("x", c.t, c.x), b.input("i", DType::kInt64, c.ind)}, AxisAttrs{c.axis, false}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const int64_t extent = c.x[static_cast<size_t>(c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis)];
+    expectEveryBackendMatches(*g, {randomBits(c.t, c.x, 23), indices(DType::kInt64, c.ind, extent, 24)}, "GatherElements", true, 0,
+                              std::string("GatherElements ") + dtypeName(c.t) + " " + shapeToString(c.x) + " axis " +
+                                  std::to_string(c.axis));
   }
 }
 
