@@ -29,8 +29,9 @@ std::string buildLog(cl_program p, cl_device_id d) {
 int countLines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 // The kernels the GPU backends share by node (backends/codegen): the Appendix 3 pattern
-// ops, Split, Resize and Gather (`fault_id`: its fault record id); kUnsupported "not a
-// movement kernel" for other nodes.
+// ops and the movement kernels (Split, Resize, Gather/GatherElements with `fault_id` as
+// their fault record id, Tile, Pad, ArgMax, CumSum, ...); kUnsupported "not a movement
+// kernel" for other nodes.
 StatusOr<codegen::RenderedKernel> renderNodeKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                                    int fault_id = 0) {
   auto pattern = codegen::renderPatternKernel(g, node, name, codegen::openclDialect());
