@@ -87,7 +87,7 @@ class Renderer {
       }
       RETURN_IF_ERROR(checkType(node.outputs[0]));
       producer_[node.outputs[0]] = static_cast<int>(n);
-      if (reduceKind(node) && !isIdentityPool(node, tensors_)) reduces_.push_back(static_cast<int>(n));
+      if (reduceKind(node) && !isIdentityReduce(node, tensors_)) reduces_.push_back(static_cast<int>(n));
       if (n == 0 && nodes_.size() > 1 && (std::strcmp(node.op->name, "MatMul") == 0 || std::strcmp(node.op->name, "BatchMatMul") == 0)) {
         gemm_ = 0;  // a GEMM with an elementwise epilogue
       }
@@ -222,7 +222,7 @@ class Renderer {
       expr = a->second + "[" + at.expr + "]";
     } else {
       const ir::Node& n = *nodes_[producer_[t]];
-      if (reduceKind(n) && !isIdentityPool(n, tensors_)) {
+      if (reduceKind(n) && !isIdentityReduce(n, tensors_)) {
         auto r = reduced_value_.find(producer_[t]);
         if (at.tag != Tag::kRow || r == reduced_value_.end()) {
           return unsupported("reduction '" + n.name + "' is read other than once per row");
@@ -230,7 +230,7 @@ class Renderer {
         return r->second;
       }
       if (producer_[t] == gemm_) return unsupported("the GEMM's result is read other than element by element");
-      if (isReshapeOp(n) || isIdentityPool(n, tensors_)) return value(n.inputs[0], at);
+      if (isReshapeOp(n) || isIdentityReduce(n, tensors_)) return value(n.inputs[0], at);
       const Shape& in0 = tensors_[n.inputs[0]].shape;
       if (auto moved = movedIndex(n, in0, tt.shape, at.expr)) {  // Transpose, Slice, StridedSlice
         ASSIGN_OR_RETURN(expr, value(n.inputs[0], indexVar(*moved)));

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backends/codegen/kernel_dialect.h"
+#include "backends/codegen/render_helpers.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -11,9 +12,6 @@ namespace {
 
 constexpr const char* kNotMovement = "not a movement kernel";
 
-Status unsupported(const std::string& why) { return makeError(StatusCode::kUnsupported, why); }
-bool isOp(const ir::Node& n, const char* name) { return n.op && !n.subgraph && std::strcmp(n.op->name, name) == 0; }
-std::string num(int64_t v) { return std::to_string(v); }
 
 // An unsigned type of the element's size: the bits move unchanged, whatever they mean.
 const char* bitsType(DType t, const KernelDialect& d) {
@@ -33,17 +31,21 @@ const char* bitsType(DType t, const KernelDialect& d) {
   }
 }
 
+// The grid-stride loop over `items` indices `i` every kernel here runs.
+std::string gridLoop(int64_t items, const KernelDialect& d) {
+  const std::string L = d.long_type;
+  return "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(items) + "; i += (" + L + ")" + d.global_size + ") {\n";
+}
+
 // The opening of an elementwise kernel over `items` indices `i`: the signature (outputs
 // y0.., inputs x0.. of `type`) and the grid-stride loop.
 std::string elementwiseOpening(const ir::Node& node, size_t inputs, const std::string& name, const std::string& type,
                                int64_t items, const KernelDialect& d) {
-  const std::string gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "", L = d.long_type;
+  const std::string gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
   std::string s = std::string(d.kernel_prefix) + " " + name + "(";
   for (size_t o = 0; o < node.outputs.size(); ++o) s += (o ? ", " : "") + gp + type + "* y" + num(int64_t(o));
   for (size_t i = 0; i < inputs; ++i) s += ", " + gp + "const " + type + "* x" + num(int64_t(i));
-  s += ") {\n";
-  s += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(items) + "; i += (" + L + ")" + d.global_size + ") {\n";
-  return s;
+  return s + ") {\n" + gridLoop(items, d);
 }
 
 // ---- Split(x) -> pieces along `axis` ----
@@ -159,8 +161,7 @@ StatusOr<RenderedKernel> argExtreme(const ir::Graph& g, const ir::Node& node, co
   k.name = name;
   k.items = at.outer * at.inner;
   std::string s = std::string(d.kernel_prefix) + " " + name + "(" + gp + L + "* y0, " +
-                  (node.outputs.size() > 1 ? gp + "float* y1, " : std::string()) + gp + "const float* x0) {\n";
-  s += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(k.items) + "; i += (" + L + ")" + d.global_size + ") {\n";
+                  (node.outputs.size() > 1 ? gp + "float* y1, " : std::string()) + gp + "const float* x0) {\n" + gridLoop(k.items, d);
   s += "    " + gp + "const float* p = x0 + (i / " + num(at.inner) + ") * " + num(at.extent * at.inner) + " + i % " + num(at.inner) + ";\n";
   s += "    " + L + " best = 0;\n    float best_v = p[0];\n";
   s += "    for (" + L + " e = 1; e < " + num(at.extent) + "; ++e) {\n";
@@ -295,8 +296,8 @@ const char* indexType(DType t, const KernelDialect& d) {
 
 StatusOr<RenderedKernel> renderGatherKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                             const KernelDialect& d, int fault_id) {
+  if (!usesFaultRecord(node)) return unsupported(kNotMovement);
   const bool elements = isOp(node, "GatherElements");
-  if (!isOp(node, "Gather") && !elements) return unsupported(kNotMovement);
   const std::string op = node.op->name;
   if (node.inputs.size() != 2 || node.inputs[0] < 0 || node.inputs[1] < 0 || node.outputs.size() != 1 || node.outputs[0] < 0) {
     return unsupported(op + " needs its data, its indices and one output");
@@ -317,8 +318,7 @@ StatusOr<RenderedKernel> renderGatherKernel(const ir::Graph& g, const ir::Node& 
   k.name = name;
   k.items = elements ? n_ind : s.outer * n_ind * s.inner;
   std::string src = std::string(d.kernel_prefix) + " " + name + "(" + gp + T + "* y0, " + gp + "const " + T + "* x0, " + gp +
-                    "const " + I + "* x1, " + gp + "int* fault) {\n";
-  src += "  for (" + L + " i = (" + L + ")" + d.global_id + "; i < " + num(k.items) + "; i += (" + L + ")" + d.global_size + ") {\n";
+                    "const " + I + "* x1, " + gp + "int* fault) {\n" + gridLoop(k.items, d);
   if (elements) {  // output i: the indices' element i; its coordinates with the axis one replaced
     src += "    const " + L + " j = i;\n";
   } else {  // i = (o * n_ind + j) * inner + r  ->  x[(o * extent + index[j]) * inner + r]
@@ -350,6 +350,8 @@ StatusOr<RenderedKernel> renderGatherKernel(const ir::Graph& g, const ir::Node& 
 }
 
 bool notAMovementKernel(const Status& status) { return status.message() == kNotMovement; }
+
+bool usesFaultRecord(const ir::Node& node) { return isOp(node, "Gather") || isOp(node, "GatherElements"); }
 
 StatusOr<RenderedKernel> renderMovementKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                               const KernelDialect& d) {

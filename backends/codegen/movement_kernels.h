@@ -56,5 +56,7 @@ struct KernelFaultRecord {
 // with `fault_id` + 1 as its kernel. kUnsupported "not a movement kernel" for other ops.
 StatusOr<RenderedKernel> renderGatherKernel(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                             const KernelDialect& d, int fault_id);
+// Whether `node`'s kernel takes the fault record (renderGatherKernel's ops).
+bool usesFaultRecord(const ir::Node& node);
 
 }  // namespace gkrt::codegen

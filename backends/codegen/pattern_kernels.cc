@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/codegen/kernel_dialect.h"
+#include "backends/codegen/render_helpers.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/attention_layout.h"
 #include "runtime/ir/ops/op_helpers.h"
@@ -13,9 +14,6 @@ namespace {
 
 constexpr const char* kNotPattern = "not a pattern kernel";
 
-Status unsupported(const std::string& why) { return makeError(StatusCode::kUnsupported, why); }
-bool isOp(const ir::Node& n, const char* name) { return n.op && !n.subgraph && std::strcmp(n.op->name, name) == 0; }
-std::string num(int64_t v) { return std::to_string(v); }
 
 // The C type of an element type the pattern kernels read or write.
 std::string cType(DType t, const KernelDialect& d) {

@@ -121,7 +121,7 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
       slot->what = describe(g, node);
       std::vector<CUdeviceptr> extra;
       const int fault_id = static_cast<int>(fault_what_.size());
-      if (cuda::usesFaultRecord(node)) {
+      if (codegen::usesFaultRecord(node)) {
         if (!fault_) {
           void* p = nullptr;
           RETURN_IF_ERROR(cuda::check(*stream_->dev->cu, stream_->dev->cu->memAllocHost(&p, sizeof(cuda::FaultRecord)),

@@ -82,7 +82,6 @@ StatusOr<codegen::RenderedKernel> globalAvgPool(const ir::Graph& g, const ir::No
 
 }  // namespace
 
-bool usesFaultRecord(const ir::Node& node) { return isOp(node, "Gather") || isOp(node, "GatherElements"); }
 
 StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const ir::Node& node, const std::string& name, int fault_id) {
   // AddLayerNorm/AddRmsNorm, SwiGLU, FlashAttention: the text the opencl backend runs.
@@ -93,9 +92,7 @@ StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const 
   if (!codegen::notAMovementKernel(movement.status())) return movement;
   if (node.outputs.size() != 1 || node.outputs[0] < 0) return unsupported("not a library kernel");
   for (int t : node.inputs) if (t < 0) return unsupported("an absent input");
-  if (isOp(node, "Gather") || isOp(node, "GatherElements")) {
-    return codegen::renderGatherKernel(g, node, name, codegen::cudaDialect(), fault_id);
-  }
+  if (codegen::usesFaultRecord(node)) return codegen::renderGatherKernel(g, node, name, codegen::cudaDialect(), fault_id);
   if (isOp(node, "MaxPool") && node.inputs.size() == 1 && node.outputs.size() == 1) return pool(g, node, name, true);
   if (isOp(node, "AvgPool") && node.inputs.size() == 1) return pool(g, node, name, false);
   if (isOp(node, "GlobalAvgPool") && node.inputs.size() == 1) return globalAvgPool(g, node, name);

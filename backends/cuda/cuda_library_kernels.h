@@ -23,9 +23,8 @@ using FaultRecord = codegen::KernelFaultRecord;
 
 // `node` rendered as CUDA kernel `name`, or kUnsupported with the reason. `fault_id`
 // is what a Gather writes into FaultRecord::kernel; such kernels take a FaultRecord*
-// after their inputs (usesFaultRecord).
+// after their inputs (codegen::usesFaultRecord).
 StatusOr<codegen::RenderedKernel> renderLibraryKernel(const ir::Graph& g, const ir::Node& node, const std::string& name, int fault_id);
-bool usesFaultRecord(const ir::Node& node);
 
 // MatMulGelu with GELU's erf form: the GeLU applied in place to `node`'s output after
 // cuBLASLt wrote x @ w + bias into it (the renderer's GeLU, the text every backend's

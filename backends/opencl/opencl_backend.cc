@@ -97,7 +97,6 @@ StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, con
   slot->what = node.name + " (" + node.op->name + ")";
   std::unique_ptr<Kernel> kernel;
   const std::string entry = "gk" + std::to_string(next_kernel_);
-  const bool gather = std::string(node.op->name) == "Gather" || std::string(node.op->name) == "GatherElements";
   auto shared = renderNodeKernel(g, node, entry, static_cast<int>(fault_what_.size()));
   if (!codegen::notAMovementKernel(shared.status())) {
     RETURN_IF_ERROR(shared.status());
@@ -105,7 +104,7 @@ StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, con
     slot->entry = entry;
     slot->source = shared->source;
     std::vector<cl_mem> extra;
-    if (gather) {
+    if (codegen::usesFaultRecord(node)) {
       if (!fault_) {
         const codegen::KernelFaultRecord clear{};
         cl_int err = CL_SUCCESS;

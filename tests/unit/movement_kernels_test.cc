@@ -289,5 +289,18 @@ TEST(MovementKernels, GlobalAvgPoolIsAReductionOnTheGpuBackends) {
   }
 }
 
+// A reduction over axes of one element with its dims kept (unsimplified at opt level 0)
+// has its input's shape; the renderer takes it as the input (it declined such nodes, as
+// it could not tell the reduced value from the full-shaped one).
+TEST(MovementKernels, ReductionsOfOneElementAreReshapes) {
+  for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMean"}) {
+    GraphBuilder b;
+    b.output(b.op1(op, {b.input("x", DType::kFloat32, {4, 1, 5})}, AxesAttrs{{1}, true}), "y");  // kept: the output has the input's shape
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    expectEveryBackendMatches(*g, {testing::randomTensor({4, 1, 5}, 6)}, op, true, 0, std::string(op) + " over an axis of 1");
+  }
+}
+
 }  // namespace
 }  // namespace gkrt
