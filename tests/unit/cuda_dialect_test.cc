@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/codegen/movement_kernels.h"
 #include "backends/codegen/pattern_kernels.h"
@@ -35,6 +37,28 @@ std::string compileCuda(const std::string& source, const char* arch = "--gpu-arc
   }
   nvrtcDestroyProgram(&prog);
   return log;
+}
+
+// `source` (a kernel in the CUDA dialect) compiles for sm_80 and sm_90.
+void expectCompilesForSm80And90(const std::string& source) {
+  for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
+    EXPECT_EQ(compileCuda(std::string(codegen::cudaDialect().preamble) + source, arch), "") << arch << "\n" << source;
+  }
+}
+
+// Renders every node of `g` with `render` (kernel names gk0, gk1, ...) and compiles each
+// for sm_80 and sm_90; returns how many rendered (a render failure fails the test).
+int compileEveryNode(const ir::Graph& g,
+                     const std::function<StatusOr<codegen::RenderedKernel>(const ir::Node&, const std::string&)>& render) {
+  int rendered = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    auto k = render(g.nodes[n], "gk" + std::to_string(n));
+    EXPECT_TRUE(k.ok()) << g.nodes[n].op->name << ": " << k.status().message();
+    if (!k.ok()) continue;
+    ++rendered;
+    expectCompilesForSm80And90(k->source);
+  }
+  return rendered;
 }
 
 TEST(CudaDialect, RenderedClustersCompileWithNvrtc) {
@@ -132,17 +156,9 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
   }
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
-  const codegen::KernelDialect& d = codegen::cudaDialect();
-  int rendered = 0;
-  for (size_t n = 0; n < g->nodes.size(); ++n) {
-    auto k = codegen::renderPatternKernel(*g, g->nodes[n], "gk" + std::to_string(n), d);
-    ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
-    ++rendered;
-    for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
-      EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
-    }
-  }
-  EXPECT_EQ(rendered, 12);
+  EXPECT_EQ(compileEveryNode(*g, [&](const ir::Node& node, const std::string& name) {
+              return codegen::renderPatternKernel(*g, node, name, codegen::cudaDialect());
+            }), 12);
 }
 
 // Split, Resize, Gather, Tile, BroadcastTo, reflect/edge Pad, ArgMax/ArgMin and
@@ -185,20 +201,12 @@ TEST(CudaDialect, MovementKernelsCompileWithNvrtc) {
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().toString();
   const codegen::KernelDialect& d = codegen::cudaDialect();
-  int rendered = 0;
-  for (size_t n = 0; n < g->nodes.size(); ++n) {
-    const std::string name = "gk" + std::to_string(n);
-    const std::string op = g->nodes[n].op->name;
-    auto k = op == "GlobalAvgPool" ? codegen::renderCluster(*g, g->nodes[n], name, d)
-             : op == "Gather" || op == "GatherElements" ? codegen::renderGatherKernel(*g, g->nodes[n], name, d, 3)
-                                   : codegen::renderMovementKernel(*g, g->nodes[n], name, d);
-    ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
-    ++rendered;
-    for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
-      EXPECT_EQ(compileCuda(std::string(d.preamble) + k->source, arch), "") << arch << "\n" << k->source;
-    }
-  }
-  EXPECT_EQ(rendered, 19);
+  EXPECT_EQ(compileEveryNode(*g, [&](const ir::Node& node, const std::string& name) {
+              const std::string op = node.op->name;
+              if (op == "GlobalAvgPool") return codegen::renderCluster(*g, node, name, d);
+              if (codegen::usesFaultRecord(node)) return codegen::renderGatherKernel(*g, node, name, d, 3);
+              return codegen::renderMovementKernel(*g, node, name, d);
+            }), 19);
 }
 
 // The matmul pattern ops cuBLASLt runs: MatMulAllReduce of one rank as x @ w + bias (an
@@ -237,9 +245,7 @@ TEST(CudaDialect, MatMulPatternOpsRunOnCublasLt) {
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(k->items, 2 * 8 * 48);
   EXPECT_NE(k->source.find("erf"), std::string::npos) << k->source;
-  for (const char* arch : {"--gpu-architecture=compute_80", "--gpu-architecture=compute_90"}) {
-    EXPECT_EQ(compileCuda(std::string(codegen::cudaDialect().preamble) + k->source, arch), "") << arch << "\n" << k->source;
-  }
+  expectCompilesForSm80And90(k->source);
 }
 
 }  // namespace
