@@ -178,9 +178,13 @@ def main():
     print("\ntransformer block, batch 1        ms      vs best PyTorch")
     for name, ms in peers.items():
         print(f"  PyTorch {name:<28} {ms:8.4f}  {ms / best:6.2f}")
-    epilogues = "--opt_level=3 --enable_pass=matmul_elem_biasadd_fusion,matmul_elem_add_fusion"
-    for label, flags in (("opt_level 2", None), ("opt_level 3", "--opt_level=3"), ("opt 3 + GEMM epilogues", epilogues),
-                         ("opt 3 + epilogues + attention/add-norm", epilogues + "," + PATTERNS)):
+    epilogues = "--enable_pass=matmul_elem_biasadd_fusion,matmul_elem_add_fusion"
+    o3 = "--opt_level=3 " + epilogues
+    for label, flags in (("opt_level 2 (default flags)", None), ("opt_level 3", "--opt_level=3"),
+                         ("opt 3 + GEMM epilogues", o3),
+                         ("opt 3 + epilogues + attention", o3 + ",FlashAttentionFusionV1,FlashAttentionFusionV2"),
+                         ("opt 3 + epilogues + attention/add-norm", o3 + "," + PATTERNS),
+                         ("opt 2 + epilogues + attention/add-norm", epilogues + "," + PATTERNS)):
         row, why = gkrt_bench(a.gkrt, a.block_gkm, a.iterations, a.warmup, [f"x={a.input}"], flags)
         if row:
             print(f"  gkrt cuda {label} ({row['kernels']} kernels) {row['p50_ms']:8.4f}  {row['p50_ms'] / best:6.2f}"
@@ -215,6 +219,7 @@ def main():
 
     # Models made by tests/cuda/make_gpu_models.py: NAME.gkm beside NAME.pt (the same PyTorch
     # module, same weights) and NAME_input_*.npy.
+    epilogues = "--enable_pass=matmul_elem_biasadd_fusion,matmul_elem_add_fusion"
     for name, gkm in (("ResNet-50", a.resnet_gkm), ("MobileNet-v3-small", a.mobilenet_gkm), ("MiniLM", a.minilm_gkm)):
         if not gkm:
             continue
@@ -225,9 +230,11 @@ def main():
         row, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs])
         print(f"\n{name}, batch 1: gkrt cuda " + (f"{row['p50_ms']:.4f} ms ({row['kernels']} kernels)" if row else "failed: " + why))
         if name == "MiniLM":
-            prow, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs], "--enable_pass=" + PATTERNS)
-            print(f"  gkrt cuda with the attention/add-norm passes: " +
-                  (f"{prow['p50_ms']:.4f} ms ({prow['kernels']} kernels)" if prow else "failed: " + why))
+            for label, flags in (("the attention/add-norm passes", "--enable_pass=" + PATTERNS),
+                                 ("opt 3 + epilogues + attention/add-norm", "--opt_level=3 " + epilogues + "," + PATTERNS)):
+                prow, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs], flags)
+                print(f"  gkrt cuda with {label}: " +
+                      (f"{prow['p50_ms']:.4f} ms ({prow['kernels']} kernels)" if prow else "failed: " + why))
         if not os.path.exists(stem + ".pt"):
             print("  PyTorch side not measured: no", stem + ".pt")
             continue

