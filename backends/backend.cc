@@ -40,7 +40,7 @@ std::string deviceCollectiveRefusal(const ir::Node& node, int ranks) {
   const std::string op = node.op->name;
   if (op != "AllReduce" && op != "MatMulAllReduce") return "";
   return op + " across " + std::to_string(ranks) + " ranks needs the ranks' communicator, which this backend has no device "
-         "form of (cuda's would be NCCL: runtime/communicator.h); it runs on cpu";
+         "form of (cuda's would be NCCL: runtime/base/communicator.h); it runs on cpu";
 }
 
 }  // namespace gkrt

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fusion/fusion_column.h"
+#include "runtime/ir/fusion_column.h"
 #include "runtime/ir/graph.h"
 #include "runtime/ir/tensor_view.h"
 
@@ -40,6 +40,9 @@ class Kernel {
   virtual std::string detail() const { return ""; }
   // Layout reorders this kernel runs per launch (counted by `gkrt bench --profile`).
   virtual int reorders() const { return 0; }
+  // Whether it runs a library's reference-grade code (oneDNN's "ref:any", "simple_nchw",
+  // "gemm:ref"): `gkrt bench --profile` marks it [slow path], the session logs it once.
+  virtual bool slowPath() const { return false; }
 };
 
 // The arithmetic precision a backend is asked to compute GEMMs and convolutions in.
@@ -55,7 +58,7 @@ struct BackendOptions {
   // ($GKRT_CACHE_DIR, $XDG_CACHE_HOME/gkrt or ~/.cache/gkrt); "" = no cache.
   std::optional<std::string> program_cache_dir;
   // cpu: keep activations channel-blocked between the kernels that take it
-  // (backends/cpu/blocked_layout.h); off for a device backend's cpu fallback, whose
+  // (backends/cpu/layout/blocked_layout.h); off for a device backend's cpu fallback, whose
   // graph has nodes other backends run. GKRT_CPU_LAYOUT=plain also turns it off.
   bool cpu_blocked_layout = true;
   // cpu, with cpu_blocked_layout: activations NHWC instead of channel-blocked across the
@@ -64,21 +67,21 @@ struct BackendOptions {
   // GKRT_CPU_LAYOUT=nhwc / blocked set 1 / 0.
   int cpu_channels_last = -1;
   // cpu: 3x3 stride-1 convolutions on blocked activations as Winograd F(4x4, 3x3)
-  // (backends/cpu/winograd_kernel.h) where it pays off; GKRT_CPU_WINOGRAD=off too.
+  // (backends/cpu/nn/winograd_kernel.h) where it pays off; GKRT_CPU_WINOGRAD=off too.
   bool cpu_winograd = true;
   // cpu, int8 GEMMs/convolutions on CPUs without VNNI: oneDNN's u8s8 kernels, which
   // saturate 16-bit pair sums as onnxruntime's do (GKRT_CPU_INT8=saturating), instead of
-  // the exact float32 path (backends/cpu/onednn_int8.h).
+  // the exact float32 path (backends/cpu/quantization/onednn_int8.h).
   bool cpu_int8_saturating = false;
   // cpu: the exact float32 path for every int8 GEMM/convolution, VNNI or not
   // (GKRT_CPU_INT8=float; tests, and timing the path CPUs without VNNI take).
   bool cpu_int8_float = false;
-  // Tensor-parallel runs: this rank's communicator (runtime/communicator.h), which
+  // Tensor-parallel runs: this rank's communicator (runtime/base/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;
   // GEMMs (and convolutions where a backend says so) in a narrower type with float32
   // accumulation: kBFloat16 on cpu where the CPU computes bf16 natively (AVX512_BF16, AMX),
-  // elsewhere float32 with a one-line notice (backends/cpu/cpu_precision.h); on cuda the
+  // elsewhere float32 with a one-line notice (backends/cpu/isa/cpu_precision.h); on cuda the
   // cuBLASLt compute type (kTFloat32, kFloat16, kBFloat16; float32 tensors, TF32 off by
   // default). Other backends take only kFloat32.
   Precision precision = Precision::kFloat32;

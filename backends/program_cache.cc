@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "runtime/fault_injection.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt {
 namespace {

@@ -1,6 +1,7 @@
 // The one place that knows which backends exist in this build.
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_tier.h"
 #include "backends/reference/reference_backend.h"
 #ifdef GKRT_HAVE_OPENCL
 #include "backends/opencl/cl_device.h"
@@ -32,7 +33,11 @@ StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const 
                      "; backend '", name, "' computes in float32 (pass f32)");
   }
   if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
-  if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));
+  if (name == "cpu") {
+    // The tier is detected (and oneDNN capped) before the backend makes any primitive.
+    if (const std::string& why = cpu::cpuTier().cap_error; !why.empty()) return makeError(StatusCode::kInvalidArgument, why);
+    return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options));
+  }
 #ifdef GKRT_HAVE_OPENCL
   if (name == "opencl") return OpenClBackend::create(options);
 #endif

@@ -20,7 +20,7 @@ set(GKRT_PUBLIC_HEADERS
   runtime/gkrt_c.h
   runtime/session.h runtime/builder.h runtime/host_tensor.h runtime/model_io.h
   backends/backend.h
-  fusion/fusion_column.h fusion/fusion_options.h fusion/pass_manager.h
+  runtime/ir/fusion_column.h fusion/fusion_options.h fusion/pass_manager.h
   runtime/ir/attrs.h runtime/ir/attrs_impl.h runtime/ir/dtype.h runtime/ir/graph.h runtime/ir/shape.h
   runtime/ir/status.h runtime/ir/tensor_view.h
   runtime/resource_limits.h)

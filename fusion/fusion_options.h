@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fusion/fusion_column.h"
+#include "runtime/ir/fusion_column.h"
 #include "runtime/ir/status.h"
 
 namespace gkrt {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fusion/fusion_column.h"
+#include "runtime/ir/fusion_column.h"
 
 namespace gkrt {
 

@@ -12,7 +12,7 @@
 #include "fusion/mindspore_pass_names.h"
 #include "fusion/passes/passes.h"
 #include "fusion/passes/pattern_passes.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt {
 namespace {

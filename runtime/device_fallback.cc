@@ -31,6 +31,10 @@ class HostFallbackKernel final : public Kernel {
     for (const Input& in : inputs_) in_views_.push_back(in.view);
   }
 
+  std::string detail() const override { return host_->detail(); }
+  int reorders() const override { return host_->reorders(); }
+  bool slowPath() const override { return host_->slowPath(); }
+
   Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs, void*) override {
     for (size_t k = 0; k < inputs_.size(); ++k) {
       if (inputs_[k].copy) RETURN_IF_ERROR(device_.copyToHost(inputs_[k].staging.data(), inputs[k].data, inputs_[k].copy));

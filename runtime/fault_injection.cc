@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt {
 

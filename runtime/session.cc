@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/session_plan.h"
 #include "runtime/shape_specialize.h"
 
@@ -213,6 +213,7 @@ std::vector<Session::KernelInfo> Session::kernelInfos() const {
     if (p.steps[i].kernel) {
       k.detail = p.steps[i].kernel->detail();
       k.reorders = p.steps[i].kernel->reorders();
+      k.slow_path = p.steps[i].kernel->slowPath();
     }
     for (const TensorView& v : p.steps[i].inputs) k.bytes_moved += v.present() ? v.size() * dtypeSize(v.dtype) : 0;
     for (const MutableTensorView& v : p.steps[i].outputs) k.bytes_moved += numElements(v.shape) * dtypeSize(v.dtype);

@@ -97,6 +97,7 @@ class Session {
     std::string backend;  // the backend that runs it (a fallback's name for unsupported nodes)
     std::string detail;   // Kernel::detail(): implementation, reorders
     int reorders = 0;     // layout reorders per run (Kernel::reorders())
+    bool slow_path = false;  // a library's reference-grade code (Kernel::slowPath())
   };
   std::vector<KernelInfo> kernelInfos() const;
   // Runs once, timing every kernel (seconds, in kernelInfos() order): by the backend's

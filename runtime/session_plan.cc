@@ -5,7 +5,7 @@
 #include "runtime/control_flow_kernels.h"
 #include "runtime/device_fallback.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/memory_plan.h"
 #include "runtime/shape_specialize.h"
 
@@ -95,6 +95,13 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
   }
   RETURN_IF_ERROR(s.backend->finishCompile());
   if (s.fallback) RETURN_IF_ERROR(s.fallback->finishCompile());
+  std::string slow;  // reference-grade library code is never taken silently: one warning a session
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    if (s.steps[i].kernel && s.steps[i].kernel->slowPath()) {
+      slow += (slow.empty() ? "" : ", ") + ir::describeNode(s.graph, int(i)) + " [" + s.steps[i].kernel->detail() + "]";
+    }
+  }
+  if (!slow.empty()) GKRT_LOG_WARNING("slow path: ", slow, " run reference-grade code (gkrt bench --profile marks them); please report this model");
   RETURN_IF_ERROR(s.allocateTensors(referenced, workspace));
   auto data_of = [&](int t) -> void* {
     const ir::Tensor& tensor = s.graph.tensors[t];

@@ -270,7 +270,8 @@ Status bench(const BenchArgs& a) {
                   << r.infos[k].bytes_moved / 1048576.0 << std::setprecision(2) << std::setw(9)
                   << (s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0) << "  " << std::left << std::setw(11)
                   << r.infos[k].backend << std::right << r.infos[k].name << ": " << r.kernel_ops[k]
-                  << (r.infos[k].detail.empty() ? "" : " [" + r.infos[k].detail + "]") << "\n";
+                  << (r.infos[k].detail.empty() ? "" : " [" + r.infos[k].detail + "]")
+                  << (r.infos[k].slow_path ? " [slow path]" : "") << "\n";
       }
       int reorders = 0;
       for (const auto& info : r.infos) reorders += info.reorders;
@@ -294,7 +295,7 @@ Status bench(const BenchArgs& a) {
         const double s = r.kernel_seconds[k];
         kernels.push_back({{"name", r.infos[k].name}, {"ops", r.kernel_ops[k]}, {"backend", r.infos[k].backend},
                            {"fused", r.infos[k].fused}, {"detail", r.infos[k].detail},
-                           {"reorders", r.infos[k].reorders}, {"ms", s * 1e3}, {"share", total > 0 ? s / total : 0},
+                           {"reorders", r.infos[k].reorders}, {"slow_path", r.infos[k].slow_path}, {"ms", s * 1e3}, {"share", total > 0 ? s / total : 0},
                            {"bytes_moved", r.infos[k].bytes_moved}, {"gbps", s > 0 ? r.infos[k].bytes_moved / s / 1e9 : 0}});
       }
       j.back()["kernels"] = kernels;

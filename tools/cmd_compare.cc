@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "backends/cpu/cpu_precision.h"
+#include "backends/cpu/cpu_tier.h"
 #include "runtime/ir/ops/op_helpers.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
@@ -79,7 +79,7 @@ Status reportBf16Cost(const ir::Graph& g, SessionOptions opts, const std::vector
   ASSIGN_OR_RETURN(auto f32, Session::create(g, opts));
   for (const auto& [name, t] : fed) RETURN_IF_ERROR(f32->setInput(name, t));
   RETURN_IF_ERROR(f32->run());
-  const bool native = opts.backend == "cpu" && cpu::cpuHasNativeBf16();
+  const bool native = opts.backend == "cpu" && cpu::cpuTier().has(cpu::CpuIsa::kAvx512Bf16);
   std::cout << "bf16 accuracy cost (against gkrt float32" << (native ? "" : "; this backend or CPU has no native bf16, "
             "so bf16 ran as float32 and the cost is 0") << "):\n";
   for (const TensorInfo& out : bf16.outputs()) {

@@ -1,4 +1,5 @@
-// gkrt info MODEL: inputs, outputs, op histogram, size.   gkrt ops: the op table.
+// gkrt info MODEL: inputs, outputs, op histogram, size.   gkrt info --cpu: the CPU tier.
+// gkrt ops: the op table.
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -6,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include "backends/cpu/cpu_tier.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/model_io.h"
 #include "tools/commands.h"
@@ -58,6 +60,23 @@ int info(const std::string& path) {
   return 0;
 }
 
+// The CPU tier the cpu backend runs at (backends/cpu/cpu_tier.h).
+int cpuInfo() {
+  const cpu::CpuTier& t = cpu::cpuTier();
+  std::cout << "cpu tier: " << cpu::cpuTierSummary() << "\n";
+  std::cout << "  detected:  " << cpu::cpuIsaName(t.detected) << "\n";
+  std::cout << "  effective: " << cpu::cpuIsaName(t.effective) << " (" << t.vectorFloats() << " floats a vector";
+  if (t.has(cpu::CpuIsa::kAvx2)) std::cout << ", channel blocks of " << t.vectorFloats();
+  std::cout << ")\n  GKRT_CPU_ISA takes: native";
+  for (cpu::CpuIsa i : t.runnable()) std::cout << ", " << cpu::cpuIsaName(i);
+  std::cout << "\n";
+  if (!t.cap_error.empty()) {
+    std::cerr << "gkrt info: " << t.cap_error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int listOps() {
   std::cout << std::left << std::setw(34) << "op" << std::setw(13) << "class" << std::setw(8) << "inputs"
             << std::setw(15) << "attributes" << "semantics\n";
@@ -78,9 +97,18 @@ int listOps() {
 
 Command addInfoCommand(CLI::App& app) {
   auto path = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("info", "show a model's inputs, outputs, op histogram and size");
-  cmd->add_option("model", *path, "the .gkm model")->required();
-  return [path]() { return info(*path); };
+  auto cpu = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("info", "show a model's inputs, outputs, op histogram and size; or the CPU tier");
+  cmd->add_option("model", *path, "the .gkm model");
+  cmd->add_flag("--cpu", *cpu, "print the CPU tier: detected, effective (GKRT_CPU_ISA caps it), oneDNN's ISA");
+  return [path, cpu]() {
+    if (*cpu) return cpuInfo();
+    if (path->empty()) {
+      std::cerr << "gkrt info: give a .gkm model, or --cpu for the CPU tier\n";
+      return 2;
+    }
+    return info(*path);
+  };
 }
 
 Command addOpsCommand(CLI::App& app) {

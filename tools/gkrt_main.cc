@@ -2,7 +2,7 @@
 #include <iostream>
 #include <map>
 
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "tools/openmp_wait.h"
 #include "tools/commands.h"
 

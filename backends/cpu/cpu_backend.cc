@@ -4,32 +4,32 @@
 #include <string>
 #include <utility>
 
-#include "backends/cpu/blocked_pool.h"
-#include "backends/cpu/channel_gather_kernel.h"
-#include "backends/cpu/int8_layout.h"
-#include "backends/cpu/conv_epilogue_kernel.h"
-#include "backends/cpu/conv_kernel.h"
-#include "backends/cpu/cpu_precision.h"
-#include "backends/cpu/fused_elementwise.h"
-#include "backends/cpu/fused_reduce.h"
-#include "backends/cpu/matmul_kernel.h"
-#include "backends/cpu/norm_kernels.h"
-#include "backends/cpu/onednn_conv.h"
-#include "backends/cpu/int8_gemm.h"
-#include "backends/cpu/onednn_int8.h"
-#include "backends/cpu/onednn_kernels.h"
-#include "backends/cpu/onednn_pool_concat.h"
-#include "backends/cpu/onednn_recurrent.h"
-#include "backends/cpu/pattern_kernels.h"
-#include "backends/cpu/quant_kernels.h"
-#include "backends/cpu/recurrent_kernel.h"
-#include "backends/cpu/resize_kernel.h"
-#include "backends/cpu/split_kernel.h"
-#include "backends/cpu/transpose_kernel.h"
-#include "backends/cpu/winograd_kernel.h"
+#include "backends/cpu/nn/blocked_pool.h"
+#include "backends/cpu/tensor/channel_gather_kernel.h"
+#include "backends/cpu/layout/int8_layout.h"
+#include "backends/cpu/nn/conv_epilogue_kernel.h"
+#include "backends/cpu/nn/conv_kernel.h"
+#include "backends/cpu/isa/cpu_precision.h"
+#include "backends/cpu/fused/fused_elementwise.h"
+#include "backends/cpu/fused/fused_reduce.h"
+#include "backends/cpu/math/matmul_kernel.h"
+#include "backends/cpu/nn/norm_kernels.h"
+#include "backends/cpu/onednn/onednn_conv.h"
+#include "backends/cpu/quantization/int8_gemm.h"
+#include "backends/cpu/quantization/onednn_int8.h"
+#include "backends/cpu/onednn/onednn_kernels.h"
+#include "backends/cpu/onednn/onednn_pool_concat.h"
+#include "backends/cpu/rnn/onednn_recurrent.h"
+#include "backends/cpu/nn/pattern_kernels.h"
+#include "backends/cpu/quantization/quant_kernels.h"
+#include "backends/cpu/rnn/recurrent_kernel.h"
+#include "backends/cpu/tensor/resize_kernel.h"
+#include "backends/cpu/tensor/split_kernel.h"
+#include "backends/cpu/tensor/transpose_kernel.h"
+#include "backends/cpu/nn/winograd_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt {
 
@@ -107,8 +107,11 @@ int CpuBackend::blockInUse() const { return options_.cpu_blocked_layout ? cpu::p
 const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
   if (layout_graph_ != &g) {
     is_fast_.clear();  // probed for the plan's kind
+    const auto nhwc_fast = [&](const ir::Graph& owner, const ir::Node& conv) {
+      return cpu::oneDnnConvIsFast(owner, conv, blockInUse(), /*channels_last=*/true);
+    };
     channels_last_ = blockInUse() > 0 && (options_.cpu_channels_last > 0 ||
-                                          (options_.cpu_channels_last < 0 && cpu::channelsLastSuits(g, blockInUse())));
+                                          (options_.cpu_channels_last < 0 && cpu::channelsLastSuits(g, blockInUse(), nhwc_fast)));
     layout_ = cpu::planLayouts(g, blockInUse(), channels_last_, [&](const ir::Node& n) { return layoutUse(g, n); });
     cpu::planInt8Nhwc(g, &layout_, [&](const ir::Node& n, int t) {  // nothing without a block
       if (n.op && std::string(n.op->name) == "QLinearConv") {

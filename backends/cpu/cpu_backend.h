@@ -1,15 +1,15 @@
 // The `cpu` backend: the production host backend, following the CPU column of the
 // fusion tables. Fast paths: the fused-loop executor for elementwise clusters and ops
-// (backends/cpu/fused_elementwise.h) and a packed GEMM for MatMul/BatchMatMul/Gemm
-// (backends/cpu/gemm.h), on one thread pool; other nodes run their reference kernels.
+// (backends/cpu/fused/fused_elementwise.h) and a packed GEMM for MatMul/BatchMatMul/Gemm
+// (backends/cpu/math/gemm.h), on one thread pool; other nodes run their reference kernels.
 #pragma once
 
 #include <map>
 #include <memory>
 
 #include "backends/backend.h"
-#include "backends/cpu/blocked_layout.h"
-#include "backends/cpu/onednn_int8.h"
+#include "backends/cpu/layout/blocked_layout.h"
+#include "backends/cpu/quantization/onednn_int8.h"
 #include "backends/cpu/thread_pool.h"
 
 namespace gkrt {

@@ -7,9 +7,9 @@
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
-#include "runtime/communicator.h"
+#include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt {
 namespace {

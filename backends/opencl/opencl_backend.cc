@@ -8,9 +8,9 @@
 #include "backends/codegen/movement_kernels.h"
 #include "backends/codegen/pattern_kernels.h"
 #include "backends/opencl/library_kernels.h"
-#include "runtime/communicator.h"
+#include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt {
 namespace {

@@ -4,7 +4,7 @@
 //     -> Reshape(-> [N, C, H, W])
 // becomes Gather(x, idx, axis 1) with the constant permutation idx[c] = (c % g) * (C/g)
 // + c / g: one channel gather, which the cpu backend runs in whichever layout its plan
-// gave x (plain, channel-blocked or NHWC: backends/cpu/channel_gather_kernel.h) where
+// gave x (plain, channel-blocked or NHWC: backends/cpu/tensor/channel_gather_kernel.h) where
 // the 5-D reshape forced plain NCHW and two reorders around it. Conditions: static
 // shapes, the two intermediates read only by the next op, the result of x's shape.
 #include <vector>

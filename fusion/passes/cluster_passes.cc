@@ -9,7 +9,7 @@
 #include "fusion/passes/passes.h"
 #include "fusion/planted_fault.h"
 #include "runtime/ir/op_def.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace gkrt::passes {
 namespace {

@@ -7,7 +7,7 @@
 #include "fusion/fusion_options.h"
 #include "fusion/pass_manager.h"
 #include "runtime/builder.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include "tests/fuzz/fuzz_run_model.h"
 
 #include "runtime/ir/ops/op_helpers.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/session.h"
 
 namespace gkrt::fuzz {

@@ -53,6 +53,7 @@ ap.add_argument("--fusion", default="off,on")
 ap.add_argument("--models", default="")
 ap.add_argument("--diagonal", action="store_true", help="only reference without fusion and cpu with fusion")
 ap.add_argument("--runner", default="", help="run GKRT under this emulator and compare with the host's outputs too")
+ap.add_argument("--tag", default="", help="NAME<tag>.gkm and out_..._<tag> directories (a run beside another on the same dir)")
 args = ap.parse_args()
 runner = args.runner.split(";") if ";" in args.runner else args.runner.split()
 ATOL_STEPS = 3.0
@@ -71,7 +72,7 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
     name = os.path.splitext(os.path.basename(onnx_path))[0]
     if wanted and name not in wanted:
         continue
-    gkm = os.path.join(args.model_dir, name + ".gkm")
+    gkm = os.path.join(args.model_dir, name + args.tag + ".gkm")
     if not runner:
         subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
     elif not os.path.exists(gkm):
@@ -86,7 +87,7 @@ for onnx_path in sorted(glob.glob(os.path.join(args.model_dir, "*.onnx"))):
     for backend, fusion in combos:
         if True:
             level = {"off": "--opt_level=0", "on": "--opt_level=2"}[fusion]
-            host_dir = os.path.join(args.model_dir, f"out_{name}_{backend}_{fusion}")
+            host_dir = os.path.join(args.model_dir, f"out_{name}_{backend}_{fusion}{args.tag}")
             out_dir = host_dir + ("_target" if runner else "")
             if runner and not os.path.isdir(host_dir):
                 print(f"{name}: no host outputs in {host_dir} (run the host's check for {backend} first)")

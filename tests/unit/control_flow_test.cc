@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/builder.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "runtime/model_io.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"

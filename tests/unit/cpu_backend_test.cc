@@ -3,11 +3,11 @@
 // transposes, batch broadcasting, convolution geometries and 1 vs 2 threads.
 #include <random>
 
-#include "backends/cpu/conv_kernel.h"
-#include "backends/cpu/fused_elementwise.h"
-#include "backends/cpu/matmul_kernel.h"
-#include "backends/cpu/onednn_conv.h"
-#include "backends/cpu/onednn_kernels.h"
+#include "backends/cpu/nn/conv_kernel.h"
+#include "backends/cpu/fused/fused_elementwise.h"
+#include "backends/cpu/math/matmul_kernel.h"
+#include "backends/cpu/onednn/onednn_conv.h"
+#include "backends/cpu/onednn/onednn_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 

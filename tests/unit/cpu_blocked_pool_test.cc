@@ -1,8 +1,8 @@
 // The cpu backend's own MaxPool/AvgPool on channel-blocked activations
-// (backends/cpu/blocked_pool.h): between two convolutions (so the layout plan keeps the
+// (backends/cpu/nn/blocked_pool.h): between two convolutions (so the layout plan keeps the
 // pooled tensors blocked), every window/stride/padding/ceil_mode/count_include_pad
 // combination below must be picked and equal the reference backend's output.
-#include "backends/cpu/blocked_layout.h"
+#include "backends/cpu/layout/blocked_layout.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {

@@ -2,7 +2,7 @@
 // against the reference kernel: 1-D, 2-D grouped with stride, dilation, asymmetric
 // pads and output_padding, 3-D; and the forms oneDNN does not take (a negative begin pad,
 // weights that are not constants), which run the reference kernel.
-#include "backends/cpu/onednn_kernels.h"
+#include "backends/cpu/onednn/onednn_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 

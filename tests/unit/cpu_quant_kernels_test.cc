@@ -1,8 +1,8 @@
-// The cpu backend's own quantization loops (backends/cpu/quant_kernels.h) against the
+// The cpu backend's own quantization loops (backends/cpu/quantization/quant_kernels.h) against the
 // reference kernels, bit for bit: rounding ties, NaN, infinities, saturation, sizes that
 // are not a multiple of the vector width, two threads; and the fused-loop executor's
 // integer Cast and small prologue ops (the dequantization chain of a dynamically
-// quantized layer, backends/cpu/fused_elementwise.cc).
+// quantized layer, backends/cpu/fused/fused_elementwise.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <limits>
 #include <random>
 
-#include "backends/cpu/blocked_layout.h"
+#include "backends/cpu/layout/blocked_layout.h"
 #include "runtime/builder.h"
 #include "tests/unit/test_support.h"
 

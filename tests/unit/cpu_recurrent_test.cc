@@ -1,14 +1,14 @@
 // LSTM, GRU and RNN on the cpu backend against the reference kernels: the session's
-// choice, the own recurrent kernel (backends/cpu/recurrent_kernel.cc) on 1 and 2 threads
-// and oneDNN's primitives (backends/cpu/onednn_recurrent.cc) where they take the case,
+// choice, the own recurrent kernel (backends/cpu/rnn/recurrent_kernel.cc) on 1 and 2 threads
+// and oneDNN's primitives (backends/cpu/rnn/onednn_recurrent.cc) where they take the case,
 // each called directly so both are tested whatever the dispatch picks: forward, reverse, bidirectional,
 // sequence_lens, layout 1, initial states, peepholes, input_forget, clip,
 // linear_before_reset and non-default activations. Also a hand-computed one-step RNN,
 // so the reference itself is pinned to the ONNX formula, and the shape errors.
 #include <cmath>
 
-#include "backends/cpu/onednn_recurrent.h"
-#include "backends/cpu/recurrent_kernel.h"
+#include "backends/cpu/rnn/onednn_recurrent.h"
+#include "backends/cpu/rnn/recurrent_kernel.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 

@@ -1,4 +1,4 @@
-// The cpu backend's reduce-cluster executor (backends/cpu/fused_reduce.cc) against the
+// The cpu backend's reduce-cluster executor (backends/cpu/fused/fused_reduce.cc) against the
 // reference backend: Softmax, LogSoftmax and LayerNorm expanded into reduce clusters,
 // reductions along the last axis, outer axes, a middle axis wider than a tile and all
 // axes; rows longer than a tile and longer than a slab (9000: the recomputing passes);
@@ -6,7 +6,7 @@
 // threads, fusion off, on, and stitched.
 #include <cmath>
 
-#include "backends/cpu/fused_reduce.h"
+#include "backends/cpu/fused/fused_reduce.h"
 #include "fusion/pass_manager.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"

@@ -1,4 +1,4 @@
-// The cpu backend's Winograd F(4x4, 3x3) convolution (backends/cpu/winograd_conv.h):
+// The cpu backend's Winograd F(4x4, 3x3) convolution (backends/cpu/nn/winograd_conv.h):
 // the engine against a direct convolution computed in double on blocked (nChw8c and
 // nChw16c) tensors, in both of its work splits, with every epilogue step; then in sessions,
 // where it must be picked for the 3x3 stride-1 convolutions it pays off on, with their
@@ -7,12 +7,12 @@
 // Tolerance: Winograd's transforms add and subtract partial sums up to ~10x the output
 // (points 0, +-1, +-2), so in float32 the error is a few ulps of those: measured
 // <= 1e-5 of the largest output for C <= 256; the tests allow 1e-4 of it.
-#include "backends/cpu/winograd_conv.h"
+#include "backends/cpu/nn/winograd_conv.h"
 
 #include <cmath>
 #include <random>
 
-#include "backends/cpu/blocked_layout.h"
+#include "backends/cpu/layout/blocked_layout.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {

@@ -1,5 +1,5 @@
 // Every backend's FlashAttention kernel against the reference kernel on one FlashAttention
-// node: the cpu kernel (backends/cpu/flash_attention_kernel.cc) at 1 and 2 threads and
+// node: the cpu kernel (backends/cpu/nn/flash_attention_kernel.cc) at 1 and 2 threads and
 // the rendered one (backends/codegen/pattern_kernels.h) on opencl and, where a GPU is
 // present, cuda. Every head layout, K stored transposed, query and key lengths that leave
 // partial query blocks/groups, partial GEMM panels and several key blocks or tiles (the

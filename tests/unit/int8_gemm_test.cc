@@ -1,4 +1,4 @@
-// The cpu backend's own int8 GEMM (backends/cpu/int8_gemm.h), the integer matmuls'
+// The cpu backend's own int8 GEMM (backends/cpu/quantization/int8_gemm.h), the integer matmuls'
 // kernel on boards and where oneDNN declines: bit-identical to the reference kernels for
 // MatMulInteger, QLinearMatMul and QuantBatchMatMul, with uint8 and int8 activations,
 // per-tensor and per-column weight zero points and scales, a run-time activation zero
@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "backends/cpu/int8_gemm.h"
+#include "backends/cpu/quantization/int8_gemm.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 

@@ -13,7 +13,7 @@
 
 #include "backends/program_cache.h"
 #include "runtime/fault_injection.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "tests/unit/test_temp_path.h"
 #include "tools/npy.h"
 

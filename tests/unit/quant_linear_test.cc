@@ -1,13 +1,14 @@
 // The integer / QLinear ops (runtime/ir/ops/quant_linear.cc), the QDQ fusion pass
-// (fusion/passes/quant_dq_op_q_fusion.cc), the cpu int8 kernels (backends/cpu/onednn_int8.cc)
-// and the bf16 precision choice (backends/cpu/cpu_precision.h).
+// (fusion/passes/quant_dq_op_q_fusion.cc), the cpu int8 kernels (backends/cpu/quantization/onednn_int8.cc)
+// and the bf16 precision choice (backends/cpu/isa/cpu_precision.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 
-#include "backends/cpu/cpu_precision.h"
+#include "backends/cpu/cpu_tier.h"
+#include "backends/cpu/isa/cpu_precision.h"
 #include "fusion/pass_manager.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/builder.h"
@@ -271,7 +272,7 @@ TEST(CpuPrecision, Bf16WithoutNativeSupportRunsFloat32) {
   };
   const std::vector<float> f32 = run(Precision::kFloat32), bf16 = run(Precision::kBFloat16);
   if (!cpu::cpuHasNativeBf16()) {
-    EXPECT_EQ(bf16, f32) << "bf16 must fall back to float32 on " << cpu::cpuIsaName();
+    EXPECT_EQ(bf16, f32) << "bf16 must fall back to float32 on " << cpu::cpuTierSummary();
   }
   // The bf16 path itself (oneDNN may refuse it on this CPU; the GEMM then runs float32):
   // bf16 operands (8 bits of mantissa) over 64 terms stay within 2% of the float32 result.
@@ -297,7 +298,7 @@ TEST(CpuPrecision, Bf16WithoutNativeSupportRunsFloat32) {
   // ran float32 (then it matches float32): nothing in between.
   const bool ran_bf16 = to_bf16 <= 1e-5 * scale;
   EXPECT_TRUE(ran_bf16 || to_f32 <= 1e-5 * scale) << "to bf16 " << to_bf16 << ", to f32 " << to_f32;
-  std::cout << "forced bf16 on oneDNN ISA " << cpu::cpuIsaName() << ": " << (ran_bf16 ? "bf16 ran" : "oneDNN refused bf16, float32 ran")
+  std::cout << "forced bf16 on oneDNN ISA " << cpu::cpuTierSummary() << ": " << (ran_bf16 ? "bf16 ran" : "oneDNN refused bf16, float32 ran")
             << " (max abs to the bf16 product " << to_bf16 << ", to float32 " << to_f32 << ")\n";
 }
 

@@ -8,7 +8,7 @@
 
 #include "runtime/builder.h"
 #include "runtime/ir/value_offsets.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {

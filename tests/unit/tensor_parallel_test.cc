@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "runtime/communicator.h"
+#include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/vector_math.h"
+#include "backends/cpu/isa/vector_math.h"
 
 namespace gkrt {
 namespace {

@@ -294,7 +294,7 @@ Status matmulSplitKernel(const KernelContext& c) {
 }
 
 // ---- AllReduce(x): the sum over every rank's x. One device: x itself. Backends given a
-// communicator (runtime/communicator.h) sum across ranks instead.
+// communicator (runtime/base/communicator.h) sum across ranks instead.
 Status allReduceKernel(const KernelContext& c) {
   std::memcpy(c.out(0).data, c.in(0).data, numElements(c.in(0).shape) * dtypeSize(c.in(0).dtype));
   return Status::Ok();

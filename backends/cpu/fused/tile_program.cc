@@ -1,0 +1,215 @@
+#include "backends/cpu/fused/tile_program.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+
+namespace gkrt::cpu {
+namespace {
+
+// buf[i] = element (s + i) of the consumer's shape, read through broadcast strides.
+void gatherTile(const Operand& o, const float* base, int64_t s, int64_t n, float* buf) {
+  const size_t r = o.dims.size();
+  // A per-channel operand of a channel-blocked tensor ([N, C/B, H, W, B] with H and W
+  // broadcast): the same B values repeat along each (n, channel block) plane.
+  if (r == 5 && o.strides[2] == 0 && o.strides[3] == 0 && (o.dims[4] & (o.dims[4] - 1)) == 0 && o.dims[4] <= 64) {
+    const int64_t B = o.dims[4], mask = B - 1, plane = o.dims[2] * o.dims[3] * B, sb = o.strides[4];
+    float pattern[2 * 64];  // the block's B values twice: any rotation is B contiguous values
+    for (int64_t i = 0; i < n;) {
+      const int64_t e = s + i, p = e / plane, within = e % plane;
+      const float* blk = base + (p / o.dims[1]) * o.strides[0] + (p % o.dims[1]) * o.strides[1];
+      const int64_t run = std::min(n - i, plane - within);
+      for (int64_t k = 0; k < B; ++k) pattern[k] = pattern[k + B] = blk[k * sb];
+      const float* rotated = pattern + (within & mask);
+      float* out = buf + i;
+      int64_t j = 0;
+      if (B == 8) {
+        for (; j + 8 <= run; j += 8) std::memcpy(out + j, rotated, 8 * sizeof(float));
+      } else if (B == 16) {
+        for (; j + 16 <= run; j += 16) std::memcpy(out + j, rotated, 16 * sizeof(float));
+      } else {
+        for (; j + B <= run; j += B) std::memcpy(out + j, rotated, B * sizeof(float));
+      }
+      std::memcpy(out + j, rotated, (run - j) * sizeof(float));
+      i += run;
+    }
+    return;
+  }
+  int64_t idx[8] = {0};
+  if (r > 8) {  // deep shapes: one element at a time
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rem = s + i, off = 0;
+      for (size_t d = r; d-- > 0;) { off += (rem % o.dims[d]) * o.strides[d]; rem /= o.dims[d]; }
+      buf[i] = base[off];
+    }
+    return;
+  }
+  int64_t rem = s, off = 0;
+  for (size_t d = r; d-- > 0;) { idx[d] = rem % o.dims[d]; off += idx[d] * o.strides[d]; rem /= o.dims[d]; }
+  const int64_t inner = o.dims[r - 1], inner_stride = o.strides[r - 1];
+  int64_t i = 0;
+  while (i < n) {  // runs along the innermost dim, then carry
+    const int64_t run = std::min(n - i, inner - idx[r - 1]);
+    if (inner_stride == 0) std::fill(buf + i, buf + i + run, base[off]);
+    else std::memcpy(buf + i, base + off, run * sizeof(float));
+    i += run;
+    off += run * inner_stride;
+    idx[r - 1] += run;
+    for (size_t d = r - 1; d > 0 && idx[d] == o.dims[d]; --d) {
+      off -= idx[d] * o.strides[d];
+      idx[d] = 0;
+      ++idx[d - 1];
+      off += o.strides[d - 1];
+    }
+  }
+}
+
+template <class T> void convertTile(const T* __restrict x, int64_t n, float* __restrict buf) {
+  for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<float>(x[i]);
+}
+
+}  // namespace
+
+bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o, bool cast) {
+  const bool convert = cast && input >= 0 && numElements(t.shape) == total &&
+                       (t.dtype == DType::kInt32 || t.dtype == DType::kInt8 || t.dtype == DType::kUInt8);
+  if (convert) {
+    o->input = input;
+    o->kind = Operand::kFull;
+    o->from = t.dtype;
+    return true;
+  }
+  if (t.dtype != DType::kFloat32 || (input < 0 && !t.isConstant())) return false;
+  o->input = input;
+  o->constant = t.isConstant() ? reinterpret_cast<const float*>(t.constant->data) : nullptr;
+  if (t.isConstant() && numElements(t.shape) == 1) {
+    o->kind = Operand::kScalar;
+  } else if (t.shape == consumer || numElements(t.shape) == total) {
+    o->kind = Operand::kFull;  // flat order is the same
+  } else {
+    if (!broadcastsTo(t.shape, consumer)) return false;
+    o->kind = Operand::kGather;
+    o->dims = consumer;
+    o->strides = ops::broadcastStrides(t.shape, consumer);
+  }
+  return true;
+}
+
+int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in) {
+  if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs.size() > 2) return 0;
+  for (int t : n.inputs) if (t < 0) return 0;
+  const ir::Tensor& out = tensors[n.outputs[0]];
+  if (out.dtype != DType::kFloat32 || numElements(out.shape) != total) return 0;
+  const std::string op = n.op->name;
+  if (op == "Cast") {  // to float32: a copy (of a float tile, or of an integer input converted as it loads)
+    in->op = EwOp::kCopy;
+    return n.inputs.size() == 1 ? 1 : 0;
+  }
+  if (op == "Reshape" || op == "ExpandDims" || op == "Squeeze" || op == "Flatten") {
+    in->op = EwOp::kCopy;
+    return numElements(tensors[n.inputs[0]].shape) == total && n.inputs.size() == 1 ? 1 : 0;
+  }
+  if (!ewOpFor(n.op->name, static_cast<int>(n.inputs.size()), &in->op)) return 0;
+  if (in->op == EwOp::kClip) {
+    const auto& a = n.attrs.get<ClipAttrs>();
+    in->c = a.min;
+    in->c2 = a.max;
+  }
+  if (in->op == EwOp::kLeakyReLU) in->c = n.attrs.get<AlphaAttrs>().alpha;
+  if (in->op == EwOp::kPow) {
+    const ir::Tensor& e = tensors[n.inputs[1]];
+    if (e.isConstant() && numElements(e.shape) == 1 && e.dtype == DType::kFloat32) {
+      in->op = EwOp::kPowConst;
+      in->c = *reinterpret_cast<const float*>(e.constant->data);
+      return 1;
+    }
+  }
+  return static_cast<int>(n.inputs.size());
+}
+
+void assignSlots(Program& p, const std::vector<std::pair<int, int>>& extra_reads) {
+  std::vector<int> last_use(p.code.size(), -1);
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    for (const Operand* o : {&p.code[i].a, &p.code[i].b}) {
+      if (o->kind == Operand::kTemp && o->temp >= 0) last_use[o->temp] = static_cast<int>(i);
+    }
+  }
+  // A value read after instruction `at` stays until the instruction after it.
+  for (const auto& [value, at] : extra_reads) last_use[value] = std::max(last_use[value], at + 1);
+  std::vector<std::vector<int>> ends_at(p.code.size() + 1);
+  for (size_t v = 0; v < p.code.size(); ++v) if (last_use[v] >= 0) ends_at[std::min<size_t>(last_use[v], p.code.size())].push_back(int(v));
+  std::vector<int> free_slots;
+  std::vector<int> slot_of(p.code.size(), -1);
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    for (int v : ends_at[i]) {  // values last read by this instruction: their slots are free
+      if (slot_of[v] >= 0) free_slots.push_back(slot_of[v]);
+      slot_of[v] = -1;
+    }
+    Instr& in = p.code[i];
+    if (in.output >= 0 || in.row >= 0) continue;
+    if (free_slots.empty()) free_slots.push_back(p.slots++);
+    in.slot = slot_of[i] = free_slots.back();
+    free_slots.pop_back();
+  }
+}
+
+const float* TileRunner::load(const Operand& o) {
+  switch (o.kind) {
+    case Operand::kTemp: return results_[o.temp];
+    case Operand::kFull: {
+      if (o.from == DType::kFloat32) return base(o) + s_;
+      float* buf = gather_;
+      gather_ += tile_;
+      const void* raw = inputs_[o.input].data;
+      if (o.from == DType::kInt32) convertTile(static_cast<const int32_t*>(raw) + s_, n_, buf);
+      else if (o.from == DType::kInt8) convertTile(static_cast<const int8_t*>(raw) + s_, n_, buf);
+      else convertTile(static_cast<const uint8_t*>(raw) + s_, n_, buf);
+      return buf;
+    }
+    case Operand::kRow:
+      if (!rows_scalar_) return rows_[o.row];
+      [[fallthrough]];
+    case Operand::kScalar: {
+      float* buf = gather_;
+      gather_ += tile_;
+      std::fill(buf, buf + n_, scalarValue(o));
+      return buf;
+    }
+    case Operand::kGather: {
+      float* buf = gather_;
+      gather_ += tile_;
+      gatherTile(o, base(o), s_, n_, buf);
+      return buf;
+    }
+  }
+  return nullptr;
+}
+
+void TileRunner::runRange(int64_t s, int64_t n, size_t begin, size_t end, bool copies) {
+  s_ = s;
+  n_ = n;
+  gather_ = scratch_ + p_.slots * tile_;  // per-operand gather buffers follow the slots
+  for (size_t i = begin; i < end; ++i) {
+    const Instr& in = p_.code[i];
+    float* y = in.output >= 0 ? outputs_[in.output].as<float>() + s
+               : in.row >= 0  ? rows_[in.row]
+                              : scratch_ + in.slot * tile_;
+    results_[i] = y;
+    const bool unary = in.b.kind == Operand::kTemp && in.b.temp < 0;
+    // A scalar operand stays a register when the op has a loop for it.
+    if (!unary && isScalar(in.a) != isScalar(in.b)) {
+      const bool first = isScalar(in.a);
+      if (runEwOpScalar(in.op, y, load(first ? in.b : in.a), scalarValue(first ? in.a : in.b), first, n)) continue;
+    }
+    const float* a = load(in.a);
+    const float* b = unary ? nullptr : load(in.b);
+    runEwOp(in.op, y, a, b, n, in.c, in.c2);
+  }
+  if (!copies) return;
+  for (const auto& [k, o] : p_.copies) std::memcpy(outputs_[k].as<float>() + s, load(o), n * sizeof(float));
+}
+
+}  // namespace gkrt::cpu

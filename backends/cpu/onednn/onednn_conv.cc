@@ -1,0 +1,318 @@
+#include "backends/cpu/onednn/onednn_conv.h"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/ir/op_def.h"
+
+#ifdef GKRT_HAVE_DNNL
+#include "backends/cpu/onednn/onednn_conv_plan.h"
+#include "backends/cpu/onednn/onednn_impl.h"
+
+namespace gkrt::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using dims = dnnl::memory::dims;
+
+bool isF32(const ir::Tensor& t) { return t.dtype == DType::kFloat32; }
+
+}  // namespace
+
+bool isPerChannel(const Shape& s, int64_t channels) {
+  if (s.size() > 4 || s.size() < 3 || numElements(s) != channels) return false;
+  const size_t c = s.size() - 3;  // axis 1 of the right-aligned 4-D view
+  for (size_t k = 0; k < s.size(); ++k) if (k != c && s[k] != 1) return false;
+  return true;
+}
+
+bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
+  const ir::Graph* body = node.subgraph ? node.subgraph.get() : &g;
+  if (body->nodes.empty()) return false;
+  const ir::Node& conv = node.subgraph ? body->nodes[0] : node;
+  if (std::string(conv.op->name) != "Conv2D" || conv.inputs.size() < 2) return false;
+  p->body = body;
+  p->conv = &conv;
+  const SourceFn source = operandSource(g, node);
+  for (int t : conv.inputs) if (t >= 0 && !isF32(body->tensors[t])) return false;
+  const ir::Tensor& xt = body->tensors[conv.inputs[0]];
+  const ir::Tensor& w = body->tensors[conv.inputs[1]];
+  const ir::Tensor& yt = body->tensors[conv.outputs[0]];
+  if (!w.isConstant() || xt.shape.size() != 4 || w.shape.size() != 4 || numElements(yt.shape) == 0 ||
+      numElements(xt.shape) == 0 || !isF32(yt)) {
+    return false;
+  }
+  if (!source(conv.inputs[0], &p->x) || p->x.constant) return false;
+  p->weights = w.constant->data;
+  p->has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
+  if (p->has_bias && !source(conv.inputs[2], &p->bias)) return false;
+  p->output = node.outputs[0];
+  p->x_tensor = node.inputs[p->x.input];
+  if (!node.subgraph) return node.outputs.size() == 1;
+  if (!planPostOps(*body, 1, conv.outputs[0], yt.shape, source, &p->posts)) return false;
+  const int64_t C = yt.shape[1];
+  // A constant per-channel Mul first: into the weights (per output channel) and the bias.
+  if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_mul &&
+      p->posts[0].src.constant && isPerChannel(p->posts[0].t->shape, C) && (!p->has_bias || p->bias.constant)) {
+    const float* mul = static_cast<const float*>(p->posts[0].src.constant);
+    const float* w0 = static_cast<const float*>(p->weights);
+    const int64_t n = numElements(w.shape), inner = n / C;
+    p->folded_weights.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) p->folded_weights[i] = w0[i] * mul[i / inner];
+    p->weights = p->folded_weights.data();
+    if (p->has_bias) {
+      const float* b = static_cast<const float*>(p->bias.constant);
+      p->folded_bias.resize(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c) p->folded_bias[c] = b[c] * mul[c];
+      p->bias = Source{-1, p->folded_bias.data()};
+    }
+    p->posts.erase(p->posts.begin());
+  }
+  // Then a constant per-channel Add: into the bias.
+  if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_add &&
+      p->posts[0].src.constant && isPerChannel(p->posts[0].t->shape, C) &&
+      (!p->has_bias || p->bias.constant)) {
+    const float* add = static_cast<const float*>(p->posts[0].src.constant);
+    const float* b = p->has_bias ? static_cast<const float*>(p->bias.constant) : nullptr;
+    p->folded_bias.resize(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) p->folded_bias[c] = add[c] + (b ? b[c] : 0.0f);
+    p->has_bias = true;
+    p->bias = Source{-1, p->folded_bias.data()};
+    p->posts.erase(p->posts.begin());
+  }
+  return true;
+}
+
+namespace {
+
+// `layout`'s block for s (0 without a plan).
+dnnl::memory::desc actDesc(const Shape& s, bool blocked, const LayoutPlan* layout) {
+  const int block = layout ? layout->blockOf(s[1]) : 0;
+  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dt::f32, activationTag(blocked, block, layout && layout->channels_last));
+}
+
+class OneDnnConvKernel final : public Kernel {
+ public:
+  // `allow_ref`: keep a slow oneDNN implementation (the reference one, or post-ops on
+  // a non-jit convolution) when it is the only one; else throw so that the caller
+  // picks another kernel.
+  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false)
+      : p_(std::move(plan)), stream_(oneDnnEngine()) {
+    repointFolded(&p_);
+    const auto& a = p_.conv->attrs.get<Conv2DAttrs>();
+    const Shape& x = g.tensors[p_.x_tensor].shape;
+    const Shape& y = g.tensors[p_.output].shape;
+    const ir::Tensor& w = p_.body->tensors[p_.conv->inputs[1]];
+    const int block = layout ? layout->blockOf(y[1]) : 0;
+    const bool x_blocked = layout && layout->isBlocked(p_.x_tensor);
+    const auto x_md = actDesc(x, x_blocked, layout);
+    const bool y_blocked = layout && layout->isBlocked(p_.output);
+    const auto y_md = actDesc(y, y_blocked, layout);
+    const int64_t G = a.groups;
+    const dims w_dims = G == 1 ? dims{w.shape[0], w.shape[1], w.shape[2], w.shape[3]}
+                               : dims{G, w.shape[0] / G, w.shape[1], w.shape[2], w.shape[3]};
+    const dnnl::memory::desc w_plain(w_dims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
+    const dnnl::memory::desc w_any(w_dims, dt::f32, tag::any);
+    const dnnl::memory::desc b_md({y[1]}, dt::f32, tag::x);
+    const dnnl::memory::desc x_any({x[0], x[1], x[2], x[3]}, dt::f32, tag::any);
+    const dnnl::memory::desc y_any({y[0], y[1], y[2], y[3]}, dt::f32, tag::any);
+    // A full-size binary post-op operand must be in the destination's layout.
+    bool full_binary = false;
+    for (PostOp& post : p_.posts) {
+      if (!post.binary || post.t->shape != y) continue;
+      full_binary = true;
+      if (y_blocked) post.layout = activationTag(true, block, layout->channels_last);
+    }
+    const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
+    const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
+    dnnl::primitive_attr attr;
+    appendPostOps(p_.posts, 4, &attr, &post_mems_);
+    // Layouts oneDNN picks itself, unless a full-size operand pins the destination;
+    // blocked activations are given as they are (the layout oneDNN wants on this CPU).
+    const auto& src_md = x_blocked ? x_md : x_any;
+    const auto make_pd = [&](const dnnl::memory::desc& dst_md,
+                             dnnl::algorithm alg = dnnl::algorithm::convolution_direct,
+                             const dnnl::primitive_attr* with = nullptr) {
+      auto desc = p_.has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src_md, w_any,
+                                                                b_md, dst_md, strides, dil, pad_l, pad_r)
+                              : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src_md, w_any,
+                                                                dst_md, strides, dil, pad_l, pad_r);
+      return dnnl::convolution_forward::primitive_desc(desc, with ? *with : attr, oneDnnEngine());
+    };
+    // Winograd where it applies (compileOneDnnConv); else, or where oneDNN declines, direct.
+    const bool wino = winograd && x_blocked && y_blocked && layout && !layout->channels_last && block == 16 && G == 1 &&
+                      w.shape[2] == 3 && w.shape[3] == 3 && a.strides[0] == 1 && a.strides[1] == 1 &&
+                      a.dilations[0] == 1 && a.dilations[1] == 1 && x[1] >= 16 && y[1] >= 16;
+    const auto isWino = [](const dnnl::convolution_forward::primitive_desc& d) {
+      const std::string impl = d.impl_info_str();
+      return impl.rfind("jit", 0) == 0 && impl.find("wino") != std::string::npos;
+    };
+    if (wino) {
+      try {
+        auto wpd = make_pd(y_md, dnnl::algorithm::convolution_winograd);
+        if (isWino(wpd)) winograd_pd_.emplace(std::move(wpd));
+      } catch (const dnnl::error&) {
+      }
+    }
+    // oneDNN 2.6's Winograd takes ReLU and little else as a post-op: an epilogue of unary
+    // steps only (YOLO's SiLU) runs after it as in-place oneDNN eltwise passes over the
+    // output, still in cache (nudenet's 3x3 head convolutions: 1.1 -> ~0.7 ms each).
+    bool unary_only = !p_.posts.empty();
+    for (const PostOp& post : p_.posts) unary_only = unary_only && !post.binary;
+    if (wino && !winograd_pd_ && unary_only) {
+      try {
+        const dnnl::primitive_attr none;
+        auto wpd = make_pd(y_md, dnnl::algorithm::convolution_winograd, &none);
+        if (isWino(wpd)) {
+          for (const PostOp& post : p_.posts) {
+            dnnl::eltwise_forward::desc ed(dnnl::prop_kind::forward_inference, post.alg, y_md, post.alpha, post.beta);
+            after_.emplace_back(dnnl::eltwise_forward::primitive_desc(ed, oneDnnEngine()));
+          }
+          winograd_pd_.emplace(std::move(wpd));
+        }
+      } catch (const dnnl::error&) {
+        after_.clear();
+      }
+    }
+    // Post-ops run fast only in the jit convolutions, "jit:*" and the AVX-512 brgemm
+    // ones ("brgconv*", "brdgmm*"); elsewhere (seen: a residual Add on gemm:jit took 10x
+    // the convolution) the chain runs as its own loop.
+    const auto is_slow = [&](const std::string& impl) {
+      const bool jit = impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0 || impl.rfind("brdgmm", 0) == 0;
+      return isReferenceImpl(impl) || (!p_.posts.empty() && !jit);
+    };
+    auto pd = winograd_pd_ ? *winograd_pd_ : make_pd(full_binary || y_blocked ? y_md : y_any);
+    impl_ = pd.impl_info_str();
+    // A blocked input with a plain output: with the destination left to oneDNN, 2.6 gives
+    // some depthwise cases (5x5 on 7x7 maps, AVX-512) only its reference code, while a
+    // blocked destination (reordered to plain after) gets the jit kernel.
+    if (is_slow(impl_) && x_blocked && !y_blocked && !full_binary && block > 0 && y[1] % block == 0) {
+      auto blocked_pd = make_pd(actDesc(y, true, layout));
+      if (!is_slow(blocked_pd.impl_info_str())) {
+        pd = blocked_pd;
+        impl_ = pd.impl_info_str();
+      }
+    }
+    const bool slow = is_slow(impl_);
+    if (!allow_ref && slow) throw std::runtime_error("oneDNN has only a slow implementation (" + impl_ + ")");
+    prim_ = dnnl::convolution_forward(pd);
+    // Where the planned layout and oneDNN's hold the same bytes (an SE branch's 1x1 maps)
+    // the primitive reads and writes the planned buffers under its own descriptors.
+    x_mem_ = dnnl::memory(sameBytes(pd.src_desc(), x_md) ? pd.src_desc() : x_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    y_mem_ = dnnl::memory(sameBytes(pd.dst_desc(), y_md) ? pd.dst_desc() : y_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    if (!sameBytes(pd.src_desc(), x_md)) {  // the input through the workspace in oneDNN's layout
+      x_conv_ = dnnl::memory(pd.src_desc(), oneDnnEngine(), DNNL_MEMORY_NONE);
+      x_reorder_ = dnnl::reorder(x_mem_, x_conv_);
+      x_bytes_ = pd.src_desc().get_size();
+    }
+    if (!sameBytes(pd.dst_desc(), y_md)) {
+      y_conv_ = dnnl::memory(pd.dst_desc(), oneDnnEngine(), DNNL_MEMORY_NONE);
+      y_reorder_ = dnnl::reorder(y_conv_, y_mem_);
+      y_bytes_ = pd.dst_desc().get_size();
+    }
+    if (p_.has_bias) b_mem_ = dnnl::memory(b_md, oneDnnEngine(), DNNL_MEMORY_NONE);
+    dnnl::memory src(w_plain, oneDnnEngine(), const_cast<void*>(p_.weights));
+    w_mem_ = dnnl::memory(pd.weights_desc(), oneDnnEngine());
+    dnnl::reorder(src, w_mem_).execute(stream_, src, w_mem_);
+    stream_.wait();
+  }
+
+  size_t workspaceBytes() const override { return align(x_bytes_) + y_bytes_; }
+  int reorders() const override { return (x_bytes_ > 0) + (y_bytes_ > 0); }
+  bool slowPath() const override { return isReferenceImpl(impl_); }
+  std::string detail() const override {
+    std::string d = "oneDNN " + impl_;
+    if (!after_.empty()) d += ", then " + std::to_string(after_.size()) + " in-place eltwise pass" + (after_.size() > 1 ? "es" : "");
+    else if (!p_.posts.empty()) d += ", " + std::to_string(p_.posts.size()) + " post-op" + (p_.posts.size() > 1 ? "s" : "");
+    if (reorders()) d += ", " + std::to_string(reorders()) + " reorder" + (reorders() > 1 ? "s" : "");
+    return d;
+  }
+
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* workspace) override {
+    x_mem_.set_data_handle(const_cast<void*>(p_.x.at(in)));
+    y_mem_.set_data_handle(out[0].data);
+    dnnl::memory src = x_mem_, dst = y_mem_;
+    if (x_bytes_) {
+      x_conv_.set_data_handle(workspace);
+      x_reorder_.execute(stream_, x_mem_, x_conv_);
+      src = x_conv_;
+    }
+    if (y_bytes_) {
+      y_conv_.set_data_handle(static_cast<char*>(workspace) + align(x_bytes_));
+      dst = y_conv_;
+    }
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w_mem_}, {DNNL_ARG_DST, dst}};
+    if (p_.has_bias) {
+      b_mem_.set_data_handle(const_cast<void*>(p_.bias.at(in)));
+      args[DNNL_ARG_BIAS] = b_mem_;
+    }
+    if (after_.empty()) setPostOpArgs(p_.posts, post_mems_, in, &args);
+    prim_.execute(stream_, args);
+    for (dnnl::eltwise_forward& e : after_) e.execute(stream_, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
+    if (y_bytes_) y_reorder_.execute(stream_, y_conv_, y_mem_);
+    stream_.wait();
+    return Status::Ok();
+  }
+
+ private:
+  static size_t align(size_t n) { return (n + 63) / 64 * 64; }
+
+  ConvPlan p_;
+  dnnl::stream stream_;
+  dnnl::primitive prim_;
+  dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_, x_conv_, y_conv_;
+  dnnl::reorder x_reorder_, y_reorder_;
+  size_t x_bytes_ = 0, y_bytes_ = 0;
+  std::vector<dnnl::memory> post_mems_;
+  std::string impl_;
+  std::optional<dnnl::convolution_forward::primitive_desc> winograd_pd_;
+  std::vector<dnnl::eltwise_forward> after_;  // a Winograd convolution's unary epilogue, in place
+};
+
+}  // namespace
+
+bool canRunOneDnnConv(const ir::Graph& g, const ir::Node& node) {
+  ConvPlan p;
+  return planConv(g, node, &p);
+}
+
+bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool channels_last) {
+  ConvPlan p;
+  if (!planConv(g, node, &p)) return false;
+  // (A graph input stays plain: a grouped convolution from plain to NHWC has only oneDNN's
+  // reference code, so probing it blocked would claim a fast kernel the plan cannot give.)
+  const LayoutPlan layout = probeLayout(g, block, channels_last, {p.x_tensor, p.output});
+  try {
+    OneDnnConvKernel probe(g, std::move(p), &layout, /*allow_ref=*/false);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir::Node& node, const LayoutPlan* layout,
+                                                    bool allow_ref, bool winograd) {
+  ConvPlan p;
+  if (!planConv(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
+  try {
+    return std::unique_ptr<Kernel>(new OneDnnConvKernel(g, std::move(p), layout, allow_ref, winograd));
+  } catch (const std::exception& e) {  // dnnl::error and allocation failures
+    return makeError(StatusCode::kUnsupported, "oneDNN convolution for ", node.name, ": ", e.what());
+  }
+}
+
+}  // namespace gkrt::cpu
+
+#else  // no oneDNN in this build
+
+namespace gkrt::cpu {
+bool canRunOneDnnConv(const ir::Graph&, const ir::Node&) { return false; }
+bool oneDnnConvIsFast(const ir::Graph&, const ir::Node&, int, bool) { return false; }
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph&, const ir::Node& node, const LayoutPlan*, bool, bool) {
+  return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
+}
+}  // namespace gkrt::cpu
+
+#endif

@@ -1,0 +1,316 @@
+#include "backends/cpu/rnn/recurrent_kernel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/math/gemm.h"
+#include "backends/cpu/isa/vector_math.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+#include "runtime/ir/ops/recurrent.h"
+
+namespace gkrt::cpu {
+namespace {
+
+using ops::Activation;
+using ops::RecurrentKind;
+using ops::RecurrentSpec;
+
+constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kSeqLens = 4, kInitH = 5, kInitC = 6, kP = 7;
+
+const ir::Tensor* inputTensor(const ir::Graph& g, const ir::Node& node, int k) {
+  return static_cast<int>(node.inputs.size()) > k && node.inputs[k] >= 0 ? &g.tensors[node.inputs[k]] : nullptr;
+}
+
+// v = act(v) over n elements; sigmoid as 0.5 tanh(x/2) + 0.5 so both run vectorised.
+void activate(const Activation& a, float* v, int64_t n) {
+  switch (a.fn) {
+    case RnnActivation::kTanh:
+      vecMath(VecFn::kTanh, v, v, n);
+      return;
+    case RnnActivation::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) v[i] *= 0.5f;
+      vecMath(VecFn::kTanh, v, v, n);
+      for (int64_t i = 0; i < n; ++i) v[i] = 0.5f * v[i] + 0.5f;
+      return;
+    default:
+      for (int64_t i = 0; i < n; ++i) v[i] = ops::applyActivation(a, v[i]);
+  }
+}
+
+void clipTo(float bound, float* v, int64_t n) {
+  if (bound <= 0.0f) return;
+  for (int64_t i = 0; i < n; ++i) v[i] = std::min(bound, std::max(-bound, v[i]));
+}
+
+// acc[0:n] += sum_k h[k] * rt[k * ldr + 0:n]: one row of H times R^T (R stored
+// transposed, so each step streams it once in order). Four rows of R per pass over acc;
+// the loops vectorise (AVX-512, FMA clones picked by CPU features at load).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GKRT_RECURRENT_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
+#else
+#define GKRT_RECURRENT_CLONES
+#endif
+
+GKRT_RECURRENT_CLONES void addRowTimes(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
+                                       float* __restrict acc) {
+  int64_t k = 0;
+  for (; k + 4 <= K; k += 4) {
+    const float h0 = h[k], h1 = h[k + 1], h2 = h[k + 2], h3 = h[k + 3];
+    const float* __restrict r0 = rt + k * ldr;
+    const float* __restrict r1 = r0 + ldr;
+    const float* __restrict r2 = r1 + ldr;
+    const float* __restrict r3 = r2 + ldr;
+    for (int64_t j = 0; j < n; ++j) acc[j] += h0 * r0[j] + h1 * r1[j] + h2 * r2[j] + h3 * r3[j];
+  }
+  for (; k < K; ++k) {
+    const float hk = h[k];
+    const float* __restrict r = rt + k * ldr;
+    for (int64_t j = 0; j < n; ++j) acc[j] += hk * r[j];
+  }
+}
+
+// Weights of one direction, laid out for the kernel.
+struct DirectionWeights {
+  PackedB wx;               // W^T: [input] x [gates * hidden]
+  std::vector<float> rt;    // R^T: [hidden][gates * hidden]
+  std::vector<float> bias;  // added to X W^T: Wb + Rb (GRU linear_before_reset: Wb only on the h gate)
+  std::vector<float> rb_h;  // GRU linear_before_reset: Rb of the h gate, applied inside r * (...)
+  std::vector<float> peep;  // LSTM P (i, o, f), empty when absent
+};
+
+// Per-direction state and scratch, sized at compile.
+struct DirectionScratch {
+  std::vector<float> xw;                    // [rows][gates * hidden]
+  std::vector<float> h, c, h_prev, c_prev;  // [batch][hidden]
+  std::vector<float> gates, tmp;            // [gates * hidden], [hidden]
+};
+
+class RecurrentKernel final : public Kernel {
+ public:
+  RecurrentKernel(const ir::Graph& g, const ir::Node& node, RecurrentSpec spec, ThreadPool& pool)
+      : s_(std::move(spec)), pool_(pool) {
+    const int64_t H = s_.hidden, GH = s_.gates * H, I = s_.input, D = s_.directions;
+    const float* w = reinterpret_cast<const float*>(inputTensor(g, node, kW)->constant->data);
+    const float* r = reinterpret_cast<const float*>(inputTensor(g, node, kR)->constant->data);
+    const ir::Tensor* bt = inputTensor(g, node, kB);
+    const ir::Tensor* pt = s_.kind == RecurrentKind::kLstm ? inputTensor(g, node, kP) : nullptr;
+    const float* b = bt ? reinterpret_cast<const float*>(bt->constant->data) : nullptr;
+    const bool lbr = s_.kind == RecurrentKind::kGru && s_.linear_before_reset;
+    rows_ = s_.seq * s_.batch;
+    dirs_.resize(D);
+    scratch_.resize(D);
+    for (int64_t d = 0; d < D; ++d) {
+      DirectionWeights& dw = dirs_[d];
+      packB(w + d * GH * I, I, GH, /*transpose=*/true, &dw.wx);
+      dw.rt.resize(H * GH);
+      const float* rd = r + d * GH * H;
+      for (int64_t n = 0; n < GH; ++n)
+        for (int64_t k = 0; k < H; ++k) dw.rt[k * GH + n] = rd[n * H + k];
+      dw.bias.assign(GH, 0.0f);
+      if (b) {
+        const float* wb = b + d * 2 * GH;
+        const float* rb = wb + GH;
+        for (int64_t n = 0; n < GH; ++n) dw.bias[n] = wb[n] + (lbr && n >= 2 * H ? 0.0f : rb[n]);
+        if (lbr) dw.rb_h.assign(rb + 2 * H, rb + 3 * H);
+      }
+      if (lbr && dw.rb_h.empty()) dw.rb_h.assign(H, 0.0f);
+      if (pt) {
+        const float* p = reinterpret_cast<const float*>(pt->constant->data) + d * 3 * H;
+        dw.peep.assign(p, p + 3 * H);
+      }
+      DirectionScratch& sc = scratch_[d];
+      sc.xw.resize(rows_ * GH);
+      for (auto* v : {&sc.h, &sc.c, &sc.h_prev, &sc.c_prev}) v->resize(s_.batch * H);
+      sc.gates.resize(GH);
+      sc.tmp.resize(H);
+    }
+    a_pack_.resize(packedASize(rows_, I));
+    lens_.assign(s_.batch, s_.seq);
+  }
+
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    const bool has_lens = static_cast<int>(in.size()) > kSeqLens && in[kSeqLens].present();
+    if (has_lens) {
+      for (int64_t b = 0; b < s_.batch; ++b) {
+        const int64_t len = ops::loadIndex(in[kSeqLens], b);
+        if (len < 0 || len > s_.seq) {
+          return makeError(StatusCode::kInvalidArgument, "sequence_lens[", b, "] = ", len, " is outside 0..", s_.seq);
+        }
+        lens_[b] = len;
+      }
+    }
+    float* y = !out.empty() && out[0].data ? out[0].as<float>() : nullptr;
+    if (y && has_lens) std::memset(y, 0, out[0].size() * sizeof(float));
+    const float* x = in[kX].as<float>();
+    // X W^T for every step and direction, the big GEMMs, on all threads.
+    for (int64_t d = 0; d < s_.directions; ++d) {
+      gemm(rows_, x, false, dirs_[d].wx, scratch_[d].xw.data(), a_pack_.data(), pool_);
+    }
+    auto state = [&](int k) {
+      return static_cast<int>(in.size()) > k && in[k].present() ? in[k].as<float>() : nullptr;
+    };
+    const float* init_h = state(kInitH);
+    const float* init_c = s_.kind == RecurrentKind::kLstm ? state(kInitC) : nullptr;
+    pool_.parallelFor(s_.directions, 1, 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t d = begin; d < end; ++d) runDirection(d, init_h, init_c, y);
+    });
+    const int64_t H = s_.hidden;
+    for (size_t o = 1; o < out.size() && o < 3; ++o) {
+      if (!out[o].data) continue;
+      for (int64_t d = 0; d < s_.directions; ++d) {
+        const std::vector<float>& v = o == 1 ? scratch_[d].h : scratch_[d].c;
+        for (int64_t b = 0; b < s_.batch; ++b) {
+          std::memcpy(out[o].as<float>() + s_.stateIndex(d, b), v.data() + b * H, H * sizeof(float));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void runDirection(int64_t d, const float* init_h, const float* init_c, float* y) {
+    const int64_t H = s_.hidden, GH = s_.gates * H;
+    DirectionScratch& sc = scratch_[d];
+    for (int64_t b = 0; b < s_.batch; ++b) {
+      float* h = sc.h.data() + b * H;
+      float* c = sc.c.data() + b * H;
+      if (init_h)
+        std::memcpy(h, init_h + s_.stateIndex(d, b), H * sizeof(float));
+      else
+        std::fill(h, h + H, 0.0f);
+      if (init_c)
+        std::memcpy(c, init_c + s_.stateIndex(d, b), H * sizeof(float));
+      else
+        std::fill(c, c + H, 0.0f);
+    }
+    const int64_t steps = *std::max_element(lens_.begin(), lens_.end());
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t b = 0; b < s_.batch; ++b) {
+        const int64_t len = lens_[b];
+        if (step >= len) continue;
+        const int64_t t = s_.reversed(d) ? len - 1 - step : step;
+        const float* xw = sc.xw.data() + (s_.batch_first ? b * s_.seq + t : t * s_.batch + b) * GH;
+        float* g = sc.gates.data();
+        const std::vector<float>& bias = dirs_[d].bias;
+        for (int64_t n = 0; n < GH; ++n) g[n] = xw[n] + bias[n];
+        float* h = sc.h.data() + b * H;
+        float* c = sc.c.data() + b * H;
+        switch (s_.kind) {
+          case RecurrentKind::kRnn:
+            rnnCell(d, h);
+            break;
+          case RecurrentKind::kGru:
+            gruCell(d, h);
+            break;
+          case RecurrentKind::kLstm:
+            lstmCell(d, h, c);
+            break;
+        }
+        if (y) std::memcpy(y + s_.yIndex(t, d, b), h, H * sizeof(float));
+      }
+    }
+  }
+
+  void rnnCell(int64_t d, float* h) {
+    const int64_t H = s_.hidden;
+    float* g = scratch_[d].gates.data();
+    addRowTimes(h, dirs_[d].rt.data(), H, H, H, g);
+    clipTo(s_.clip, g, H);
+    activate(s_.act[d][0], g, H);
+    std::memcpy(h, g, H * sizeof(float));
+  }
+
+  // Gates z, r, h. The h gate reads r, so its recurrent product comes second.
+  void gruCell(int64_t d, float* h) {
+    const int64_t H = s_.hidden, GH = 3 * H;
+    DirectionScratch& sc = scratch_[d];
+    const DirectionWeights& dw = dirs_[d];
+    float *g = sc.gates.data(), *z = g, *r = g + H, *hh = g + 2 * H, *tmp = sc.tmp.data();
+    addRowTimes(h, dw.rt.data(), H, GH, 2 * H, g);
+    clipTo(s_.clip, g, 2 * H);
+    activate(s_.act[d][0], g, 2 * H);
+    if (s_.linear_before_reset) {
+      std::copy(dw.rb_h.begin(), dw.rb_h.end(), tmp);
+      addRowTimes(h, dw.rt.data() + 2 * H, H, GH, H, tmp);
+      for (int64_t j = 0; j < H; ++j) hh[j] += r[j] * tmp[j];
+    } else {
+      for (int64_t j = 0; j < H; ++j) tmp[j] = r[j] * h[j];
+      addRowTimes(tmp, dw.rt.data() + 2 * H, H, GH, H, hh);
+    }
+    clipTo(s_.clip, hh, H);
+    activate(s_.act[d][1], hh, H);
+    for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - z[j]) * hh[j] + z[j] * h[j];
+  }
+
+  // Gates i, o, f, c; peepholes P = (i, o, f); o sees the new cell state.
+  void lstmCell(int64_t d, float* h, float* c) {
+    const int64_t H = s_.hidden, GH = 4 * H;
+    DirectionScratch& sc = scratch_[d];
+    const DirectionWeights& dw = dirs_[d];
+    float *g = sc.gates.data(), *ig = g, *og = g + H, *fg = g + 2 * H, *cg = g + 3 * H, *tmp = sc.tmp.data();
+    addRowTimes(h, dw.rt.data(), H, GH, GH, g);
+    const bool peep = !dw.peep.empty();
+    if (peep) {
+      for (int64_t j = 0; j < H; ++j) {
+        ig[j] += dw.peep[j] * c[j];
+        fg[j] += dw.peep[2 * H + j] * c[j];
+      }
+    }
+    clipTo(s_.clip, ig, H);
+    clipTo(s_.clip, fg, 2 * H);  // f and c
+    const auto& act = s_.act[d];
+    activate(act[0], ig, H);
+    if (s_.input_forget) {
+      for (int64_t j = 0; j < H; ++j) fg[j] = 1.0f - ig[j];
+    } else {
+      activate(act[0], fg, H);
+    }
+    activate(act[1], cg, H);
+    for (int64_t j = 0; j < H; ++j) c[j] = fg[j] * c[j] + ig[j] * cg[j];
+    if (peep) {
+      for (int64_t j = 0; j < H; ++j) og[j] += dw.peep[H + j] * c[j];
+    }
+    clipTo(s_.clip, og, H);
+    activate(act[0], og, H);
+    std::memcpy(tmp, c, H * sizeof(float));
+    activate(act[2], tmp, H);
+    for (int64_t j = 0; j < H; ++j) h[j] = og[j] * tmp[j];
+  }
+
+  RecurrentSpec s_;
+  ThreadPool& pool_;
+  int64_t rows_ = 0;
+  std::vector<DirectionWeights> dirs_;
+  std::vector<DirectionScratch> scratch_;
+  std::vector<float> a_pack_;
+  std::vector<int64_t> lens_;
+};
+
+}  // namespace
+
+bool canRunRecurrent(const ir::Graph& g, const ir::Node& node) {
+  if (!node.op) return false;
+  const std::string op = node.op->name;
+  if (op != "LSTM" && op != "GRU" && op != "RNN") return false;
+  for (int k = 0; k < static_cast<int>(node.inputs.size()); ++k) {
+    const ir::Tensor* t = inputTensor(g, node, k);
+    if (!t || k == kSeqLens) continue;
+    if (t->dtype != DType::kFloat32) return false;
+    const bool weight = k == kW || k == kR || k == kB || (k == kP && op == "LSTM");
+    if (weight && !t->isConstant()) return false;
+  }
+  for (int o : node.outputs) {
+    if (o >= 0 && g.tensors[o].dtype != DType::kFloat32) return false;
+  }
+  return inputTensor(g, node, kX) && inputTensor(g, node, kW) && inputTensor(g, node, kR);
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileRecurrent(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+  ASSIGN_OR_RETURN(RecurrentSpec spec,
+                   ops::recurrentSpec(node, g.tensors[node.inputs[kX]].shape, g.tensors[node.inputs[kR]].shape));
+  return std::unique_ptr<Kernel>(std::make_unique<RecurrentKernel>(g, node, std::move(spec), pool));
+}
+
+}  // namespace gkrt::cpu
