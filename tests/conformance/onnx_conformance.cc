@@ -6,8 +6,12 @@
 //
 // EXPECTED_RESULTS holds one line per test: "name pass", or "name skip <reason>". A
 // test listed as pass that fails now is a failure (exit 1); --update rewrites the file.
+// Device backends run the tests in batches, each batch one graph (GKRT_CONFORMANCE_BATCH,
+// default 16; tests/unit/graph_union.h), retried test by test where the batch fails.
 // GKRT_CONFORMANCE_BACKENDS=cuda (comma-separated) runs only those of the available
-// backends (the GPU machine checks cuda alone; CI runs them all).
+// backends (the GPU machine checks cuda alone); GKRT_CONFORMANCE_LEVELS=2 runs only those
+// opt_levels (default 0,2: CI runs opencl fused only, its unfused single-op kernels being
+// the golden op cases').
 #include <chrono>
 #include <cstdio>
 #include <dirent.h>
@@ -24,6 +28,7 @@
 #include "backends/backend.h"
 #include "fusion/fusion_options.h"
 #include "runtime/session.h"
+#include "tests/unit/graph_union.h"
 #include "tools/onnx/onnx_context.h"
 #include "tools/onnx/onnx_import.h"
 
@@ -40,6 +45,18 @@ std::vector<std::string> conformanceBackends() {
   return chosen;
 }
 
+
+std::vector<std::string> conformanceLevels() {
+  const char* env = std::getenv("GKRT_CONFORMANCE_LEVELS");
+  const std::string list = env && *env ? env : "0,2";
+  std::vector<std::string> flags;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    if (comma > at) flags.push_back("--opt_level=" + list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return flags;
+}
 
 std::vector<std::string> listDir(const std::string& dir) {
   std::vector<std::string> names;
@@ -96,8 +113,17 @@ double relativeTolerance(DType t) {
   return 1e-3;
 }
 
-// "" = pass; otherwise "skip: ..." or "fail: ...".
-std::string runTest(const std::string& dir) {
+// A test converted and its data read, ready to run on any backend; `status` is "skip: ..."
+// or "fail: ..." when it cannot run.
+struct PreparedTest {
+  std::string status;
+  ir::Graph graph;
+  std::vector<std::pair<std::string, HostTensor>> feeds;  // in graph-input order
+  std::vector<HostTensor> expected;
+};
+
+PreparedTest prepareTest(const std::string& dir) {
+  PreparedTest p;
   OnnxImportOptions o;
   std::vector<std::pair<std::string, HostTensor>> inputs;
   const std::string data = dir + "/test_data_set_0";
@@ -105,9 +131,9 @@ std::string runTest(const std::string& dir) {
   for (int j = 0; exists(data + "/input_" + std::to_string(j) + ".pb"); ++j) {
     std::ifstream f(data + "/input_" + std::to_string(j) + ".pb", std::ios::binary);
     onnx::TensorProto proto;
-    if (!proto.ParseFromIstream(&f)) return "skip: input " + std::to_string(j) + " is not a tensor";
+    if (!proto.ParseFromIstream(&f)) return {"skip: input " + std::to_string(j) + " is not a tensor"};
     auto t = tensorFromProto(proto, data);
-    if (!t.ok()) return "skip: " + t.status().message();
+    if (!t.ok()) return {"skip: " + t.status().message()};
     inputs.emplace_back(proto.name(), std::move(t).value());
   }
   for (const auto& in : inputs) o.positional_input_shapes.push_back(in.second.shape());  // for dynamic dims
@@ -122,48 +148,102 @@ std::string runTest(const std::string& dir) {
   }
   if (!g.ok()) {
     const Status& s = g.status();
-    return (s.code() == StatusCode::kUnsupported ? "skip: " : "fail: ") + s.message().substr(0, 300);
+    return {(s.code() == StatusCode::kUnsupported ? "skip: " : "fail: ") + s.message().substr(0, 300)};
   }
   // The graph's inputs: by name, else by position among the data not frozen.
   std::vector<std::pair<std::string, HostTensor>> remaining;
   for (const auto& in : inputs) if (!o.frozen_inputs.count(in.first)) remaining.push_back(in);
-  std::vector<std::pair<std::string, HostTensor>> feeds;
   for (size_t k = 0; k < g->inputs.size(); ++k) {
     const std::string& name = g->tensors[g->inputs[k]].name;
-    auto it = std::find_if(remaining.begin(), remaining.end(), [&](const auto& p) { return p.first == name; });
+    auto it = std::find_if(remaining.begin(), remaining.end(), [&](const auto& q) { return q.first == name; });
     if (it == remaining.end() && k < remaining.size()) it = remaining.begin() + static_cast<long>(k);
-    if (it == remaining.end()) return "skip: no test data for input '" + name + "'";
-    feeds.emplace_back(name, it->second);
+    if (it == remaining.end()) return {"skip: no test data for input '" + name + "'"};
+    p.feeds.emplace_back(name, it->second);
   }
-  std::vector<HostTensor> expected;
   for (int j = 0; exists(data + "/output_" + std::to_string(j) + ".pb"); ++j) {
     auto t = readTensorProtoFile(data + "/output_" + std::to_string(j) + ".pb");
-    if (!t.ok()) return "skip: expected output " + std::to_string(j) + ": " + t.status().message();
-    expected.push_back(std::move(t).value());
+    if (!t.ok()) return {"skip: expected output " + std::to_string(j) + ": " + t.status().message()};
+    p.expected.push_back(std::move(t).value());
   }
-  if (expected.size() != g->outputs.size()) return "skip: outputs other than tensors";
-  for (const std::string& backend : conformanceBackends()) {
-    for (const char* flags : {"--opt_level=0", "--opt_level=2"}) {
-      SessionOptions opts;
-      opts.backend = backend;
-      opts.fusion = *parseFusionFlags(flags);
-      auto s = Session::create(*g, opts);
-      if (!s.ok()) return "fail: " + backend + " " + flags + ": " + s.status().message().substr(0, 300);
-      for (const auto& [name, value] : feeds) {
-        Status st = (*s)->setInput(name, value);
-        if (!st.ok()) return "fail: " + st.message();
-      }
-      Status run = (*s)->run();
-      if (!run.ok()) return "fail: " + backend + " " + flags + ": " + run.message().substr(0, 300);
-      for (size_t k = 0; k < expected.size(); ++k) {
-        auto out = (*s)->output((*s)->outputs()[k].name);
-        if (!out.ok()) return "fail: " + out.status().message();
-        const std::string diff = compare(*out, expected[k], relativeTolerance(expected[k].dtype()), 1e-7);
-        if (!diff.empty()) return "fail: " + backend + " " + flags + " output " + std::to_string(k) + ": " + diff;
-      }
-    }
+  if (p.expected.size() != g->outputs.size()) return {"skip: outputs other than tensors"};
+  p.graph = std::move(g).value();
+  return p;
+}
+
+// Runs `g` (one test, or a union of tests) on `backend` with `flags`; "" or "fail: ...".
+std::string runOn(const ir::Graph& g, const std::vector<std::pair<std::string, HostTensor>>& feeds,
+                  const std::string& backend, const std::string& flags, std::vector<HostTensor>* outputs) {
+  SessionOptions opts;
+  opts.backend = backend;
+  auto fusion = parseFusionFlags(flags);
+  if (!fusion.ok()) return "fail: GKRT_CONFORMANCE_LEVELS: " + fusion.status().message();
+  opts.fusion = *fusion;
+  auto s = Session::create(g, opts);
+  if (!s.ok()) return "fail: " + backend + " " + flags + ": " + s.status().message().substr(0, 300);
+  for (const auto& [name, value] : feeds) {
+    Status st = (*s)->setInput(name, value);
+    if (!st.ok()) return "fail: " + st.message();
+  }
+  Status run = (*s)->run();
+  if (!run.ok()) return "fail: " + backend + " " + flags + ": " + run.message().substr(0, 300);
+  outputs->clear();
+  for (const auto& out : (*s)->outputs()) {
+    auto v = (*s)->output(out.name);
+    if (!v.ok()) return "fail: " + v.status().message();
+    outputs->push_back(std::move(v).value());
   }
   return "";
+}
+
+std::string compareOutputs(const std::vector<HostTensor>& got, const PreparedTest& t, size_t first,
+                           const std::string& where) {
+  for (size_t k = 0; k < t.expected.size(); ++k) {
+    const std::string diff = compare(got[first + k], t.expected[k], relativeTolerance(t.expected[k].dtype()), 1e-7);
+    if (!diff.empty()) return "fail: " + where + " output " + std::to_string(k) + ": " + diff;
+  }
+  return "";
+}
+
+// "" = pass; otherwise "skip: ..." or "fail: ...": the test on `backend` at every level.
+std::string runAlone(const PreparedTest& t, const std::string& backend) {
+  for (const std::string& flags : conformanceLevels()) {
+    std::vector<HostTensor> got;
+    std::string r = runOn(t.graph, t.feeds, backend, flags, &got);
+    if (r.empty()) r = compareOutputs(got, t, 0, backend + " " + flags);
+    if (!r.empty()) return r;
+  }
+  return "";
+}
+
+// Device backends (opencl, cuda) take the tests GKRT_CONFORMANCE_BATCH at a time (default
+// 16) as one graph: one program build for all of them. A batch whose session fails to
+// build or run is retried test by test, so a failure names its own test.
+void runDeviceBatch(const std::vector<PreparedTest*>& batch, const std::string& backend, std::vector<std::string>* results) {
+  if (batch.size() > 1) {
+    testing::GraphUnion u;
+    std::vector<std::pair<std::string, HostTensor>> feeds;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      u.add(batch[i]->graph);
+      for (const auto& [name, value] : batch[i]->feeds) feeds.emplace_back("p" + std::to_string(i) + "/" + name, value);
+    }
+    bool ran = true;
+    std::vector<std::string> batched(batch.size());
+    for (const std::string& flags : conformanceLevels()) {
+      std::vector<HostTensor> got;
+      if (!runOn(u.graph(), feeds, backend, flags, &got).empty()) {
+        ran = false;
+        break;
+      }
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (batched[i].empty()) batched[i] = compareOutputs(got, *batch[i], u.outputOf(int(i), 0), backend + " " + flags);
+      }
+    }
+    if (ran) {
+      for (size_t i = 0; i < batch.size(); ++i) (*results)[i] = batched[i];
+      return;
+    }
+  }
+  for (size_t i = 0; i < batch.size(); ++i) (*results)[i] = runAlone(*batch[i], backend);
 }
 
 }  // namespace
@@ -207,13 +287,41 @@ int main(int argc, char** argv) {
   int typed = 0, typed_passed = 0;  // convertible, and every element type one gkrt has
   std::ostringstream results;
   const bool times = std::getenv("GKRT_CONFORMANCE_TIMES") != nullptr;
+  // Every test of the shard prepared, run on the host backends one by one, then on the
+  // device backends in batches.
+  std::vector<std::string> names;
+  std::vector<gkrt::PreparedTest> prepared;
+  std::vector<std::string> result;
   for (size_t index = 0; index < tests.size(); ++index) {
     if (static_cast<int>(index % static_cast<size_t>(shards)) != shard) continue;
-    const std::string& t = tests[index];
+    names.push_back(tests[index]);
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string r = gkrt::runTest(dir + "/" + t);
+    prepared.push_back(gkrt::prepareTest(dir + "/" + tests[index]));
+    std::string r = prepared.back().status;
+    for (const std::string& backend : gkrt::conformanceBackends()) {
+      if (r.empty() && (backend == "reference" || backend == "cpu")) r = gkrt::runAlone(prepared.back(), backend);
+    }
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (times && sec > 0.3) std::cerr << "slow: " << t << " " << sec << " s\n";
+    if (times && sec > 0.3) std::cerr << "slow: " << tests[index] << " " << sec << " s\n";
+    result.push_back(r);
+  }
+  const char* batch_env = std::getenv("GKRT_CONFORMANCE_BATCH");
+  const size_t batch_size = std::max(1, batch_env ? std::atoi(batch_env) : 16);
+  for (const std::string& backend : gkrt::conformanceBackends()) {
+    if (backend == "reference" || backend == "cpu") continue;
+    std::vector<size_t> pending;  // tests that passed so far
+    for (size_t i = 0; i < prepared.size(); ++i) if (result[i].empty()) pending.push_back(i);
+    for (size_t b = 0; b < pending.size(); b += batch_size) {
+      std::vector<gkrt::PreparedTest*> batch;
+      for (size_t i = b; i < std::min(pending.size(), b + batch_size); ++i) batch.push_back(&prepared[pending[i]]);
+      std::vector<std::string> r(batch.size());
+      gkrt::runDeviceBatch(batch, backend, &r);
+      for (size_t i = 0; i < batch.size(); ++i) result[pending[b + i]] = r[i];
+    }
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& t = names[i];
+    const std::string& r = result[i];
     if (gkrt::opsConvertible(dir + "/" + t)) {
       ++convertible;
       convertible_passed += r.empty();
