@@ -184,6 +184,72 @@ TEST(DynamicShapes, ImpossibleSizesAreRefusedByName) {
   EXPECT_NE(bad.status().message().find("input_shapes"), std::string::npos) << bad.status().toString();
 }
 
+// A decoder's cache inputs as exporters name them: the mask's dim is an expression of the
+// past and new lengths, "total_sequence_length" their sum by convention; the causal mask
+// is a Trilu over [sequence, total] sized at run time.
+onnx::ModelProto cacheModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(17);
+  auto* g = m.mutable_graph();
+  addDynamicInput(g, "past", {"batch_size", "past_sequence_length", "4"});
+  addDynamicInput(g, "new", {"batch_size", "sequence_length", "4"});
+  addDynamicInput(g, "mask", {"batch_size", "past_sequence_length + sequence_length"});
+  addDynamicInput(g, "scores", {"sequence_length", "total_sequence_length"});
+  addNode(g, "Concat", {"past", "new"}, {"kv"})->add_attribute()->set_name("axis");
+  g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
+  g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_i(1);
+  addInts(g, "axis2", {2});
+  addInts(g, "axis1", {1});
+  addNode(g, "ReduceSum", {"kv", "axis2"}, {"r"})->add_attribute()->set_name("keepdims");
+  g->mutable_node(g->node_size() - 1)->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
+  addNode(g, "Add", {"r", "mask"}, {"y1"});  // [B, T]: T = past + new
+  addNode(g, "Unsqueeze", {"r", "axis1"}, {"r3"});
+  addNode(g, "Add", {"r3", "scores"}, {"s3"});  // [B, S, T]
+  auto* k = g->add_initializer();
+  k->set_name("k");
+  k->set_data_type(onnx::TensorProto::INT64);
+  k->add_int64_data(1);
+  addNode(g, "Trilu", {"s3", "k"}, {"y2"});
+  for (const char* y : {"y1", "y2"}) g->add_output()->set_name(y);
+  return m;
+}
+
+TEST(DynamicShapes, CacheLengthsNamedByExpressionsAndACausalTriluRunAtEveryLength) {
+  auto dynamic = importModel(cacheModel());
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().toString();
+  struct Lengths { int64_t batch, past, seq; };
+  for (const Lengths& l : {Lengths{1, 0, 3}, Lengths{2, 5, 1}, Lengths{1, 2, 4}}) {
+    const int64_t total = l.past + l.seq;
+    SCOPED_TRACE("past " + std::to_string(l.past) + ", new " + std::to_string(l.seq));
+    const std::map<std::string, Shape> shapes = {
+        {"past", {l.batch, l.past, 4}}, {"new", {l.batch, l.seq, 4}}, {"mask", {l.batch, total}}, {"scores", {l.seq, total}}};
+    std::vector<HostTensor> feeds;
+    OnnxImportOptions fixed;
+    int seed = 3;
+    for (const char* name : {"past", "new", "mask", "scores"}) {
+      feeds.push_back(testing::randomTensor(shapes.at(name), seed++));
+      fixed.input_shapes[name] = shapes.at(name);
+    }
+    auto static_model = importModel(cacheModel(), fixed);
+    ASSERT_TRUE(static_model.ok()) << static_model.status().toString();
+    auto want = testing::runGraph(*static_model, feeds);
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    for (const char* backend : {"reference", "cpu"}) {
+      auto got = testing::runGraph(*dynamic, feeds, backend);
+      ASSERT_TRUE(got.ok()) << backend << ": " << got.status().toString();
+      for (size_t o = 0; o < got->size(); ++o) {
+        EXPECT_EQ(testing::compareTensors((*got)[o], (*want)[o], 1e-5, 1e-5), "") << backend << " output " << o;
+      }
+    }
+    // Above the diagonal (k = 1) the Trilu keeps s3, elsewhere 0.
+    const HostTensor& tri = (*want)[1];
+    EXPECT_EQ(tri.as<float>()[0], 0.0f);
+  }
+}
+
 TEST(DynamicShapes, ADimNameSharedByTwoInputsMustAgree) {
   GraphBuilder b;
   Value a = b.input("a", DType::kFloat32, {-1, 4}, {"batch", ""});

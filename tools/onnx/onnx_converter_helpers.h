@@ -38,5 +38,6 @@ void registerNormConverters(std::map<std::string, Converter>& t);
 void registerEinsumConverters(std::map<std::string, Converter>& t);
 void registerConvTransposeConverters(std::map<std::string, Converter>& t);
 void registerQuantConverters(std::map<std::string, Converter>& t);
+void registerAttentionConverters(std::map<std::string, Converter>& t);
 
 }  // namespace gkrt::onnx_import

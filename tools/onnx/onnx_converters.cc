@@ -20,6 +20,7 @@ const std::map<std::string, Converter>& table() {
     registerEinsumConverters(m);
     registerConvTransposeConverters(m);
     registerQuantConverters(m);
+    registerAttentionConverters(m);
     return m;
   }();
   return t;

@@ -90,6 +90,24 @@ Status trilu(Context& c, const Node& n, Outs& o) {
     k = kv[0];
   }
   const bool upper = attrInt(n, "upper", 1) != 0;
+  if (c.isDynamic(x)) {  // the last two dims known at run time: the mask from two ranges
+    const int64_t r = static_cast<int64_t>(xs.size());
+    const Value dims = c.op1("Shape", {x});
+    auto scalar = [&](int64_t v) {
+      HostTensor t(DType::kInt64, {});
+      t.as<int64_t>()[0] = v;
+      return c.constant(t);
+    };
+    auto indices = [&](int64_t axis) {  // 0 .. dims[axis] - 1
+      const Value d = c.op1("StridedSlice", {dims}, StridedSliceAttrs{{axis}, {axis + 1}, {0}, {1}});
+      return c.op1("DynamicRange", {scalar(0), c.op1("Reshape", {d}, ShapeAttrs{{}}), scalar(1)});
+    };
+    const Value row = c.op1("ExpandDims", {indices(r - 2)}, AxesAttrs{{1}, false});
+    const Value diff = c.op1("Sub", {indices(r - 1), row});  // [rows, cols]: j - i
+    const Value keep = c.op1(upper ? "GreaterEqual" : "LessEqual", {diff, scalar(k)});
+    o = {c.op1("Select", {keep, x, scalarLike(c, 0, x)})};
+    return Status::Ok();
+  }
   const int64_t rows = xs[xs.size() - 2], cols = xs.back();
   if (rows < 0 || cols < 0 || rows * cols > (int64_t{1} << 26)) {  // dims are at most 2^40: no overflow
     return unsupported(n, "the mask of the last two dims " + shapeToString(xs) + " must be static and at most 2^26 elements");

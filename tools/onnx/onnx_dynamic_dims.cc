@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
@@ -39,6 +40,84 @@ std::vector<DynamicInput> dynamicInputs(const onnx::ModelProto& model, const Onn
   return out;
 }
 
+// A dim named by an expression of other dims, as exporters name an attention mask's
+// ("past_sequence_length + sequence_length"): + - * over names, integers and
+// parentheses. Names are the dims of the same name elsewhere; a name that is only ever
+// part of expressions gets its own trial size. Anything else is a plain name.
+class DimExpression {
+ public:
+  // Parses `text`; false when it is a plain name (no operator) or not an expression.
+  bool parse(const std::string& text) {
+    text_ = text;
+    pos_ = 0;
+    names_.clear();
+    if (text.find_first_of("+-*") == std::string::npos) return false;
+    ok_ = true;
+    expr(nullptr);
+    skipSpace();
+    return ok_ && pos_ == text_.size() && !names_.empty();
+  }
+  const std::vector<std::string>& names() const { return names_; }
+  // The value with each name's size; names without one count as 0 (never: parse()
+  // registered them).
+  int64_t evaluate(const std::map<std::string, int64_t>& sizes) {
+    pos_ = 0;
+    ok_ = true;
+    return expr(&sizes);
+  }
+
+ private:
+  void skipSpace() { while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_; }
+  bool accept(char ch) {
+    skipSpace();
+    if (pos_ < text_.size() && text_[pos_] == ch) return ++pos_, true;
+    return false;
+  }
+  int64_t expr(const std::map<std::string, int64_t>* sizes) {
+    int64_t v = term(sizes);
+    for (;;) {
+      if (accept('+')) v += term(sizes);
+      else if (accept('-')) v -= term(sizes);
+      else return v;
+    }
+  }
+  int64_t term(const std::map<std::string, int64_t>* sizes) {
+    int64_t v = factor(sizes);
+    while (accept('*')) v *= factor(sizes);
+    return v;
+  }
+  int64_t factor(const std::map<std::string, int64_t>* sizes) {
+    skipSpace();
+    if (accept('(')) {
+      const int64_t v = expr(sizes);
+      if (!accept(')')) ok_ = false;
+      return v;
+    }
+    const size_t begin = pos_;
+    if (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) {
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+      return std::stoll(text_.substr(begin, pos_ - begin));
+    }
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' || text_[pos_] == '.')) ++pos_;
+    if (pos_ == begin) {
+      ok_ = false;
+      return 0;
+    }
+    const std::string name = text_.substr(begin, pos_ - begin);
+    if (!sizes) {
+      if (std::find(names_.begin(), names_.end(), name) == names_.end()) names_.push_back(name);
+      return 0;
+    }
+    auto it = sizes->find(name);
+    return it == sizes->end() ? 0 : it->second;
+  }
+
+  std::string text_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+  std::vector<std::string> names_;
+};
+
 // Trial sizes: multiples of 32 (strided and pyramid networks need them), different for
 // each dim key within a trial and between the two trials of a set.
 struct TrialSizes { int64_t a_base, a_step, b_base, b_step; };
@@ -50,23 +129,51 @@ std::vector<DimProbe> dynamicDimProbes(const onnx::ModelProto& model, const Onnx
   const std::vector<DynamicInput> inputs = dynamicInputs(model, options);
   if (inputs.empty()) return {};
   std::map<std::string, int> keys;  // dim name (or input:dim) -> index
+  int next_key = 0;
+  auto addKey = [&](const std::string& key) { if (keys.emplace(key, next_key).second) ++next_key; };
+  std::map<std::string, DimExpression> expressions;
   for (const DynamicInput& in : inputs) {
     for (size_t d = 0; d < in.shape.size(); ++d) {
       if (in.shape[d] >= 0) continue;
       const std::string key = in.symbols[d].empty() ? in.name + ":" + std::to_string(d) : in.symbols[d];
-      keys.emplace(key, static_cast<int>(keys.size()));
+      DimExpression e;
+      if (!e.parse(key)) {
+        addKey(key);
+      } else {
+        expressions.emplace(key, e);
+      }
     }
+  }
+  // The cache's total length under the name exporters give it, where the past and new
+  // lengths are named too: their sum (the mask and the present cache must agree).
+  if (keys.count("total_sequence_length") && keys.count("past_sequence_length") && keys.count("sequence_length")) {
+    DimExpression e;
+    e.parse("past_sequence_length + sequence_length");
+    expressions.emplace("total_sequence_length", e);
+    keys.erase("total_sequence_length");
+  }
+  for (const auto& [text, e] : expressions) {
+    for (const std::string& name : e.names()) addKey(name);
   }
   std::vector<DimProbe> probes;
   for (const TrialSizes& t : kTrials) {
     DimProbe p;
+    std::map<std::string, int64_t> size_a, size_b;
+    for (const auto& [key, k] : keys) {
+      size_a[key] = t.a_base + t.a_step * k;
+      size_b[key] = t.b_base + t.b_step * k;
+    }
+    for (auto& [text, e] : expressions) {
+      size_a[text] = e.evaluate(size_a);
+      size_b[text] = e.evaluate(size_b);
+    }
     for (const DynamicInput& in : inputs) {
       Shape a = in.shape, b = in.shape;
       for (size_t d = 0; d < in.shape.size(); ++d) {
         if (in.shape[d] >= 0) continue;
-        const int k = keys.at(in.symbols[d].empty() ? in.name + ":" + std::to_string(d) : in.symbols[d]);
-        a[d] = t.a_base + t.a_step * k;
-        b[d] = t.b_base + t.b_step * k;
+        const std::string key = in.symbols[d].empty() ? in.name + ":" + std::to_string(d) : in.symbols[d];
+        a[d] = size_a.at(key);
+        b[d] = size_b.at(key);
       }
       p.first[in.name] = a;
       p.second[in.name] = b;
