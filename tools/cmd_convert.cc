@@ -1,5 +1,6 @@
 // gkrt convert MODEL.onnx -o MODEL.gkm [--input-shape name=1,3,224,224 ...] [--fuse-for BACKEND]
 //              [--emit-op-list OPS.txt]
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -21,6 +22,7 @@ struct ConvertArgs {
   std::string fuse_for;
   std::string flags;
   std::vector<std::string> freeze;
+  std::vector<std::string> dims;
   std::string op_list;
 };
 
@@ -38,6 +40,16 @@ Status convert(const ConvertArgs& a) {
     auto t = readNpy(path);
     if (!t.ok()) return t.status().withContext("--freeze " + name);
     o.frozen_inputs[name] = std::move(t).value();
+  }
+  for (const std::string& spec : a.dims) {
+    std::string name, size;
+    RETURN_IF_ERROR(splitAssignment(spec, "--dim", &name, &size));
+    char* end = nullptr;
+    const long long v = std::strtoll(size.c_str(), &end, 10);
+    if (size.empty() || *end != '\0' || v < 0) {
+      return makeError(StatusCode::kInvalidArgument, "--dim ", spec, ": give NAME=SIZE with a size >= 0, e.g. --dim kv_cache_dim=64");
+    }
+    o.dim_values[name] = v;
   }
   auto imported = importOnnxFile(a.model, o);
   if (!imported.ok()) return imported.status().withContext(a.model);
@@ -88,6 +100,7 @@ Command addConvertCommand(CLI::App& app) {
   cmd->add_option("--emit-op-list", args->op_list,
                   "write the ops the model needs, for a minimal build (cmake -DGKRT_OP_LIST=FILE)");
   cmd->add_option("--freeze", args->freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
+  cmd->add_option("--dim", args->dims, "fix a named dim at a size in every input, name=64 (the others stay dynamic)");
   return reportingCommand("convert", [args]() { return convert(*args); });
 }
 

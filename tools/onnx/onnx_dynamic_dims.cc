@@ -31,9 +31,9 @@ std::vector<DynamicInput> dynamicInputs(const onnx::ModelProto& model, const Onn
     DynamicInput d{input.name(), {}, {}};
     bool dynamic = false;
     for (const auto& dim : input.type().tensor_type().shape().dim()) {
-      d.shape.push_back(dim.has_dim_value() ? dim.dim_value() : kUnknownDim);
+      d.shape.push_back(dimSize(dim, options));
       d.symbols.push_back(dim.has_dim_param() ? dim.dim_param() : "");
-      dynamic = dynamic || !dim.has_dim_value();
+      dynamic = dynamic || d.shape.back() < 0;
     }
     if (dynamic) out.push_back(std::move(d));
   }

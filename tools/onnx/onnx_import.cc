@@ -284,24 +284,37 @@ void countUses(Context& c, const onnx::GraphProto& g) {
   }
 }
 
+// The converter of a node: the default domain's table, onnxruntime's com.microsoft ops
+// under "com.microsoft.NAME" (and the two QLinear ops its quantizer writes there, which
+// the default table has).
+const Converter* converterFor(const onnx::NodeProto& n) {
+  if (n.domain().empty() || n.domain() == "ai.onnx") return findConverter(n.op_type());
+  if (n.domain() != "com.microsoft") return nullptr;
+  if (const Converter* f = findConverter("com.microsoft." + n.op_type())) return f;
+  return n.op_type() == "QLinearAdd" || n.op_type() == "QLinearMul" ? findConverter(n.op_type()) : nullptr;
+}
+
 Status convertGraphNodes(Context& c, const onnx::GraphProto& g, bool count_uses) {
   if (count_uses) countUses(c, g);
   const int64_t opset = c.opset();
   GraphBuilder& b = c.builder();
   // Every unsupported op at once, before converting anything.
   std::map<std::string, std::string> unsupported;
+  bool ort_extension = false;
   for (const auto& n : g.node()) {
-    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    // onnxruntime's quantizer writes these two in its own domain (QOperator models).
-    const bool ort_quant = n.domain() == "com.microsoft" && (n.op_type() == "QLinearAdd" || n.op_type() == "QLinearMul");
-    if (!(default_domain || ort_quant) || !findConverter(n.op_type())) {
+    if (!converterFor(n)) {
       unsupported[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()] += (n.name().empty() ? "(unnamed)" : n.name()) + " ";
+      ort_extension = ort_extension || n.domain() == "com.microsoft";
     }
   }
   if (!unsupported.empty()) {
     std::ostringstream os;
     os << "unsupported ONNX ops (opset " << opset << "):";
     for (const auto& [op, nodes] : unsupported) os << " " << op << " [nodes: " << nodes.substr(0, 120) << "]";
+    if (ort_extension) {
+      os << " (com.microsoft ops are onnxruntime's own, written by its optimizer and quantizer: export the model "
+            "without them, e.g. without onnxruntime.transformers.optimizer, to get standard ops)";
+    }
     return makeError(StatusCode::kUnsupported, os.str());
   }
   for (int i = 0; i < g.node_size(); ++i) {
@@ -316,7 +329,7 @@ Status convertGraphNodes(Context& c, const onnx::GraphProto& g, bool count_uses)
       }
     }
     std::vector<Value> outs;
-    Status s = (*findConverter(n.op_type()))(c, n, outs);
+    Status s = (*converterFor(n))(c, n, outs);
     if (!s.ok()) return s.withContext(who);
     if (!b.status().ok()) return b.status().withContext(who);
     for (int k = 0; k < n.output_size() && k < static_cast<int>(outs.size()); ++k) {
@@ -394,7 +407,7 @@ StatusOr<ir::Graph> convertGraph(const onnx::ModelProto& model, const std::strin
     Shape shape;
     std::vector<std::string> symbols;
     for (const auto& d : tt.shape().dim()) {
-      shape.push_back(d.has_dim_value() ? d.dim_value() : kUnknownDim);
+      shape.push_back(dimSize(d, options));
       symbols.push_back(d.has_dim_param() ? d.dim_param() : "");
     }
     auto given = options.input_shapes.find(input.name());
@@ -443,8 +456,30 @@ StatusOr<ir::Graph> convertGraph(const onnx::ModelProto& model, const std::strin
 
 }  // namespace onnx_import
 
+namespace onnx_import {
+int64_t dimSize(const onnx::TensorShapeProto_Dimension& d, const OnnxImportOptions& o) {
+  if (d.has_dim_value()) return d.dim_value();
+  auto it = d.has_dim_param() ? o.dim_values.find(d.dim_param()) : o.dim_values.end();
+  return it == o.dim_values.end() ? kUnknownDim : it->second;
+}
+}  // namespace onnx_import
+
 StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::string& base_dir,
                                     const OnnxImportOptions& options) {
+  if (!options.dim_values.empty()) {  // every --dim names a dim of some input
+    std::set<std::string> named;
+    for (const auto& in : model.graph().input()) {
+      for (const auto& d : in.type().tensor_type().shape().dim()) if (d.has_dim_param()) named.insert(d.dim_param());
+    }
+    for (const auto& [name, size] : options.dim_values) {
+      if (size < 0) return makeError(StatusCode::kInvalidArgument, "--dim ", name, "=", size, ": a size is >= 0");
+      if (named.count(name)) continue;
+      std::string all;
+      for (const std::string& x : named) all += (all.empty() ? "" : ", ") + ("'" + x + "'");
+      return makeError(StatusCode::kInvalidArgument, "--dim ", name, ": no input of the model has a dim named '", name,
+                       "'; its named dims: ", all.empty() ? "none" : all);
+    }
+  }
   const std::vector<onnx_import::DimProbe> probes = onnx_import::dynamicDimProbes(model, options);
   if (probes.empty()) return onnx_import::convertGraph(model, base_dir, options, nullptr);
   // Dynamic dims kept: the model is converted at two sets of sizes; a graph that only

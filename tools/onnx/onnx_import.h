@@ -20,6 +20,7 @@
 namespace onnx {
 class ModelProto;
 class TensorProto;
+class TensorShapeProto_Dimension;
 }  // namespace onnx
 
 namespace gkrt {
@@ -32,7 +33,15 @@ struct OnnxImportOptions {
   // Graph inputs whose values are fixed now (shape parameters such as axes or pads
   // that gkrt needs when converting): they become constants.
   std::map<std::string, HostTensor> frozen_inputs;
+  // Named dims fixed at a size in every input that names them (`gkrt convert --dim
+  // kv_cache_dim=64`): a size the model names but always has.
+  std::map<std::string, int64_t> dim_values;
 };
+// An input dim's size under the options: its value, a --dim size for its name, or
+// kUnknownDim.
+namespace onnx_import {
+int64_t dimSize(const onnx::TensorShapeProto_Dimension& d, const OnnxImportOptions& o);
+}
 
 StatusOr<ir::Graph> importOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
 StatusOr<ir::Graph> importOnnxModel(const onnx::ModelProto& model, const std::string& base_dir,
