@@ -109,7 +109,7 @@ case "${1:-run}" in
     ctest --preset aarch64
     # The sanitizer job (README: Errors and hostile input): a clang ASan+UBSan build of the
     # core runtime, its loader/fusion/session tests, the fuzz regressions and each fuzz
-    # target for 30 s, leak checking on.
+    # target for 10 s (GKRT_CI_FUZZ_SECONDS), leak checking on.
     tests/fuzz/ci_sanitize.sh
     ;;
   bench)

@@ -25,5 +25,5 @@ GKRT_GOLDEN_DIR=${GKRT_HOST_BUILD:-build}/golden build-sanitize/tests/fuzz/gkrt_
 for t in gkm_loader fusion_flags npy_reader; do
   build-sanitize/tests/fuzz/fuzz_${t}_replay tests/fuzz/regressions/$t
 done
-GKRT_FUZZ_SEED_MODELS=0 tests/fuzz/run_fuzzers.sh "${GKRT_CI_FUZZ_SECONDS:-20}" gkm_loader fusion_flags npy_reader
+GKRT_FUZZ_SEED_MODELS=0 tests/fuzz/run_fuzzers.sh "${GKRT_CI_FUZZ_SECONDS:-10}" gkm_loader fusion_flags npy_reader
 echo "sanitizer job: build $((built - start)) s, tests and fuzzing $(($(date +%s) - built)) s"
