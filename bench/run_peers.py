@@ -31,7 +31,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnx
@@ -132,15 +131,7 @@ def iterations_for(threads, name, gkm):
 INPUT_ARGS = {}  # model -> gkrt's --input arguments of its current feeds
 
 
-def timed(run, iterations):
-    for _ in range(3):
-        run()
-    t = []
-    for _ in range(iterations):
-        t0 = time.perf_counter()
-        run()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(t))
+timed = corpus.timed  # p50 in ms after 3 warm-up runs
 
 
 def run_gkrt(name, path, specs, feeds, threads):

@@ -15,6 +15,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from nbits import quantize_nbits
+
 MS = "com.microsoft"
 RNG = np.random.default_rng(7)
 
@@ -31,18 +33,6 @@ def model(nodes, inputs, outputs, inits=()):
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
         [numpy_helper.from_array(a, n) for n, a in dict(inits).items()])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)], ir_version=8)
-
-
-def quantize(w_kn, bits, symmetric, block):
-    from onnxruntime.capi._pybind_state import quantize_matmul_4bits, quantize_matmul_8bits
-    K, N = w_kn.shape
-    kb = (K + block - 1) // block
-    wt = np.ascontiguousarray(np.pad(w_kn, ((0, kb * block - K), (0, 0))), dtype=np.float32)
-    packed = np.zeros((N, kb, block * bits // 8), np.uint8)
-    scales = np.zeros((N, kb), np.float32)
-    zp = np.zeros((N, (kb * bits + 7) // 8), np.uint8)
-    (quantize_matmul_4bits if bits == 4 else quantize_matmul_8bits)(packed, wt, scales, zp, block, N, K, symmetric)
-    return packed, scales, (None if symmetric else zp)
 
 
 def cases():
@@ -72,7 +62,7 @@ def cases():
                                        {"a": at, "w": f32(8, 3)}, ["y"]), {"a": at, "w": f32(8, 3)})
     for bits, sym, K, block in ((4, False, 64, 32), (4, True, 80, 32), (8, False, 64, 16), (8, True, 100, 32)):
         wkn = f32(K, 24, scale=0.2)
-        packed, scales, zp = quantize(wkn, bits, sym, block)
+        packed, scales, zp = quantize_nbits(wkn, bits, sym, block)
         inits = {"B": packed, "scales": scales.reshape(-1), "bias": f32(24)}
         if zp is not None:
             inits["zp"] = zp.reshape(-1)

@@ -17,6 +17,11 @@ Value sliceLast(Context& c, Value x, int64_t begin, int64_t end);
 // [B, S, heads * head] -> [B, heads, S, head]
 Value splitHeads(Context& c, Value x, int64_t heads);
 
+// A rotary input as [B, S, heads, head]: 4-D [B, heads, S, head] transposed, 3-D
+// [B, S, hidden] split into `heads`; and the rotated result back in x's layout.
+StatusOr<Value> rotaryHeads(Context& c, const Node& n, Value x, int64_t heads);
+Value rotaryBack(Context& c, Value x, Value y);
+
 // Rotary embedding of v [B, S, heads, head] with cos/sin [B, S, rotary / 2] (rotary 0:
 // the whole head), halves or interleaved pairs.
 StatusOr<Value> applyRotary(Context& c, const Node& n, Value v, Value cos, Value sin, int64_t rotary, bool interleaved);

@@ -51,6 +51,22 @@ Value sliceLast(Context& c, Value x, int64_t begin, int64_t end) {
   return c.op1("StridedSlice", {x}, StridedSliceAttrs{{begin}, {end}, {last}, {1}});
 }
 
+StatusOr<Value> rotaryHeads(Context& c, const Node& n, Value x, int64_t heads) {
+  const Shape xs = shapeOf(c, x);
+  if (xs.size() == 4) return c.op1("Transpose", {x}, PermAttrs{{0, 2, 1, 3}});
+  if (xs.size() != 3) return unsupported(n, "input must be 3-D or 4-D, got " + shapeToString(xs));
+  if (heads <= 0 || xs[2] < 0 || xs[2] % heads != 0) {
+    return unsupported(n, "a 3-D input needs num_heads dividing its static hidden size, got num_heads " +
+                              std::to_string(heads) + " for " + shapeToString(xs));
+  }
+  return reshapeKeeping(c, x, {0, 0, heads, xs[2] / heads});
+}
+
+Value rotaryBack(Context& c, Value x, Value y) {
+  const Shape xs = shapeOf(c, x);
+  return xs.size() == 4 ? c.op1("Transpose", {y}, PermAttrs{{0, 2, 1, 3}}) : reshapeKeeping(c, y, {0, 0, xs[2]});
+}
+
 StatusOr<Value> applyRotary(Context& c, const Node& n, Value v, Value cos, Value sin, int64_t rotary, bool interleaved) {
   const int64_t head = shapeOf(c, v).size() == 4 ? shapeOf(c, v)[3] : -1;
   if (rotary == 0) rotary = head;
@@ -189,27 +205,14 @@ namespace {
 
 Status rotaryEmbedding(Context& c, const Node& n, Outs& o) {
   const Value x = c.in(n, 0);
-  const Shape xs = shapeOf(c, x);
-  Value v;  // [B, S, heads, head]
-  if (xs.size() == 4) {
-    v = c.op1("Transpose", {x}, PermAttrs{{0, 2, 1, 3}});
-  } else if (xs.size() == 3) {
-    const int64_t heads = attrInt(n, "num_heads", 0);
-    if (heads <= 0 || xs[2] < 0 || xs[2] % heads != 0) {
-      return unsupported(n, "a 3-D input needs num_heads dividing its static hidden size, got num_heads " +
-                                std::to_string(heads) + " for " + shapeToString(xs));
-    }
-    v = reshapeKeeping(c, x, {0, 0, heads, xs[2] / heads});
-  } else {
-    return unsupported(n, "input must be 3-D or 4-D, got " + shapeToString(xs));
-  }
+  ASSIGN_OR_RETURN(Value v, rotaryHeads(c, n, x, attrInt(n, "num_heads", 0)));
   Value cos = c.in(n, 1), sin = c.in(n, 2);
   if (c.present(n, 3)) {
     cos = c.op1("Gather", {cos, c.in(n, 3)}, AxisAttrs{0, false});
     sin = c.op1("Gather", {sin, c.in(n, 3)}, AxisAttrs{0, false});
   }
   ASSIGN_OR_RETURN(Value y, applyRotary(c, n, v, cos, sin, attrInt(n, "rotary_embedding_dim", 0), attrInt(n, "interleaved", 0) != 0));
-  o = {xs.size() == 4 ? c.op1("Transpose", {y}, PermAttrs{{0, 2, 1, 3}}) : reshapeKeeping(c, y, {0, 0, xs[2]})};
+  o = {rotaryBack(c, x, y)};
   return Status::Ok();
 }
 

@@ -156,24 +156,17 @@ Value positionsOf(Context& c, Value ids, Value x) {
 Status ortRotaryEmbedding(Context& c, const Node& n, Outs& o) {
   const Value x = c.in(n, 0);
   const Shape xs = shapeOf(c, x);
-  Value v;  // [B, S, heads, head]
-  if (xs.size() == 4) {
-    v = c.op1("Transpose", {x}, PermAttrs{{0, 2, 1, 3}});
-  } else if (xs.size() == 3) {
-    int64_t heads = attrInt(n, "num_heads", 0);
+  int64_t heads = attrInt(n, "num_heads", 0);
+  if (xs.size() == 3 && heads <= 0 && xs[2] > 0) {  // the op's default: heads of the rotary dim (or the cache's)
     const int64_t rotary = attrInt(n, "rotary_embedding_dim", 0);
-    if (heads <= 0 && rotary > 0 && xs[2] > 0) heads = xs[2] / rotary;  // the op's default: head = rotary dim
-    if (heads <= 0 && rotary == 0 && xs[2] > 0) heads = xs[2] / (2 * shapeOf(c, c.in(n, 2)).back());
-    if (heads <= 0 || xs[2] < 0 || xs[2] % heads != 0) return unsupported(n, "cannot tell the heads of " + shapeToString(xs));
-    v = reshapeKeeping(c, x, {0, 0, heads, xs[2] / heads});
-  } else {
-    return unsupported(n, "input must be 3-D or 4-D, got " + shapeToString(xs));
+    heads = xs[2] / (rotary > 0 ? rotary : 2 * shapeOf(c, c.in(n, 2)).back());
   }
+  ASSIGN_OR_RETURN(Value v, rotaryHeads(c, n, x, heads));
   const Value pos = positionsOf(c, c.in(n, 1), xs.size() == 4 ? v : x);
   const Value cos = c.op1("Gather", {c.in(n, 2), pos}, AxisAttrs{0, false});
   const Value sin = c.op1("Gather", {c.in(n, 3), pos}, AxisAttrs{0, false});
   ASSIGN_OR_RETURN(Value y, applyRotary(c, n, v, cos, sin, attrInt(n, "rotary_embedding_dim", 0), attrInt(n, "interleaved", 0) != 0));
-  o = {xs.size() == 4 ? c.op1("Transpose", {y}, PermAttrs{{0, 2, 1, 3}}) : reshapeKeeping(c, y, {0, 0, xs[2]})};
+  o = {rotaryBack(c, x, y)};
   return Status::Ok();
 }
 
