@@ -3,8 +3,8 @@
 #   libgkrt-dev  public headers, libgkrt.so, the static libraries, CMake package, gkrt.pc,
 #                the schema and the example models
 #   gkrt-tools   the gkrt command
-# Build on the Debian release you target, configured for /usr (README: Using gkrt in your
-# application):  cmake --preset host -DCMAKE_INSTALL_PREFIX=/usr && cmake --build --preset host
+# Build on the Debian release you target, configured for /usr (docs/using-gkrt.md,
+# Debian packages):  cmake --preset host -DCMAKE_INSTALL_PREFIX=/usr && cmake --build --preset host
 #                cd build && cpack -G DEB      -> build/packages/*.deb
 set(CPACK_PACKAGE_NAME gkrt)
 set(CPACK_PACKAGE_VENDOR "gkrt")

@@ -1,4 +1,4 @@
-# gkrt as a dependency (README: Using gkrt in your application): the shared library,
+# gkrt as a dependency (docs/using-gkrt.md): the shared library,
 # install rules, the CMake package (find_package(gkrt CONFIG) -> gkrt::gkrt,
 # gkrt::gkrt_static) and gkrt.pc for pkg-config. Included at the end of the top-level
 # CMakeLists.txt, after every target exists.

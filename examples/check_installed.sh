@@ -88,7 +88,7 @@ for mode in $modes; do
   fi
 done
 
-if [ -z "$toolchain" ]; then  # what the README shows: one compiler line with pkg-config
+if [ -z "$toolchain" ]; then  # what docs/using-gkrt.md shows: one compiler line with pkg-config
   export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
   [ "$(pkg-config --modversion gkrt)" = "$version" ] || fail "pkg-config --modversion gkrt is not $version"
   # shellcheck disable=SC2046

@@ -163,7 +163,7 @@ const std::vector<FusionTableEntry>& clusterTable() {
 }
 
 // gkrt's own rows: ops the appendices do not list, clustered because it measured
-// faster (README "gkrt's own fusion rows"). All at level 1, so `--fusion_ops_level=0`
+// faster (docs/fusion-and-flags.md, "gkrt's own fusion rows"). All at level 1, so `--fusion_ops_level=0`
 // leaves the pure appendix tables; each one is switched off by disable_cluster_ops.
 // The Ascend column keeps MindSpore's DVM table as it is.
 const std::vector<FusionTableEntry>& ownClusterRows() {

@@ -1,4 +1,4 @@
-// Test-only fault injection (README: Errors and hostile input). $GKRT_FAULT names fault
+// Test-only fault injection (docs/errors.md). $GKRT_FAULT names fault
 // points, comma-separated; each makes one kind of I/O fail the way a broken machine does,
 // so tests check gkrt's messages and fallbacks without root rights, a full disk or a
 // missing driver:

@@ -21,6 +21,15 @@ HostTensor HostTensor::fromFloats(const Shape& shape, const std::vector<float>& 
   return t;
 }
 
+HostTensor HostTensor::borrow(DType dtype, Shape shape, void* data) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.bytes_ = static_cast<size_t>(numElements(t.shape_)) * dtypeSize(dtype);
+  t.data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(data), [](uint8_t*) {});
+  return t;
+}
+
 std::vector<float> HostTensor::toFloats() const {
   std::vector<float> out(size());
   for (int64_t i = 0; i < size(); ++i) out[i] = ops::loadF(data(), dtype_, i);

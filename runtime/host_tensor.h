@@ -15,6 +15,9 @@ class HostTensor {
   HostTensor() = default;
   HostTensor(DType dtype, Shape shape);
   static HostTensor fromFloats(const Shape& shape, const std::vector<float>& values);
+  // Memory owned elsewhere, not copied: valid only while that memory is (the Python
+  // package hands numpy arrays to Session::setInput this way; it copies them in).
+  static HostTensor borrow(DType dtype, Shape shape, void* data);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Device and cache faults through the `gkrt` command (README: Errors and hostile input).
+"""Device and cache faults through the `gkrt` command (docs/errors.md).
 
     python tests/cli_faults.py GKRT_BINARY EXAMPLES_DIR WORK_DIR
 

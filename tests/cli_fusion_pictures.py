@@ -40,13 +40,20 @@ def check_bench_chart(gkrt, ex, out):
         assert 0 < p10 <= p50 <= p90, (label, p10, p50, p90)
         assert g.find(SVG + "rect") is not None, label  # the bar
         assert len(g.findall(SVG + "line")) == 3, label  # the whisker and its caps
-    bandwidth = [g for g in series if g.get("data-panel") == "bandwidth"]
-    probes = [g for g in bandwidth if "triad" in g.get("data-label")]
-    kernels = [g for g in bandwidth if g.get("data-label").startswith(("cpu: ", "reference: "))]
-    assert len(probes) == 1 and float(probes[0].get("data-gbps")) > 0, [g.get("data-label") for g in bandwidth]
+    # the roofline: kernels at (FLOP/byte, GFLOP/s) under the measured memory and compute ceilings
+    roofline = [g for g in series if g.get("data-panel") == "roofline"]
+    memory = [g for g in roofline if "triad" in g.get("data-label")]
+    compute = [g for g in roofline if "FMA" in g.get("data-label")]
+    kernels = [g for g in roofline if g.get("data-label").startswith(("cpu: ", "reference: "))]
+    assert len(memory) == 1 and float(memory[0].get("data-gbps")) > 0, [g.get("data-label") for g in roofline]
+    assert len(compute) == 1 and float(compute[0].get("data-gflops")) > 0, [g.get("data-label") for g in roofline]
     assert any("Mul, Pow, Sub, Mul" in g.get("data-label") for g in kernels), [g.get("data-label") for g in kernels]
+    for g in kernels:
+        assert float(g.get("data-intensity")) > 0 and float(g.get("data-gflops")) > 0, g.attrib
+        assert g.find(SVG + "circle") is not None, g.attrib  # the point
     texts = " ".join(t.text or "" for t in root.iter(SVG + "text"))
-    for label in ("latency per run (ms)", "(GB/s)", "fusion on", "fusion off", "p10-p90"):
+    # cpu and reference are orders of magnitude apart: the latency axis is logarithmic
+    for label in ("latency per run (ms, log scale)", "FLOP/byte", "GFLOP/s", "fusion on", "fusion off", "p10-p90"):
         assert label in texts, label
 
 

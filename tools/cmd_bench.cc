@@ -25,7 +25,9 @@
 #include "runtime/ir/op_def.h"
 #include "tools/bandwidth_probe.h"
 #include "tools/commands.h"
+#include "tools/model_source.h"
 #include "tools/parse_args.h"
+#include "tools/kernel_flops.h"
 #include "tools/svg_chart.h"
 
 namespace gkrt::tools {
@@ -41,7 +43,7 @@ struct BenchArgs {
   int warmup = 5;
   int iterations = 50;
   std::vector<std::string> inputs;
-  std::vector<std::string> input_shapes;
+  ImportArgs import;  // --input-shape, --freeze, --dim; an .onnx model is converted in memory
   std::string json;
   std::string svg;
   bool profile = false;
@@ -74,6 +76,7 @@ struct Row {
   std::vector<double> kernel_seconds;
   std::vector<std::string> kernel_ops;    // per kernel: the ops it runs, "Mul, Add"
   std::vector<std::string> kernel_names;  // per kernel: its node's name, "fused_0"
+  std::vector<double> kernel_flops;       // per kernel: estimated FLOPs a run (tools/kernel_flops.h)
 };
 
 std::string opsOf(const ir::Node& n) {
@@ -83,22 +86,29 @@ std::string opsOf(const ir::Node& n) {
   return s;
 }
 
-// The fused kernels of the fusion-on rows, slowest first (at most `limit`).
-std::vector<KernelBandwidth> slowestFusedKernels(const std::vector<Row>& rows, size_t limit) {
-  std::vector<std::pair<double, KernelBandwidth>> all;
+// The kernels of the fusion-on rows (every row's where none is on), the slowest of each
+// backend (at most `limit` in all, shared between the backends), as roofline points.
+std::vector<KernelPoint> slowestKernels(const std::vector<Row>& rows, size_t limit) {
+  bool any_on = false;
+  for (const Row& r : rows) any_on = any_on || r.fusion == "on";
+  std::vector<std::vector<KernelPoint>> per_row;
   for (const Row& r : rows) {
-    if (r.fusion != "on") continue;
-    for (size_t k = 0; k < r.infos.size() && k < r.kernel_seconds.size(); ++k) {
+    if (any_on && r.fusion != "on") continue;
+    std::vector<KernelPoint> all;
+    for (size_t k = 0; k < r.infos.size() && k < r.kernel_seconds.size() && k < r.kernel_flops.size(); ++k) {
       const double s = r.kernel_seconds[k];
-      if (!r.infos[k].fused || s <= 0) continue;
+      if (s <= 0) continue;
       std::string ops = r.kernel_ops[k];
-      if (ops.size() > 60) ops = ops.substr(0, 57) + "...";
-      all.push_back({s, {r.backend + ": " + r.kernel_names[k] + " (" + ops + ")", r.infos[k].bytes_moved / s / 1e9}});
+      if (ops.size() > 40) ops = ops.substr(0, 37) + "...";
+      all.push_back({r.backend + ": " + r.kernel_names[k] + " (" + ops + ")", r.kernel_flops[k],
+                     static_cast<double>(r.infos[k].bytes_moved), s});
     }
+    std::stable_sort(all.begin(), all.end(), [](const KernelPoint& a, const KernelPoint& b) { return a.seconds > b.seconds; });
+    per_row.push_back(std::move(all));
   }
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<KernelBandwidth> out;
-  for (size_t i = 0; i < all.size() && i < limit; ++i) out.push_back(all[i].second);
+  std::vector<KernelPoint> out;
+  const size_t each = per_row.empty() ? 0 : std::max<size_t>(1, limit / per_row.size());
+  for (const auto& all : per_row) out.insert(out.end(), all.begin(), all.begin() + std::min(each, all.size()));
   return out;
 }
 
@@ -107,13 +117,16 @@ Status writeChart(const BenchArgs& a, const std::vector<Row>& rows) {
   chart.title = a.model + ": " + std::to_string(a.iterations) + " runs, threads " +
                 (a.threads > 0 ? std::to_string(a.threads) : "all");
   for (const Row& r : rows) chart.latency.push_back({r.backend, "fusion " + r.fusion, r.p10, r.p50, r.p90});
-  chart.kernels = slowestFusedKernels(rows, 8);
+  chart.kernels = slowestKernels(rows, 12);
   chart.memory_gbps = measureTriadGBps(4L << 20, a.threads);
   chart.memory_label = "host memory, triad probe";
+  chart.peak_gflops = measurePeakGflops(a.threads);
+  chart.compute_label = "host float32 FMA peak, probe";
   std::ofstream f(a.svg);
   f << benchChartToSvg(chart);
   if (!f) return makeError(StatusCode::kIoError, "cannot write '", a.svg, "'");
-  std::cout << "chart: " << a.svg << " (triad probe " << std::setprecision(1) << chart.memory_gbps << " GB/s)\n";
+  std::cout << "chart: " << a.svg << " (triad probe " << std::fixed << std::setprecision(1) << chart.memory_gbps
+            << " GB/s, FMA probe " << chart.peak_gflops << " GFLOP/s)\n";
   return Status::Ok();
 }
 
@@ -142,7 +155,7 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   SessionArgs sa;
   sa.backend = backend;
   sa.flags = setting.flags();
-  sa.input_shapes = a.input_shapes;
+  sa.input_shapes = a.import.input_shapes;
   sa.precision = a.precision;
   ASSIGN_OR_RETURN(SessionOptions opts, sa.toOptions());
   opts.backend_options.num_threads = a.threads;
@@ -198,6 +211,7 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
   for (const ir::Node& n : session->compiledGraph().nodes) {
     r.kernel_ops.push_back(opsOf(n));
     r.kernel_names.push_back(n.name);
+    r.kernel_flops.push_back(kernelFlops(session->compiledGraph(), n));
   }
   for (const auto& k : r.infos) if (k.fused) r.fused_bytes += k.bytes_moved;
   if (a.profile || r.fused_bytes || !a.svg.empty()) {  // fused kernels' own time, for their GB/s
@@ -216,7 +230,7 @@ StatusOr<Row> benchOne(const ir::Graph& model, const BenchArgs& a, const std::st
 }
 
 Status bench(const BenchArgs& a) {
-  ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
+  ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, a.import));
   if (a.warmup < 0 || a.iterations < 1) {
     return makeError(StatusCode::kInvalidArgument, "--iterations must be >= 1 and --warmup >= 0");
   }
@@ -312,7 +326,7 @@ Status bench(const BenchArgs& a) {
 Command addBenchCommand(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "time a model: latency, kernels, memory, fused-kernel bandwidth");
-  cmd->add_option("model", args->model, "the .gkm model")->required();
+  cmd->add_option("model", args->model, "the .gkm model, or an .onnx model (converted in memory)")->required();
   cmd->add_option("--backend", args->backends, "backends, comma-separated (cpu,opencl,reference)");
   cmd->add_option("--device", args->device, "opencl: platform:device indices or part of the device name");
   cmd->add_option("--fusion", args->fusion, "on, off or on,off");
@@ -324,10 +338,11 @@ Command addBenchCommand(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "untimed runs first");
   cmd->add_option("--iterations", args->iterations, "timed runs");
   cmd->add_option("--input", args->inputs, "an input from name=file.npy (others are random)");
-  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--input-shape", args->import.input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  args->import.addTo(cmd);
   cmd->add_option("--json", args->json, "also write the table as JSON");
   cmd->add_flag("--profile", args->profile, "per-kernel table: ops fused, time, share, bytes moved, GB/s (also in --json)");
-  cmd->add_option("--svg", args->svg, "also draw a chart: latency p50 (p10-p90) per backend and fusion setting, fused kernels' GB/s vs a triad probe");
+  cmd->add_option("--svg", args->svg, "also draw a chart: latency p50 (p10-p90) per backend and fusion setting (log axis when they are far apart), and a roofline of the slowest kernels under measured bandwidth and FMA ceilings");
   return reportingCommand("bench", [args]() { return bench(*args); });
 }
 

@@ -10,6 +10,7 @@
 
 #include "runtime/model_io.h"
 #include "tools/commands.h"
+#include "tools/model_source.h"
 #include "tools/fusion_bisect.h"
 #include "tools/parse_args.h"
 
@@ -19,13 +20,16 @@ namespace {
 struct BisectArgs {
   std::string model;
   SessionArgs session;
+  ImportArgs import;  // an .onnx model is converted in memory
   std::string reference = "reference";
   double tolerance = 1e-4;
   std::vector<std::string> inputs;
 };
 
 Status bisect(const BisectArgs& a, int* exit_code) {
-  ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
+  ImportArgs import = a.import;
+  import.input_shapes = a.session.input_shapes;
+  ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));
   if (!a.session.profile.empty()) {
     return makeError(StatusCode::kInvalidArgument, "gkrt bisect takes the fusion column as a flag: --flags \"--fusion_profile=",
                      a.session.profile, "\"");
@@ -58,8 +62,9 @@ Command addBisectCommand(CLI::App& app) {
   auto args = std::make_shared<BisectArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bisect", "find the fusion pass, expander or cluster op that changes a model's outputs, and the flags that avoid it");
-  cmd->add_option("model", args->model, "the .gkm model")->required();
+  cmd->add_option("model", args->model, "the .gkm model, or an .onnx model (converted in memory)")->required();
   args->session.addTo(cmd);
+  args->import.addTo(cmd);
   cmd->add_option("--reference", args->reference, "backend of the unfused reference run (reference or cpu)")
       ->check(CLI::IsMember({"reference", "cpu"}));
   cmd->add_option("--tolerance", args->tolerance, "an element matches when |fused - reference| <= T * (1 + |reference|) (default 1e-4)");

@@ -1,14 +1,12 @@
 // gkrt convert MODEL.onnx -o MODEL.gkm [--input-shape name=1,3,224,224 ...] [--fuse-for BACKEND]
 //              [--emit-op-list OPS.txt]
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 #include "fusion/pass_manager.h"
 #include "runtime/model_io.h"
 #include "tools/commands.h"
-#include "tools/onnx/onnx_import.h"
-#include "tools/npy.h"
+#include "tools/model_source.h"
 #include "tools/op_list.h"
 #include "tools/parse_args.h"
 
@@ -18,42 +16,15 @@ namespace {
 struct ConvertArgs {
   std::string model;
   std::string output;
-  std::vector<std::string> input_shapes;
+  ImportArgs import;
   std::string fuse_for;
   std::string flags;
-  std::vector<std::string> freeze;
-  std::vector<std::string> dims;
   std::string op_list;
 };
 
 Status convert(const ConvertArgs& a) {
-  OnnxImportOptions o;
-  for (const std::string& spec : a.input_shapes) {
-    std::string name;
-    Shape shape;
-    RETURN_IF_ERROR(parseShapeAssignment(spec, &name, &shape));
-    o.input_shapes[name] = shape;
-  }
-  for (const std::string& spec : a.freeze) {
-    std::string name, path;
-    RETURN_IF_ERROR(splitAssignment(spec, "--freeze", &name, &path));
-    auto t = readNpy(path);
-    if (!t.ok()) return t.status().withContext("--freeze " + name);
-    o.frozen_inputs[name] = std::move(t).value();
-  }
-  for (const std::string& spec : a.dims) {
-    std::string name, size;
-    RETURN_IF_ERROR(splitAssignment(spec, "--dim", &name, &size));
-    char* end = nullptr;
-    const long long v = std::strtoll(size.c_str(), &end, 10);
-    if (size.empty() || *end != '\0' || v < 0) {
-      return makeError(StatusCode::kInvalidArgument, "--dim ", spec, ": give NAME=SIZE with a size >= 0, e.g. --dim kv_cache_dim=64");
-    }
-    o.dim_values[name] = v;
-  }
-  auto imported = importOnnxFile(a.model, o);
-  if (!imported.ok()) return imported.status().withContext(a.model);
-  ir::Graph g = std::move(imported).value();
+  ASSIGN_OR_RETURN(ImportOptions o, a.import.parse());
+  ASSIGN_OR_RETURN(ir::Graph g, importOnnx(a.model, o));
   std::string dynamic;  // inputs whose dims were kept dynamic
   for (int t : g.inputs) {
     if (!isStatic(g.tensors[t].shape)) dynamic += (dynamic.empty() ? "" : ", ") + g.tensors[t].name + " " + shapeToString(g.tensors[t].shape);
@@ -94,13 +65,13 @@ Command addConvertCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("convert", "convert an ONNX model to .gkm");
   cmd->add_option("model", args->model, "the .onnx model")->required();
   cmd->add_option("-o,--output", args->output, "the .gkm file to write")->required();
-  cmd->add_option("--input-shape", args->input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
+  cmd->add_option("--input-shape", args->import.input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
   cmd->add_option("--fuse-for", args->fuse_for, "save the graph pre-fused for this backend (reference, cpu)");
   cmd->add_option("--flags", args->flags, "fusion flags for --fuse-for, MS_DEV_GRAPH_KERNEL_FLAGS syntax");
   cmd->add_option("--emit-op-list", args->op_list,
                   "write the ops the model needs, for a minimal build (cmake -DGKRT_OP_LIST=FILE)");
-  cmd->add_option("--freeze", args->freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
-  cmd->add_option("--dim", args->dims, "fix a named dim at a size in every input, name=64 (the others stay dynamic)");
+  cmd->add_option("--freeze", args->import.freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
+  cmd->add_option("--dim", args->import.dims, "fix a named dim at a size in every input, name=64 (the others stay dynamic)");
   return reportingCommand("convert", [args]() { return convert(*args); });
 }
 

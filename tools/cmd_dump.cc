@@ -15,6 +15,7 @@
 #include "runtime/session.h"
 #include "fusion/fusion_tables.h"
 #include "tools/commands.h"
+#include "tools/model_source.h"
 #include "tools/graph_dot.h"
 #include "tools/parse_args.h"
 
@@ -24,6 +25,7 @@ namespace {
 struct DumpArgs {
   std::string model;
   SessionArgs session;
+  ImportArgs import;  // an .onnx model is converted in memory
   bool json = false;
   std::string svg, dot;
   DotOptions picture;
@@ -68,7 +70,9 @@ Status drawPicture(const DumpArgs& a, const ir::Graph& model, const Session& ses
 }
 
 Status dump(const DumpArgs& a) {
-  ASSIGN_OR_RETURN(ir::Graph model, loadModelFile(a.model));
+  ImportArgs import = a.import;
+  import.input_shapes = a.session.input_shapes;
+  ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));
   ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
   ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
   const FusionReport& r = session->fusionReport();
@@ -95,7 +99,7 @@ Status dump(const DumpArgs& a) {
       j["pattern_passes_fired"].push_back(p.name.substr(p.name.find('_', prefix.size()) + 1));
     }
     j["dump_files"] = r.dump_files;
-    // gkrt's own cluster rows in this profile's column (README: gkrt's own fusion rows),
+    // gkrt's own cluster rows in this profile's column (docs/fusion-and-flags.md: gkrt's own fusion rows),
     // which --disable_cluster_ops takes out one by one.
     j["own_cluster_ops"] = nlohmann::json::array();
     for (const FusionTableEntry& e : ownClusterRows()) {
@@ -156,8 +160,9 @@ Status dump(const DumpArgs& a) {
 Command addDumpCommand(CLI::App& app) {
   auto args = std::make_shared<DumpArgs>();
   CLI::App* cmd = app.add_subcommand("dump", "print a model's graph after graph kernel fusion, with a summary");
-  cmd->add_option("model", args->model, "the .gkm model")->required();
+  cmd->add_option("model", args->model, "the .gkm model, or an .onnx model (converted in memory)")->required();
   args->session.addTo(cmd);
+  args->import.addTo(cmd);
   cmd->add_flag("--json", args->json, "print the summary as one JSON object");
   cmd->add_option("--svg", args->svg, "draw the graph before (left) and after (right) fusion with Graphviz (.svg; .png, .pdf by extension)");
   cmd->add_option("--dot", args->dot, "write that picture as Graphviz DOT text");

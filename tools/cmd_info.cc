@@ -11,6 +11,7 @@
 #include "runtime/ir/op_def.h"
 #include "runtime/model_io.h"
 #include "tools/commands.h"
+#include "tools/model_source.h"
 
 namespace gkrt::tools {
 namespace {
@@ -34,8 +35,8 @@ std::string describe(const ir::Tensor& t) {
   return s;
 }
 
-int info(const std::string& path) {
-  auto g = loadModelFile(path);
+int info(const std::string& path, const ImportArgs& import) {
+  auto g = loadAnyModel(path, import);
   if (!g.ok()) {
     std::cerr << "gkrt info: " << g.status().toString() << "\n";
     return 1;
@@ -98,16 +99,19 @@ int listOps() {
 Command addInfoCommand(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto cpu = std::make_shared<bool>(false);
+  auto import = std::make_shared<ImportArgs>();
   CLI::App* cmd = app.add_subcommand("info", "show a model's inputs, outputs, op histogram and size; or the CPU tier");
-  cmd->add_option("model", *path, "the .gkm model");
+  cmd->add_option("model", *path, "the .gkm model, or an .onnx model (converted in memory)");
+  cmd->add_option("--input-shape", import->input_shapes, "an .onnx model: a shape for an input with dynamic dims, name=1,3,224,224");
+  import->addTo(cmd);
   cmd->add_flag("--cpu", *cpu, "print the CPU tier: detected, effective (GKRT_CPU_ISA caps it), oneDNN's ISA");
-  return [path, cpu]() {
+  return [path, cpu, import]() {
     if (*cpu) return cpuInfo();
     if (path->empty()) {
-      std::cerr << "gkrt info: give a .gkm model, or --cpu for the CPU tier\n";
+      std::cerr << "gkrt info: give a .gkm or .onnx model, or --cpu for the CPU tier\n";
       return 2;
     }
-    return info(*path);
+    return info(*path, *import);
   };
 }
 

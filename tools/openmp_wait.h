@@ -1,7 +1,7 @@
 // How long the CLI's OpenMP threads spin before they sleep. libgomp (the OpenMP runtime
 // oneDNN and the cpu backend share, backends/cpu/thread_pool.h) spins 300,000 rounds
 // after each parallel region unless told otherwise. Both ends of that trade-off were
-// measured on this project's 2-core machine (README: Threads and OpenMP):
+// measured on this project's 2-core machine (docs/threads.md: OpenMP threads):
 //   - with other work running, spinning takes the cores the next region needs:
 //     DenseNet-121 at 2 threads beside 6 busy processes ran 0.3 s a run with 1,000
 //     rounds, 0.66 s with 10,000, 1.4 s with 30,000 (and 3-20x slower at the default);

@@ -2,7 +2,7 @@
 # Stripped sizes of the gkrt libraries, the tiny_run example (C API only) and the gkrt
 # tool, for every target (host, aarch64, armhf), full and minimal (the ops of
 # tools/minimal/transformer_block_ops.txt only, -Os, no exceptions/RTTI), as the
-# markdown table in the README.
+# markdown table in docs/boards.md.
 #
 #   tools/size_report.sh            # reports the builds present
 #   tools/size_report.sh --build    # configures and builds every preset first

@@ -35,6 +35,11 @@ void SvgWriter::rect(double x, double y, double w, double h, const std::string& 
            number(std::max(0.0, h)) + "\" fill=\"" + escape(fill) + "\"" + (extra.empty() ? "" : " " + extra) + "/>\n";
 }
 
+void SvgWriter::circle(double cx, double cy, double r, const std::string& fill, const std::string& extra) {
+  body_ += "<circle cx=\"" + number(cx) + "\" cy=\"" + number(cy) + "\" r=\"" + number(r) + "\" fill=\"" + escape(fill) + "\"" +
+           (extra.empty() ? "" : " " + extra) + "/>\n";
+}
+
 void SvgWriter::line(double x1, double y1, double x2, double y2, const std::string& stroke, double width,
                      const std::string& extra) {
   body_ += "<line x1=\"" + number(x1) + "\" y1=\"" + number(y1) + "\" x2=\"" + number(x2) + "\" y2=\"" + number(y2) +
@@ -95,18 +100,62 @@ std::string colourOf(const std::string& setting) {
   return "#5f6368";
 }
 
+// A value axis, linear from 0 or log10 over whole decades.
+struct Axis {
+  bool log = false;
+  double lo = 0, hi = 1;
+  double frac(double v) const {  // 0 at lo, 1 at hi
+    if (log) return (std::log10(std::max(v, lo)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    return std::min(v, hi) / hi;
+  }
+  std::vector<double> ticks() const {
+    std::vector<double> t;
+    if (log) {
+      for (double d = lo; d <= hi * 1.0001; d *= 10) t.push_back(d);
+    } else {
+      const double step = niceStep(hi, 5);
+      for (double v = 0; v <= hi + step / 2; v += step) t.push_back(v);
+    }
+    return t;
+  }
+  std::string tick(double v) const {
+    if (!log) return tickText(v, niceStep(hi, 5));
+    return v >= 1 ? fixed(v, 0) : fixed(v, static_cast<int>(std::ceil(-std::log10(v) - 1e-9)));
+  }
+};
+
+Axis logAxis(double lo, double hi) {
+  Axis a;
+  a.log = true;
+  lo = lo > 0 ? lo : 1e-3;
+  hi = std::max(hi, lo * 10);
+  a.lo = std::pow(10.0, std::floor(std::log10(lo)));
+  a.hi = std::pow(10.0, std::ceil(std::log10(hi)));
+  return a;
+}
+
 void latencyPanel(SvgWriter& w, const Box& b, const std::vector<LatencySeries>& series) {
-  double max = 0;
-  for (const LatencySeries& s : series) max = std::max({max, s.p90, s.p50});
-  const double step = niceStep(max * 1.05, 5), top = std::max(step, std::ceil(max * 1.05 / step) * step);
-  auto y = [&](double v) { return b.bottom - (b.bottom - b.top) * std::min(v, top) / top; };
-  for (double v = 0; v <= top + step / 2; v += step) {
+  double max = 0, min = 1e300;
+  for (const LatencySeries& s : series) {
+    max = std::max({max, s.p90, s.p50});
+    if (s.p50 > 0) min = std::min(min, s.p10 > 0 ? s.p10 : s.p50);
+  }
+  Axis axis;  // backends far apart (cpu 12 ms, reference 3,870 ms): decades, so every bar shows
+  if (min < 1e300 && max > 10 * min) {
+    axis = logAxis(min, max);
+  } else {
+    const double step = niceStep(max * 1.05, 5);
+    axis.hi = std::max(step, std::ceil(max * 1.05 / step) * step);
+  }
+  auto y = [&](double v) { return b.bottom - (b.bottom - b.top) * axis.frac(v); };
+  for (double v : axis.ticks()) {
     w.line(b.left, y(v), b.right, y(v), "#e0e0e0");
-    w.text(b.left - 6, y(v) + 4, tickText(v, step), 11, "end");
+    w.text(b.left - 6, y(v) + 4, axis.tick(v), 11, "end");
   }
   w.line(b.left, b.top, b.left, b.bottom, "#3c4043");
   w.line(b.left, b.bottom, b.right, b.bottom, "#3c4043");
-  w.text(b.left - 52, (b.top + b.bottom) / 2, "latency per run (ms): p50 bar, p10-p90 whisker", 13, "middle", -90);
+  w.text(b.left - 52, (b.top + b.bottom) / 2,
+         std::string("latency per run (ms") + (axis.log ? ", log scale" : "") + "): p50 bar, p10-p90 whisker", 13, "middle", -90);
   w.text((b.left + b.right) / 2, b.bottom + 58, "backend, fusion setting", 13, "middle");
   const double slot = (b.right - b.left) / std::max<size_t>(1, series.size()), bar = std::min(70.0, slot * 0.55);
   for (size_t i = 0; i < series.size(); ++i) {
@@ -126,37 +175,77 @@ void latencyPanel(SvgWriter& w, const Box& b, const std::vector<LatencySeries>& 
   }
 }
 
-void bandwidthPanel(SvgWriter& w, const Box& b, const std::vector<KernelBandwidth>& kernels, double memory,
-                    const std::string& memory_label) {
-  double max = memory;
-  for (const KernelBandwidth& k : kernels) max = std::max(max, k.gbps);
-  const double step = niceStep(max * 1.1, 5), right = std::max(step, std::ceil(max * 1.1 / step) * step);
-  auto x = [&](double v) { return b.left + (b.right - b.left) * std::min(v, right) / right; };
-  for (double v = 0; v <= right + step / 2; v += step) {
+std::string backendColour(const std::string& label) {
+  static const char* colours[] = {"#1a73e8", "#d93025", "#188038", "#9334e6", "#e37400"};
+  static std::vector<std::string> seen;
+  const std::string backend = label.substr(0, label.find(':'));
+  auto at = std::find(seen.begin(), seen.end(), backend);
+  if (at == seen.end()) at = seen.insert(seen.end(), backend);
+  return colours[(at - seen.begin()) % 5];
+}
+
+// Kernels at (FLOP/byte, GFLOP/s) under the bandwidth roof (GB/s x FLOP/byte) and the
+// compute roof; a kernel on the slanted roof is memory-bound, on the flat one compute-bound.
+void rooflinePanel(SvgWriter& w, const Box& b, const std::vector<KernelPoint>& kernels, const BenchChart& c) {
+  double ai_lo = 1e300, ai_hi = 0, g_lo = 1e300, g_hi = std::max(c.peak_gflops, 0.0);
+  for (const KernelPoint& k : kernels) {
+    if (k.intensity() <= 0 || k.gflops() <= 0) continue;
+    ai_lo = std::min(ai_lo, k.intensity()), ai_hi = std::max(ai_hi, k.intensity());
+    g_lo = std::min(g_lo, k.gflops()), g_hi = std::max(g_hi, k.gflops());
+  }
+  const double ridge = c.memory_gbps > 0 && c.peak_gflops > 0 ? c.peak_gflops / c.memory_gbps : 0;
+  if (ai_hi == 0) ai_lo = 0.1, ai_hi = 10, g_lo = std::max(0.1, g_hi / 1000), g_hi = std::max(g_hi, 1.0);
+  const Axis ax = logAxis(std::min(ai_lo, ridge > 0 ? ridge : ai_lo) / 2, std::max(ai_hi, ridge) * 2);
+  const Axis ay = logAxis(std::min(g_lo, c.memory_gbps > 0 ? c.memory_gbps * ax.lo : g_lo) / 1.5, g_hi * 1.5);
+  auto x = [&](double v) { return b.left + (b.right - b.left) * ax.frac(v); };
+  auto y = [&](double v) { return b.bottom - (b.bottom - b.top) * ay.frac(v); };
+  for (double v : ax.ticks()) {
     w.line(x(v), b.top, x(v), b.bottom, "#e0e0e0");
-    w.text(x(v), b.bottom + 16, tickText(v, step), 11, "middle");
+    w.text(x(v), b.bottom + 16, ax.tick(v), 11, "middle");
+  }
+  for (double v : ay.ticks()) {
+    w.line(b.left, y(v), b.right, y(v), "#e0e0e0");
+    w.text(b.left - 6, y(v) + 4, ay.tick(v), 11, "end");
   }
   w.line(b.left, b.top, b.left, b.bottom, "#3c4043");
   w.line(b.left, b.bottom, b.right, b.bottom, "#3c4043");
-  w.text((b.left + b.right) / 2, b.bottom + 40, "achieved bandwidth of the slowest fused kernels (GB/s)", 13, "middle");
-  if (kernels.empty()) w.text((b.left + b.right) / 2, (b.top + b.bottom) / 2, "no fused kernels in this run", 13, "middle");
-  const double row = std::min(40.0, (b.bottom - b.top) / std::max<size_t>(1, kernels.size()));
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    const KernelBandwidth& k = kernels[i];
-    const double ty = b.top + row * i;
-    w.beginGroup("class=\"series\" " + attr("data-panel", "bandwidth") + " " + attr("data-label", k.label) + " " +
-                 attr("data-gbps", SvgWriter::number(k.gbps)));
-    w.text(b.left + 4, ty + row * 0.36, k.label, 10);
-    w.rect(b.left, ty + row * 0.45, x(k.gbps) - b.left, row * 0.42, "#34a853");
-    w.text(x(k.gbps) + 4, ty + row * 0.8, shortNumber(k.gbps), 10);
+  w.text((b.left + b.right) / 2, b.bottom + 36, "arithmetic intensity (FLOP/byte, log)", 13, "middle");
+  w.text(b.left - 46, (b.top + b.bottom) / 2, "achieved GFLOP/s (log)", 13, "middle", -90);
+  if (c.memory_gbps > 0) {  // slanted roof up to the ridge (or the panel's edge)
+    const double end = ridge > 0 ? ridge : ax.hi;
+    const double start = std::max(ax.lo, ay.lo / c.memory_gbps);
+    w.beginGroup("class=\"series\" " + attr("data-panel", "roofline") + " " + attr("data-label", c.memory_label) + " " +
+                 attr("data-gbps", SvgWriter::number(c.memory_gbps)));
+    w.line(x(start), y(c.memory_gbps * start), x(end), y(std::min(c.memory_gbps * end, ay.hi)), "#d93025", 2,
+           "stroke-dasharray=\"6 4\"");
+    w.text(x(start) + 4, y(c.memory_gbps * start) - 8, c.memory_label + ": " + shortNumber(c.memory_gbps) + " GB/s", 11,
+           "start", 0, "fill=\"#d93025\"");
     w.endGroup();
   }
-  if (memory > 0) {
-    w.beginGroup("class=\"series\" " + attr("data-panel", "bandwidth") + " " + attr("data-label", memory_label) + " " +
-                 attr("data-gbps", SvgWriter::number(memory)));
-    w.line(x(memory), b.top - 8, x(memory), b.bottom, "#d93025", 2, "stroke-dasharray=\"6 4\"");
-    w.text(x(memory), b.top - 12, memory_label + ": " + shortNumber(memory) + " GB/s", 11,
-           x(memory) > (b.left + b.right) / 2 ? "end" : "start", 0, "fill=\"#d93025\"");
+  if (c.peak_gflops > 0) {
+    w.beginGroup("class=\"series\" " + attr("data-panel", "roofline") + " " + attr("data-label", c.compute_label) + " " +
+                 attr("data-gflops", SvgWriter::number(c.peak_gflops)));
+    w.line(x(ridge > 0 ? ridge : ax.lo), y(c.peak_gflops), b.right, y(c.peak_gflops), "#5f6368", 2, "stroke-dasharray=\"6 4\"");
+    w.text(b.right - 4, y(c.peak_gflops) - 6, c.compute_label + ": " + shortNumber(c.peak_gflops) + " GFLOP/s", 11, "end", 0,
+           "fill=\"#5f6368\"");
+    w.endGroup();
+  }
+  if (kernels.empty()) w.text((b.left + b.right) / 2, (b.top + b.bottom) / 2, "no kernel timings in this run", 13, "middle");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelPoint& k = kernels[i];
+    const std::string colour = backendColour(k.label);
+    w.beginGroup("class=\"series\" " + attr("data-panel", "roofline") + " " + attr("data-label", k.label) + " " +
+                 attr("data-intensity", SvgWriter::number(k.intensity())) + " " +
+                 attr("data-gflops", SvgWriter::number(k.gflops())) + " " + attr("data-ms", SvgWriter::number(k.seconds * 1e3)));
+    if (k.intensity() > 0 && k.gflops() > 0) {
+      w.circle(x(k.intensity()), y(k.gflops()), 5, colour, "fill-opacity=\"0.8\"");
+      w.text(x(k.intensity()) + 7, y(k.gflops()) + 4, std::to_string(i + 1), 10);
+    }
+    std::string line = std::to_string(i + 1) + ". " + k.label;
+    if (line.size() > 78) line = line.substr(0, 75) + "...";
+    w.text(b.left - 40, b.bottom + 62 + 14 * i, line + "  " + shortNumber(k.seconds * 1e3) + " ms, " +
+           shortNumber(k.gflops()) + " GFLOP/s, " + shortNumber(k.bytes / std::max(k.seconds, 1e-12) / 1e9) + " GB/s",
+           10, "start", 0, "fill=\"" + colour + "\"");
     w.endGroup();
   }
 }
@@ -164,7 +253,7 @@ void bandwidthPanel(SvgWriter& w, const Box& b, const std::vector<KernelBandwidt
 }  // namespace
 
 std::string benchChartToSvg(const BenchChart& c) {
-  const double width = 1160, height = 540;
+  const double width = 1160, height = 560 + 14 * static_cast<double>(c.kernels.size());
   SvgWriter w(width, height);
   w.text(width / 2, 28, c.title, 16, "middle", 0, "font-weight=\"bold\"");
   double lx = 90;  // legend
@@ -176,7 +265,7 @@ std::string benchChartToSvg(const BenchChart& c) {
   w.line(lx + 6, 44, lx + 6, 56, "#202124", 1.5);
   w.text(lx + 14, 54, "whisker: p10-p90", 12);
   latencyPanel(w, {100, 90, 520, 440}, c.latency);
-  bandwidthPanel(w, {600, 90, 1130, 440}, c.kernels, c.memory_gbps, c.memory_label);
+  rooflinePanel(w, {660, 90, 1130, 440}, c.kernels, c);
   return w.finish();
 }
 

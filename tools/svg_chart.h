@@ -3,14 +3,18 @@
 //   BenchChart c;
 //   c.title = "mynet_myop.gkm, 2 threads";
 //   c.latency.push_back({"cpu", "fusion on", 0.010, 0.012, 0.020});   // p10, p50, p90 in ms
-//   c.kernels.push_back({"cpu: fused_0 (Mul, Pow, Sub, Mul)", 11.5});  // GB/s
-//   c.memory_gbps = 13.2;                                             // triad probe
+//   c.kernels.push_back({"cpu: fused_0 (Mul, Pow, Sub, Mul)", 64, 192, 1e-6});  // FLOPs, bytes, seconds
+//   c.memory_gbps = 13.2;                                   // triad probe
+//   c.peak_gflops = 70.4;                                   // FMA probe
 //   std::string svg = benchChartToSvg(c);
 //
 // Left panel: p50 latency bars with p10-p90 whiskers, one per backend x fusion
-// setting; right panel: achieved GB/s of the top fused kernels with the measured memory
-// bandwidth as a dashed line. Each series is a <g class="series"> carrying
-// data-panel, data-label and its numbers, so tests (and scripts) can read them back.
+// setting, on a log axis when they span more than a factor of 10 (cpu next to
+// reference). Right panel: a roofline: each kernel at its arithmetic intensity
+// (FLOP/byte) against its achieved GFLOP/s, both log, under the measured memory
+// bandwidth and compute ceilings; the kernels are numbered slowest first and listed
+// below. Each series is a <g class="series"> carrying data-panel, data-label and its
+// numbers, so tests (and scripts) can read them back.
 #pragma once
 
 #include <string>
@@ -23,6 +27,7 @@ class SvgWriter {
  public:
   SvgWriter(double width, double height);
   void rect(double x, double y, double w, double h, const std::string& fill, const std::string& extra = "");
+  void circle(double cx, double cy, double r, const std::string& fill, const std::string& extra = "");
   void line(double x1, double y1, double x2, double y2, const std::string& stroke, double width = 1,
             const std::string& extra = "");
   // anchor: start, middle or end; rotate: degrees about (x, y).
@@ -45,17 +50,21 @@ struct LatencySeries {
   double p10 = 0, p50 = 0, p90 = 0;  // milliseconds
 };
 
-struct KernelBandwidth {
+struct KernelPoint {
   std::string label;  // "cpu: fused_0 (Mul, Add)"
-  double gbps = 0;
+  double flops = 0, bytes = 0, seconds = 0;  // per run
+  double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+  double gflops() const { return seconds > 0 ? flops / seconds / 1e9 : 0; }
 };
 
 struct BenchChart {
   std::string title;
   std::vector<LatencySeries> latency;
-  std::vector<KernelBandwidth> kernels;  // drawn in the order given
-  double memory_gbps = 0;                // 0: no probe line
+  std::vector<KernelPoint> kernels;  // numbered in the order given
+  double memory_gbps = 0;            // 0: no memory ceiling
+  double peak_gflops = 0;            // 0: no compute ceiling
   std::string memory_label = "memory bandwidth (triad probe)";
+  std::string compute_label = "peak float32 FMA (probe)";
 };
 
 std::string benchChartToSvg(const BenchChart& chart);

@@ -2,7 +2,7 @@
 
 namespace gkrt::passes {
 
-// on_cpu / on_gpu: measured (README "Pattern passes"). Under the gpu column, measured on
+// on_cpu / on_gpu: measured (docs/fusion-and-flags.md, "Pattern passes"). Under the gpu column, measured on
 // an H200 (bench/README.md, 2026-11-26): the attention passes (the rendered FlashAttention
 // kernel) and the GEMM bias/residual epilogues (cuBLASLt) take the zoo transformer block
 // from 0.99x to 0.88x PyTorch's best, so they are on; add_layer_norm_fusion measured no
@@ -13,7 +13,7 @@ const std::vector<PatternPass>& patternPasses() {
   static const std::vector<PatternPass> p = {
       // The tiled attention kernel (backends/cpu/nn/flash_attention_kernel.cc) runs as fast as
       // oneDNN's two batched matmuls, the softmax and the head transposes it replaces, with
-      // half the kernels and no score matrix in the arena (README table): on under cpu.
+      // half the kernels and no score matrix in the arena (docs/fusion-and-flags.md): on under cpu.
       {"FlashAttentionFusionV1", fuseFlashAttentionV1, true, true},
       {"FlashAttentionFusionV2", fuseFlashAttentionV2, true, true},
       {"add_layer_norm_fusion", fuseAddLayerNorm, true, false},

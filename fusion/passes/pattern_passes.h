@@ -4,7 +4,7 @@
 // expander, so the ops they look for (LayerNorm, GeLU, Softmax) are still whole.
 //
 // Defaults per table column: every pass runs under the ascend profile (Appendix 3);
-// under cpu and gpu only those that measured faster there (README, "Pattern passes").
+// under cpu and gpu only those that measured faster there (docs/fusion-and-flags.md, "Pattern passes").
 #pragma once
 
 #include <vector>

@@ -133,7 +133,7 @@ def mindspore_cpu_flags(gkrt, gkm):
     """gkrt's fusion as MindSpore's CPU pipeline runs it: without the Appendix 3 pattern
     passes (MindSpore runs them on Ascend only), gkrt's recogniser of exporter forms that
     feeds them, constant folding (below), and gkrt's own cluster rows (Sigmoid, SiLU, Clip, Conv2D, ...: documented,
-    measured additions to the CPU column that MindSpore's table does not have; README,
+    measured additions to the CPU column that MindSpore's table does not have; docs/fusion-and-flags.md,
     "gkrt's own fusion rows"). What is left is the Appendix 1/2 contract both follow."""
     dump = json.loads(subprocess.run([gkrt, "dump", gkm, "--json"], check=True, capture_output=True, text=True).stdout)
     passes = dump["passes"]

@@ -6,7 +6,7 @@
 #   1. gkrt_sanitize_tests (GKRT_GOLDEN_DIR from the host build),
 #   2. the committed fuzz regressions (tests/fuzz/regressions/),
 #   3. each fuzz target but onnx_convert for GKRT_CI_FUZZ_SECONDS (default 20) from the host build's seeds.
-# The full ASan+UBSan run of every suite and long fuzzing are README commands.
+# The full ASan+UBSan run of every suite and long fuzzing are commands in docs/errors.md.
 set -eu
 cd "$(dirname "$0")/../.."
 start=$(date +%s)
@@ -21,7 +21,7 @@ GKRT_GOLDEN_DIR=${GKRT_HOST_BUILD:-build}/golden build-sanitize/tests/fuzz/gkrt_
 # The ONNX converter target (and the converter's sanitized build, ~a third of this job's
 # compile) stays out of CI: its regressions replay unsanitized in the host ctest
 # (fuzz_onnx_convert_regressions) and `tests/fuzz/run_fuzzers.sh SECONDS onnx_convert`
-# runs it sanitized (README: Errors and hostile input).
+# runs it sanitized (docs/errors.md).
 for t in gkm_loader fusion_flags npy_reader; do
   build-sanitize/tests/fuzz/fuzz_${t}_replay tests/fuzz/regressions/$t
 done

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs each libFuzzer target for a chosen time (README: Errors and hostile input).
+# Runs each libFuzzer target for a chosen time (docs/errors.md).
 #
 #   tests/fuzz/run_fuzzers.sh 600                      # every target, 10 minutes each
 #   tests/fuzz/run_fuzzers.sh 30 gkm_loader npy_reader # these two, 30 s each

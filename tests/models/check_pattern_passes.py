@@ -2,7 +2,7 @@
 """The Appendix 3 pattern passes on the zoo's transformer block and MiniLM (cpu backend):
 `gkrt dump --json` must list the attention, add+LayerNorm and matmul-epilogue passes as
 fired under the cpu profile's defaults (the attention passes are on there since session 9,
-README), and the kernel count with them must be at most half the count without them.
+docs/fusion-and-flags.md), and the kernel count with them must be at most half the count without them.
 
     python tests/models/check_pattern_passes.py GKRT ZOO_DIR"""
 import json

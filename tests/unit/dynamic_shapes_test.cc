@@ -142,7 +142,7 @@ TEST(DynamicShapes, ConvertedOnceRunsAtEverySizeAndCachesPlans) {
 }
 
 // Not a speed assertion: prints what a new size costs (compile + run) against a switch
-// to a cached size and a run at the current size, for the README's figures.
+// to a cached size and a run at the current size, for bench/README.md's figures.
 TEST(DynamicShapes, PrintsTheCostOfANewSizeAndOfACachedOne) {
   auto dynamic = importModel(dynamicModel());
   ASSERT_TRUE(dynamic.ok()) << dynamic.status().toString();

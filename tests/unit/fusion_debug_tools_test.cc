@@ -218,15 +218,21 @@ TEST(SvgChart, EscapesTextAndHoldsEverySeries) {
   tools::BenchChart c;
   c.title = "a <b> & \"c\"";
   c.latency = {{"cpu", "fusion on", 1, 2, 3}, {"cpu", "fusion off", 4, 5, 6}};
-  c.kernels = {{"cpu: fused_0 (Mul, Add)", 12.5}};
+  c.kernels = {{"cpu: fused_0 (Mul, Add)", 2e6, 8e6, 1e-3}, {"cpu: Conv2D_3 (Conv2D)", 2e9, 1e7, 0.05}};
   c.memory_gbps = 20;
+  c.peak_gflops = 100;
   const std::string svg = tools::benchChartToSvg(c);
   EXPECT_NE(svg.find("a &lt;b&gt; &amp; &quot;c&quot;"), std::string::npos);
   EXPECT_EQ(count(svg, "class=\"series\" data-panel=\"latency\""), 2u);
-  EXPECT_EQ(count(svg, "class=\"series\" data-panel=\"bandwidth\""), 2u);  // one kernel and the probe line
+  EXPECT_EQ(count(svg, "class=\"series\" data-panel=\"roofline\""), 4u);  // two kernels and the two ceilings
   EXPECT_NE(svg.find("data-p50-ms=\"5\""), std::string::npos);
-  EXPECT_NE(svg.find("latency per run (ms)"), std::string::npos);
-  EXPECT_NE(svg.find("(GB/s)"), std::string::npos);
+  EXPECT_NE(svg.find("latency per run (ms): p50"), std::string::npos);  // 1-6 ms: a linear axis
+  EXPECT_NE(svg.find("data-intensity=\"0.25\" data-gflops=\"2\""), std::string::npos);  // the elementwise kernel
+  EXPECT_NE(svg.find("data-intensity=\"200\" data-gflops=\"40\""), std::string::npos);  // the convolution
+  EXPECT_NE(svg.find("GFLOP/s"), std::string::npos);
+  // backends three orders of magnitude apart: a log axis, so the fast one's bar shows
+  c.latency = {{"cpu", "fusion on", 11, 12, 13}, {"reference", "fusion on", 3800, 3870, 3900}};
+  EXPECT_NE(tools::benchChartToSvg(c).find("latency per run (ms, log scale)"), std::string::npos);
   EXPECT_DOUBLE_EQ(tools::niceStep(9.3, 5), 2);
   EXPECT_DOUBLE_EQ(tools::niceStep(0.42, 5), 0.1);
   EXPECT_DOUBLE_EQ(tools::niceStep(230, 5), 50);

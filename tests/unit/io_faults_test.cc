@@ -1,4 +1,4 @@
-// Cache and output faults (README: Errors and hostile input): a truncated, corrupted,
+// Cache and output faults (docs/errors.md): a truncated, corrupted,
 // foreign or empty program-cache entry is refused and removed; a cache directory that
 // cannot be written (read-only, full, a file in the way) costs a warning and nothing
 // else; an output write that fails (full disk, no directory) is an error naming the file

@@ -189,7 +189,7 @@ TEST(PatternQuantNorm, DisablePassKeepsTheUnfusedOpsAndCpuRunsThemByDefault) {
   ASSERT_TRUE(both.ok()) << both.status().message();
   EXPECT_EQ(testing::countOps(*both, "QuantizeLinear"), 1);
   EXPECT_EQ(testing::countOps(*both, "RmsNormQuant") + testing::countOps(*both, "AddRmsNormQuant"), 0);
-  // On by default under the cpu profile (measured faster: README, Pattern passes).
+  // On by default under the cpu profile (measured faster: docs/fusion-and-flags.md, Pattern passes).
   auto f = compiled(g, "--opt_level=2");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(testing::countOps(*f, "AddRmsNormQuant"), 1);

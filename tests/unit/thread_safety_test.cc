@@ -1,10 +1,10 @@
-// What README "Threads" promises, checked (and run under TSan by the tsan preset):
+// What docs/threads.md promises, checked (and run under TSan by the tsan preset):
 //  - N threads, each with its own session of one model (sharing its constants), run
 //    concurrently and get the single-threaded outputs;
 //  - one session run from several threads in turn gets them too;
 // on cpu and on opencl (skipped with the reason where there is no OpenCL device).
 // The model: GKRT_THREAD_TEST_MODEL, else $GKRT_ZOO_DIR/transformer_block.gkm (the zoo's
-// transformer block, README: Threads), else (CI) a 64x64 elementwise chain.
+// transformer block, docs/threads.md), else (CI) a 64x64 elementwise chain.
 #include <gtest/gtest.h>
 
 #include <cmath>

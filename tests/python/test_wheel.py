@@ -1,0 +1,40 @@
+"""`pip wheel .` builds a wheel (scikit-build-core over this CMake project) that
+installs into a new venv and runs MyNet there, away from the checkout."""
+import os
+import pathlib
+import subprocess
+import sys
+import venv
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_wheel_installs_into_a_fresh_venv_and_runs_mynet(tmp_path, examples):
+    pytest.importorskip("scikit_build_core")
+    env = dict(os.environ, CCACHE_BASEDIR=str(ROOT))  # build-wheel/ shares build/'s compiler cache
+    wheels = tmp_path / "wheels"
+    # --no-build-isolation: the venv's scikit-build-core and nanobind (no download).
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
+                    "--disable-pip-version-check", "-w", str(wheels)], check=True, env=env, cwd=tmp_path)
+    (wheel,) = wheels.glob("gkrt-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for part in ("gkrt/__init__.py", "gkrt/_gkrt.pyi", "gkrt/py.typed"):  # stubs for editors ship with it
+        assert part in names, names
+    assert any(n.startswith("gkrt/_gkrt.") and n.endswith(".so") for n in names), names
+    fresh = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(fresh)
+    py = fresh / "bin" / "python"
+    # numpy from this venv's own source (PyPI), as a user's pip install gets it
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True)
+    script = (
+        "import numpy as np, gkrt, os\n"
+        "assert os.path.dirname(gkrt.__file__).startswith(os.environ['FRESH'])\n"
+        f"sess = gkrt.InferenceSession({str(examples / 'mynet.gkm')!r})\n"
+        "(result,) = sess.run(None, {'x': np.ones((4, 4), np.float32) * 0.5})\n"
+        "print('result: {}'.format(result))\n")
+    out = subprocess.run([str(py), "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": os.environ.get("PATH", ""), "FRESH": str(fresh)})
+    assert out.stdout == "result: [[2. 2. 2. 2.]\n [2. 2. 2. 2.]\n [2. 2. 2. 2.]\n [2. 2. 2. 2.]]\n"
