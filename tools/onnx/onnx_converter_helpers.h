@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "runtime/ir/ops/op_helpers.h"
@@ -40,5 +41,14 @@ void registerConvTransposeConverters(std::map<std::string, Converter>& t);
 void registerQuantConverters(std::map<std::string, Converter>& t);
 void registerAttentionConverters(std::map<std::string, Converter>& t);
 void registerContribConverters(std::map<std::string, Converter>& t);  // com.microsoft
+void registerContribQuantConverters(std::map<std::string, Converter>& t);  // com.microsoft, quantized
+void registerContribAttentionConverters(std::map<std::string, Converter>& t);  // com.microsoft attention
+// NHWC -> NCHW and back (any rank: channels last <-> channels at axis 1).
+Value channelsFirst(Context& c, Value x);
+Value channelsLast(Context& c, Value x);
+// The standard ONNX converter of `op_type` applied to values `ins`, with `n`'s attributes
+// (less `drop_attrs`): a contrib op written as the standard op it wraps.
+StatusOr<Outs> convertAs(Context& c, const Node& n, const std::string& op_type, const std::vector<Value>& ins, int outputs,
+                         const std::set<std::string>& drop_attrs);
 
 }  // namespace gkrt::onnx_import

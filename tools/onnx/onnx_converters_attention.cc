@@ -113,6 +113,10 @@ Value splitHeads(Context& c, Value x, int64_t heads) {
 StatusOr<AttentionValues> buildAttention(Context& c, const Node& n, const AttentionArgs& a) {
   const Value q = a.q;
   const int64_t q_heads = a.q_heads, kv_heads = a.kv_heads;
+  if (shapeOf(c, q).size() != 4 || shapeOf(c, a.k).size() != 4 || shapeOf(c, a.v).size() != 4) {
+    return unsupported(n, "Q, K and V must be [batch, heads, sequence, head size], got " + shapeToString(shapeOf(c, q)) + ", " +
+                              shapeToString(shapeOf(c, a.k)) + ", " + shapeToString(shapeOf(c, a.v)));
+  }
   const int64_t head = shapeOf(c, q)[3], v_head = shapeOf(c, a.v)[3];
   if (q_heads <= 0 || kv_heads <= 0 || head <= 0 || v_head < 0 || q_heads % kv_heads != 0) {
     return unsupported(n, "q heads " + std::to_string(q_heads) + " must be a multiple of kv heads " + std::to_string(kv_heads));

@@ -17,6 +17,14 @@
 //     concatenated before the new keys (present = past + new: the exact-length past of a
 //     plain onnxruntime run, not a shared max-length buffer), causal with each row's
 //     seqlens_k + 1 keys, local_window_size, softcap, GQA heads.
+//   BiasSplitGelu: (x + bias) split in halves along the last axis, left * GeLU(right).
+//   FusedConv: Conv (+ Z) then its activation (Relu, Tanh, Sigmoid, LeakyRelu, Clip,
+//     HardSigmoid with activation_params); FusedGemm: Gemm then its activation
+//     (activation_alpha/_beta); NhwcConv: Conv on NHWC input and output.
+//   EmbedLayerNormalization: word + position (position_ids, or 0..S-1) + segment
+//     embeddings, LayerNorm; mask_index the mask's sum per row (int32), the sum as output 2.
+// The quantized ones (QLinear*, QGemm, DynamicQuantize*, GatherBlockQuantized) are in
+// onnx_converters_contrib_quant.cc.
 #include <cmath>
 #include <map>
 
@@ -230,6 +238,99 @@ Status groupQueryAttention(Context& c, const Node& n, Outs& o) {
   return Status::Ok();
 }
 
+Status biasSplitGelu(Context& c, const Node& n, Outs& o) {
+  const Value x = c.op1("Add", {c.in(n, 0), c.in(n, 1)});
+  const Shape s = shapeOf(c, x);
+  if (s.empty() || s.back() <= 0 || s.back() % 2) return unsupported(n, "the last dim must be known and even");
+  const int64_t half = s.back() / 2;
+  o = {c.op1("Mul", {sliceLast(c, x, 0, half), c.op1("GeLU", {sliceLast(c, x, half, 2 * half)}, GeluAttrs{GeluApprox::kNone})})};
+  return Status::Ok();
+}
+
+// An ONNX activation node for FusedConv's and FusedGemm's `activation` with its
+// parameters (FusedConv: activation_params; FusedGemm: activation_alpha, _beta).
+StatusOr<Value> fusedActivation(Context& c, const Node& n, Value y) {
+  const std::string act = attrString(n, "activation", "");
+  if (act.empty()) return y;
+  std::vector<float> p;
+  if (const auto* a = findAttr(n, "activation_params")) p.assign(a->floats().begin(), a->floats().end());
+  if (findAttr(n, "activation_alpha")) p.push_back(attrFloat(n, "activation_alpha", 0));
+  if (findAttr(n, "activation_beta")) p.push_back(attrFloat(n, "activation_beta", 0));
+  Node m;
+  m.set_name(n.name());
+  auto param = [&](const char* name, size_t k) {
+    if (k >= p.size()) return;
+    auto* a = m.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(p[k]);
+  };
+  std::vector<Value> ins = {y};
+  if (act == "LeakyRelu") {
+    param("alpha", 0);
+  } else if (act == "HardSigmoid") {
+    param("alpha", 0), param("beta", 1);
+  } else if (act == "Clip") {
+    if (p.size() != 2) return unsupported(n, "Clip takes activation_params [min, max]");
+    ins = {y, scalarLike(c, p[0], y), scalarLike(c, p[1], y)};
+  } else if (act != "Relu" && act != "Tanh" && act != "Sigmoid") {
+    return unsupported(n, "activation '" + act + "' (takes Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid)");
+  }
+  ASSIGN_OR_RETURN(Outs r, convertAs(c, m, act, ins, 1, {}));
+  return r[0];
+}
+
+Status fusedConv(Context& c, const Node& n, Outs& o) {
+  ASSIGN_OR_RETURN(Outs y, convertAs(c, n, "Conv", {c.in(n, 0), c.in(n, 1), c.in(n, 2)}, 1, {"activation", "activation_params"}));
+  Value v = c.present(n, 3) ? c.op1("Add", {y[0], c.in(n, 3)}) : y[0];
+  ASSIGN_OR_RETURN(v, fusedActivation(c, n, v));
+  o = {v};
+  return Status::Ok();
+}
+
+Status fusedGemm(Context& c, const Node& n, Outs& o) {
+  std::vector<Value> ins = {c.in(n, 0), c.in(n, 1)};
+  if (c.present(n, 2)) ins.push_back(c.in(n, 2));
+  ASSIGN_OR_RETURN(Outs y, convertAs(c, n, "Gemm", ins, 1,
+                                     {"activation", "activation_alpha", "activation_beta", "activation_gamma"}));
+  ASSIGN_OR_RETURN(Value v, fusedActivation(c, n, y[0]));
+  o = {v};
+  return Status::Ok();
+}
+
+Status nhwcConv(Context& c, const Node& n, Outs& o) {
+  ASSIGN_OR_RETURN(Outs y, convertAs(c, n, "Conv", {channelsFirst(c, c.in(n, 0)), c.in(n, 1), c.in(n, 2)}, 1, {}));
+  o = {channelsLast(c, y[0])};
+  return Status::Ok();
+}
+
+Status embedLayerNorm(Context& c, const Node& n, Outs& o) {
+  const Value ids = c.in(n, 0);
+  ASSIGN_OR_RETURN(Outs word, convertAs(c, Node(), "Gather", {c.in(n, 2), ids}, 1, {}));
+  Value positions = c.in(n, 8);
+  if (!c.present(n, 8)) {  // 0 .. S-1
+    ASSIGN_OR_RETURN(Outs range, convertAs(c, Node(), "Range", {scalarI64(c, 0), dimOf(c, ids, 1), scalarI64(c, 1)}, 1, {}));
+    positions = range[0];
+  }
+  ASSIGN_OR_RETURN(Outs pos, convertAs(c, Node(), "Gather", {c.in(n, 3), positions}, 1, {}));
+  Value sum = c.op1("Add", {word[0], pos[0]});
+  if (c.present(n, 1) && c.present(n, 4)) {
+    ASSIGN_OR_RETURN(Outs seg, convertAs(c, Node(), "Gather", {c.in(n, 4), c.in(n, 1)}, 1, {}));
+    sum = c.op1("Add", {sum, seg[0]});
+  }
+  auto ln = c.op("LayerNorm", {sum, c.in(n, 5), c.in(n, 6)}, NormAttrs{-1, attrFloat(n, "epsilon", 1e-12f)}, 3);
+  Value mask_index;
+  if (c.present(n, 7)) {
+    mask_index = c.op1("ReduceSum", {c.op1("Cast", {c.in(n, 7)}, CastAttrs{DType::kInt32})}, AxesAttrs{{1}, false});
+  } else {  // no mask: zeros, one per row
+    mask_index = c.op1("Mul", {c.op1("ReduceSum", {c.op1("Cast", {ids}, CastAttrs{DType::kInt32})}, AxesAttrs{{1}, false}),
+                               c.constant(HostTensor(DType::kInt32, {}))});
+  }
+  o = {ln[0], mask_index, sum};
+  o.resize(std::min<size_t>(o.size(), static_cast<size_t>(n.output_size())));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void registerContribConverters(std::map<std::string, Converter>& t) {
@@ -246,6 +347,13 @@ void registerContribConverters(std::map<std::string, Converter>& t) {
   t[ms + "MatMulNBits"] = matMulNBits;
   t[ms + "RotaryEmbedding"] = ortRotaryEmbedding;
   t[ms + "GroupQueryAttention"] = groupQueryAttention;
+  t[ms + "BiasSplitGelu"] = biasSplitGelu;
+  t[ms + "FusedConv"] = fusedConv;
+  t[ms + "FusedGemm"] = fusedGemm;
+  t[ms + "NhwcConv"] = nhwcConv;
+  t[ms + "EmbedLayerNormalization"] = embedLayerNorm;
+  registerContribQuantConverters(t);
+  registerContribAttentionConverters(t);
 }
 
 }  // namespace gkrt::onnx_import
