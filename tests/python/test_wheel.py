@@ -13,7 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def build_compilers(build_dir):
-    """-C options giving the wheel's build the compilers build/ used, by the same names:
+    """Options giving the wheel's build the compilers build/ used, by the same names:
     ccache keys on the compiler's name too (pip's environment names x86_64-linux-gnu-g++
     where CMake found c++), and only then does build-wheel/ take build/'s objects."""
     cache = build_dir / "CMakeCache.txt"
@@ -22,7 +22,7 @@ def build_compilers(build_dir):
         for line in cache.read_text().splitlines():
             for var in ("CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER"):
                 if line.startswith(var + ":FILEPATH="):
-                    opts += ["-C", f"cmake.define.{var}={line.split('=', 1)[1]}"]
+                    opts.append(f"--config-settings=cmake.define.{var}={line.split('=', 1)[1]}")  # pip 23.0: no -C
     return opts
 
 
