@@ -13,9 +13,7 @@ Exit 1 when a file does not convert or an output is past its tolerance."""
 import argparse
 import collections
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import onnx
@@ -27,6 +25,9 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "python"))
 import gkrt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus import timed  # noqa: E402  (median ms after 3 warm-up runs)
 
 RNG = np.random.default_rng(11)
 
@@ -166,17 +167,6 @@ def contrib_ops(path):
     m = onnx.load(path, load_external_data=False)
     ops = collections.Counter(n.op_type for n in m.graph.node if n.domain == "com.microsoft")
     return ops
-
-
-def timed(run, n):
-    for _ in range(3):
-        run()
-    t = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        run()
-        t.append(time.perf_counter() - t0)
-    return statistics.median(t) * 1e3
 
 
 def main():
