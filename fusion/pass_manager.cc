@@ -48,6 +48,10 @@ const std::vector<PassSpec>& pipeline() {
       // gkrt's own, after GeLU is one op again and before the expanders split it.
       {0, "preprocess", 5, "matmul_integer_to_float_fusion", level1, passes::fuseMatMulIntegerToFloat},
       {0, "preprocess", 6, "channel_shuffle_fusion", level1, passes::fuseChannelShuffle},
+      // gkrt's own: the rotary position embedding of decoder LLMs as one Rotary node.
+      {0, "preprocess", 7, "rotary_embedding_fusion", level1, passes::fuseRotaryEmbedding},
+      // gkrt's own: Q/K/V and gate/up projections as one GEMM + Split (opt_level 2: new constants).
+      {0, "preprocess", 8, "sibling_matmul_merge", level2, passes::mergeSiblingMatMuls},
       {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
       {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
@@ -57,12 +61,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 7);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 9);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 7, p.end());
+    all.insert(all.end(), p.begin() + 9, p.end());
     return all;
   }();
   return with_patterns;

@@ -1,12 +1,14 @@
 #include "runtime/device_fallback.h"
 
+#include "runtime/ir/op_def.h"
+
 namespace gkrt {
 namespace {
 
 class HostFallbackKernel final : public Kernel {
  public:
   HostFallbackKernel(Backend& device, std::unique_ptr<Kernel> host, const ir::Graph& g, const ir::Node& node)
-      : device_(device), host_(std::move(host)), workspace_(host_->workspaceBytes()) {
+      : device_(device), host_(std::move(host)), workspace_(host_->workspaceBytes()), updates_(node.op ? node.op->updates_inputs : 0) {
     auto bytes = [&](int t) { return static_cast<size_t>(numElements(g.tensors[t].shape)) * dtypeSize(g.tensors[t].dtype); };
     for (int t : node.inputs) {
       Input in;
@@ -43,6 +45,11 @@ class HostFallbackKernel final : public Kernel {
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (outputs[k].data) RETURN_IF_ERROR(device_.copyToDevice(outputs[k].data, out_views_[k].data, out_bytes_[k]));
     }
+    for (size_t k = 0; k < inputs_.size(); ++k) {  // inputs the op updates in place go back too
+      if ((updates_ >> k & 1u) && inputs_[k].copy) {
+        RETURN_IF_ERROR(device_.copyToDevice(const_cast<void*>(inputs[k].data), inputs_[k].staging.data(), inputs_[k].copy));
+      }
+    }
     return Status::Ok();
   }
 
@@ -55,6 +62,7 @@ class HostFallbackKernel final : public Kernel {
   Backend& device_;
   std::unique_ptr<Kernel> host_;
   std::vector<unsigned char> workspace_;
+  uint32_t updates_ = 0;
   std::vector<Input> inputs_;
   std::vector<TensorView> in_views_;
   std::vector<std::vector<unsigned char>> staging_out_;

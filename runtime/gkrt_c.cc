@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/generator.h"
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 
@@ -14,6 +15,10 @@ struct gkrt_model {
 struct gkrt_session {
   std::unique_ptr<gkrt::Session> session;
   std::map<std::string, gkrt::HostTensor> outputs;  // kept until the next run
+};
+
+struct gkrt_generator {
+  std::unique_ptr<gkrt::Generator> generator;
 };
 
 #ifndef GKRT_VERSION
@@ -141,6 +146,63 @@ gkrt_status gkrt_session_output(gkrt_session* s, const char* name, const void** 
   if (dims) *dims = t.shape().data();
   if (rank) *rank = t.shape().size();
   return report(gkrt::Status::Ok());
+}
+
+void gkrt_generate_options_init(gkrt_generate_options* o) {
+  if (o) *o = gkrt_generate_options{32, 0.0f, 0, 1.0f, 1.0f, 0, nullptr, 0};
+}
+
+gkrt_status gkrt_generator_create(const gkrt_model* model, const char* backend, int32_t num_threads, int64_t max_context,
+                                  gkrt_generator** out) {
+  if (!model || !out) return nullArg("model or out");
+  gkrt::GeneratorOptions opts;
+  if (backend) opts.backend = backend;
+  opts.backend_options.num_threads = num_threads;
+  opts.max_context = max_context;
+  auto g = gkrt::Generator::create(model->graph, opts);
+  if (!g.ok()) return report(g.status());
+  *out = new gkrt_generator{std::move(g).value()};
+  return GKRT_OK;
+}
+
+void gkrt_generator_free(gkrt_generator* generator) { delete generator; }
+
+gkrt_status gkrt_generator_reset(gkrt_generator* g) {
+  if (!g) return nullArg("generator");
+  g->generator->reset();
+  return report(gkrt::Status::Ok());
+}
+
+gkrt_status gkrt_generator_append(gkrt_generator* g, const int64_t* ids, size_t count) {
+  if (!g || !ids) return nullArg("generator or ids");
+  return report(g->generator->append(ids, count));
+}
+
+gkrt_status gkrt_generator_logits(const gkrt_generator* g, const float** logits, size_t* vocab_size) {
+  if (!g || !logits) return nullArg("generator or logits");
+  if (g->generator->position() == 0) {
+    return report(gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "no logits yet: append tokens first"));
+  }
+  *logits = g->generator->logits();
+  if (vocab_size) *vocab_size = static_cast<size_t>(g->generator->vocabSize());
+  return report(gkrt::Status::Ok());
+}
+
+int64_t gkrt_generator_position(const gkrt_generator* g) { return g ? g->generator->position() : 0; }
+
+gkrt_status gkrt_generate(gkrt_generator* g, const int64_t* prompt, size_t prompt_count, const gkrt_generate_options* options,
+                          gkrt_token_callback on_token, void* user) {
+  if (!g || !prompt) return nullArg("generator or prompt");
+  gkrt_generate_options o;
+  gkrt_generate_options_init(&o);
+  if (options) o = *options;
+  if (o.stop_count && !o.stop_ids) return nullArg("options->stop_ids");
+  gkrt::GenerateOptions go;
+  go.max_new_tokens = o.max_new_tokens;
+  go.sampling = {o.temperature, o.top_k, o.top_p, o.repetition_penalty, o.seed};
+  go.stop_ids.assign(o.stop_ids, o.stop_ids + o.stop_count);
+  std::vector<int64_t> p(prompt, prompt + prompt_count);
+  return report(g->generator->generate(p, go, [&](int64_t id) { return !on_token || on_token(id, user) != 0; }));
 }
 
 }  // extern "C"

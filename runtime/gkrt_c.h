@@ -63,6 +63,44 @@ gkrt_status gkrt_session_run(gkrt_session* session);
 gkrt_status gkrt_session_output(gkrt_session* session, const char* name, const void** data, size_t* bytes,
                                 gkrt_dtype* dtype, const int64_t** dims, size_t* rank);
 
+
+/* Generation with a decoder LLM and its KV cache (runtime/generator.h):
+ *
+ *   gkrt_generator* g;
+ *   if (gkrt_generator_create(m, "cpu", 0, 2048, &g)) { ... }
+ *   gkrt_generate_options o;  gkrt_generate_options_init(&o);  o.max_new_tokens = 32;
+ *   gkrt_generate(g, prompt, prompt_len, &o, on_token, user);   // on_token(id, user): 0 stops
+ *   gkrt_generator_free(g);
+ *
+ * gkrt_generator_append() runs tokens at the current position (a prompt, or one chosen
+ * token) and gkrt_generator_logits() reads the last one's logits, for callers that pick
+ * tokens themselves. A sequence past max_context is an error, not a crash. */
+typedef struct gkrt_generator gkrt_generator;
+typedef struct {
+  int64_t max_new_tokens;    /* default 32 */
+  float temperature;         /* 0 (default): greedy */
+  int32_t top_k;             /* 0: all tokens */
+  float top_p;               /* 1: all tokens */
+  float repetition_penalty;  /* 1: off */
+  uint64_t seed;
+  const int64_t* stop_ids;   /* generation ends after one of these */
+  size_t stop_count;
+} gkrt_generate_options;
+typedef int (*gkrt_token_callback)(int64_t id, void* user);
+void gkrt_generate_options_init(gkrt_generate_options* options);
+/* num_threads 0: every core; max_context: cache positions (prompt + generated). */
+gkrt_status gkrt_generator_create(const gkrt_model* model, const char* backend, int32_t num_threads, int64_t max_context,
+                                  gkrt_generator** out);
+void gkrt_generator_free(gkrt_generator* generator);
+gkrt_status gkrt_generator_reset(gkrt_generator* generator);
+gkrt_status gkrt_generator_append(gkrt_generator* generator, const int64_t* ids, size_t count);
+/* The last appended token's logits, valid until the next append. */
+gkrt_status gkrt_generator_logits(const gkrt_generator* generator, const float** logits, size_t* vocab_size);
+int64_t gkrt_generator_position(const gkrt_generator* generator);
+/* Resets, runs the prompt, then generates; `on_token` (may be NULL) sees each id as it comes. */
+gkrt_status gkrt_generate(gkrt_generator* generator, const int64_t* prompt, size_t prompt_count,
+                          const gkrt_generate_options* options, gkrt_token_callback on_token, void* user);
+
 #ifdef __cplusplus
 }
 #endif

@@ -167,6 +167,22 @@ Status Session::resizeInput(const std::string& name, const Shape& shape) {
   return activate({{name, shape}});
 }
 
+Status Session::resizeInputs(const std::map<std::string, Shape>& shapes) {
+  for (const auto& [name, shape] : shapes) {
+    if (findInput(name) < 0) return makeError(StatusCode::kNotFound, "the model has no input '", name, "'");
+    staged_.erase(name);
+  }
+  RETURN_IF_ERROR(checkInputShapes(model_, shapes));
+  return activate(shapes);
+}
+
+int Session::outputIndex(const std::string& name) const {
+  for (size_t k = 0; k < model_.outputs.size(); ++k) {
+    if (model_.tensors[model_.outputs[k]].name == name) return static_cast<int>(k);
+  }
+  return -1;
+}
+
 Status Session::run() {
   if (!active_ || !staged_.empty()) RETURN_IF_ERROR(activate({}));
   Plan& p = *active_;

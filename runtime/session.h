@@ -74,6 +74,11 @@ class Session {
   Status setInput(const std::string& name, const HostTensor& value);
   // Gives input `name` a new shape now (only dims declared unknown may change).
   Status resizeInput(const std::string& name, const Shape& shape);
+  // Several at once (inputs sharing a named dim change together); one plan switch.
+  Status resizeInputs(const std::map<std::string, Shape>& shapes);
+  // Position of input / output `name` in inputs() / outputs(), or -1.
+  int inputIndex(const std::string& name) const { return findInput(name); }
+  int outputIndex(const std::string& name) const;
   Status run();
   StatusOr<HostTensor> output(const std::string& name) const;
   // Input/output k by position, `bytes` exactly its size, no checks: for kernels that

@@ -2,9 +2,10 @@
 //                  [--fusion on,off] [--patterns on,off] [--input name=file.npy ...] [--json out.json] [--profile]
 //                  [--device D] [--svg chart.svg]
 // Session compile is timed cold (empty program cache) and warm (second start).
-// --patterns off: the fusion-on rows again with every Appendix 3 pattern pass and the
-// exporter-pattern recogniser switched off ("on, no patterns"): what the pattern
-// kernels gain over generic fusion.
+// --patterns off: the fusion-on rows again with every Appendix 3 pattern pass, gkrt's
+// own (rotary_embedding_fusion, sibling_matmul_merge) and the exporter-pattern
+// recogniser switched off ("on, no patterns"): what the pattern kernels gain over
+// generic fusion.
 #include <unistd.h>
 
 #include <algorithm>
@@ -144,7 +145,7 @@ struct FusionSetting {
   std::string flags() const {
     if (!fused) return "--opt_level=0";
     if (patterns) return "";
-    std::string off = "RecognizeExportedPatterns";
+    std::string off = "RecognizeExportedPatterns,rotary_embedding_fusion,sibling_matmul_merge";  // and gkrt's own pattern passes
     for (const std::string& p : ascendPatternPassNames()) off += "," + p;
     return "--disable_pass=" + off;
   }

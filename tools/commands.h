@@ -30,5 +30,6 @@ Command addConvertCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
 Command addBisectCommand(CLI::App& app);
+Command addGenerateCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addDumpCommand);
   add(gkrt::tools::addBenchCommand);
   add(gkrt::tools::addBisectCommand);
+  add(gkrt::tools::addGenerateCommand);
 #ifdef GKRT_HAVE_ONNX
   add(gkrt::tools::addConvertCommand);
   add(gkrt::tools::addCompareCommand);

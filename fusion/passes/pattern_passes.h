@@ -26,6 +26,12 @@ const std::vector<PatternPass>& patternPasses();
 // ReduceMean/Sub/Pow/Sqrt/Div, GeLU as Erf or tanh formulas, x*Sigmoid(x)) into the
 // ops the pattern passes look for.
 PassResult recognizeExportedPatterns(FusionContext& ctx);
+// gkrt's own preprocess pass: the exported rotary position embedding as one Rotary node
+// (rotary_fusion.cc; rotary_embedding_fusion in enable_pass/disable_pass).
+PassResult fuseRotaryEmbedding(FusionContext& ctx);
+// gkrt's own preprocess pass: matmuls sharing their activation as one matmul + Split
+// (sibling_matmul_merge.cc), for inference_matmul_split_fusion and the SwiGLU pass.
+PassResult mergeSiblingMatMuls(FusionContext& ctx);
 
 // One function per pass (files fusion/passes/pattern_*.cc).
 PassResult fuseFlashAttentionV1(FusionContext& ctx);

@@ -5,6 +5,9 @@
 //   GeLU (erf):  Mul(Mul(x, Add(Erf(Div(x, sqrt 2) | Mul(x, 1/sqrt 2)), 1)), 0.5)
 //   GeLU (tanh): Mul(Mul(x, Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2/pi))), 1)), 0.5)
 //   SiLU: Mul(x, Sigmoid(x))
+//   RmsNorm: Mul(x, Reciprocal(Sqrt(Add(ReduceMean(Pow(x, 2)), eps)))) or
+//            Mul(x, Rsqrt(Add(...))) or Div(x, Sqrt(...)), the square also as Mul(x, x),
+//            then Mul by a 1-D [last dim] constant gamma
 // Every intermediate has one reader (d has its two: the Sub's result feeds the variance
 // and the division); constants are checked to 1e-3 relative; Mul and Add in either order.
 #include <cmath>
@@ -56,6 +59,43 @@ bool layerNormCore(const PatternGraph& pg, const ir::Node& div, int* x, float* e
     *x = sub->inputs[0];
     *eps = *e;
     return true;
+  }
+  return false;
+}
+
+// x * Reciprocal(Sqrt(Add(ReduceMean(Pow(x, 2)), eps))) or x / Sqrt(...): x and eps.
+bool rmsNormCore(const PatternGraph& pg, const ir::Node& n, int* x, float* eps) {
+  const ir::Graph& g = pg.graph();
+  std::vector<std::pair<int, const ir::Node*>> tries;  // (x candidate, Sqrt or Rsqrt node)
+  if (isOp(n, "Mul")) {
+    for (int k : {0, 1}) {
+      if (const ir::Node* rs = pg.singleUse(n.inputs[k]) ? pg.producer(n.inputs[k], {"Rsqrt"}) : nullptr) {
+        tries.push_back({n.inputs[1 - k], rs});
+        continue;
+      }
+      const ir::Node* r = pg.producer(n.inputs[k], {"Reciprocal"});
+      const ir::Node* sq = r && pg.singleUse(n.inputs[k]) && pg.singleUse(r->inputs[0]) ? pg.producer(r->inputs[0], {"Sqrt"}) : nullptr;
+      if (sq) tries.push_back({n.inputs[1 - k], sq});
+    }
+  } else if (isOp(n, "Div") || isOp(n, "RealDiv")) {
+    const ir::Node* sq = pg.singleUse(n.inputs[1]) ? pg.producer(n.inputs[1], {"Sqrt"}) : nullptr;
+    if (sq) tries.push_back({n.inputs[0], sq});
+  }
+  for (const auto& [xin, sq] : tries) {
+    const ir::Node* add = pg.singleUse(sq->inputs[0]) ? pg.producer(sq->inputs[0], {"Add"}) : nullptr;
+    if (!add) continue;
+    for (int k : {0, 1}) {
+      const auto e = scalarConstant(g, add->inputs[1 - k]);
+      const ir::Node* mean = pg.producer(add->inputs[k]);
+      if (!e || !mean || !meanOverLastAxis(g, *mean) || !pg.singleUse(add->inputs[k]) || !pg.singleUse(mean->inputs[0])) continue;
+      const ir::Node* sq = pg.producer(mean->inputs[0], {"Pow", "Mul"});
+      const bool square = sq && sq->inputs[0] == xin &&
+                          (isOp(*sq, "Mul") ? sq->inputs[1] == xin : near(scalarConstant(g, sq->inputs[1]), 2.0));
+      if (!square) continue;
+      *x = xin;
+      *eps = *e;
+      return true;
+    }
   }
   return false;
 }
@@ -146,6 +186,19 @@ StatusOr<bool> recognizeOnce(FusionContext& ctx) {
       while (ins.back() < 0) ins.pop_back();
       RETURN_IF_ERROR(replaceWithPatternNode(g, root, patternNode("LayerNorm", n.name + "/layer_norm", Attrs(NormAttrs{-1, eps}), ins, outs)));
       return true;
+    }
+    if (findOp("RmsNorm") && rmsNormCore(pg, n, &x, &eps) && isPatternDType(g.tensors[x].dtype)) {
+      const std::vector<int> readers = pg.users(n.outputs[0]);  // the gamma Mul: RmsNorm takes it
+      if (pg.singleUse(n.outputs[0]) && readers.size() == 1 && isOp(g.nodes[readers[0]], "Mul")) {
+        const ir::Node& mul = g.nodes[readers[0]];
+        const int gm = mul.inputs[0] == n.outputs[0] ? mul.inputs[1] : mul.inputs[0];
+        if (g.tensors[gm].isConstant() && g.tensors[gm].shape == Shape{g.tensors[x].shape.back()} &&
+            g.tensors[gm].dtype == g.tensors[x].dtype) {
+          RETURN_IF_ERROR(replaceWithPatternNode(g, readers[0], patternNode("RmsNorm", n.name + "/rms_norm", Attrs(NormAttrs{-1, eps}),
+                                                                            {x, gm}, mul.outputs)));
+          return true;
+        }
+      }
     }
     if (!isOp(n, "Mul")) continue;
     for (const auto& [gx, factor] : halfTimesXTimes(pg, n)) {

@@ -66,6 +66,9 @@ struct OpDef {
   const char* summary;  // one line: formula or semantics
   LowerRule lower = nullptr;        // ops with shape operands: their static form
   bool reads_only_shapes = false;   // the kernel reads its inputs' shapes, not their data (Shape)
+  // Bit k: the kernel also writes input k in place (CachedAttention's caches: state kept
+  // across runs); a device backend's host fallback copies those inputs back.
+  uint32_t updates_inputs = 0;
 };
 
 // Control flow (runtime/ir/ops/control_flow.cc): how many subgraphs nodes of `op` hold

@@ -28,6 +28,8 @@ void registerPool3DOps(std::vector<OpDef>& t);
 void registerPatternOps(std::vector<OpDef>& t);
 void registerQuantLinearOps(std::vector<OpDef>& t);
 void registerPatternQuantOps(std::vector<OpDef>& t);
+void registerCachedAttentionOps(std::vector<OpDef>& t);
+void registerRotaryOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -70,6 +72,8 @@ struct OpTable {
     ops::registerPatternOps(ops);
     ops::registerQuantLinearOps(ops);
     ops::registerPatternQuantOps(ops);
+    ops::registerCachedAttentionOps(ops);
+    ops::registerRotaryOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& twin_of : opTwins()) {  // no structured bindings: clang 14 cannot capture them

@@ -57,3 +57,29 @@ case("MatMulSplit", "MatMulSplit", [mx, mw, mbias], [as32(mp[..., :2]), as32(mp[
      {"axis": -1, "sizes": "2,3"})
 case("MatMulAllReduce", "MatMulAllReduce", [mx, mw, mbias], [as32(mp)], nt)
 case("AllReduce", "AllReduce", [mx], [mx])
+
+# CachedAttention (gkrt's own, fusion/kv_cache.h): 3 new positions after 4 cached ones in a
+# cache of 10 (positions past 7 hold garbage the op must not read), 4 query heads on 2 KV heads.
+cq, ckn, cvn = f32(1, 4, 3, 8), f32(1, 2, 3, 8), f32(1, 2, 3, 8)
+cck, ccv = f32(1, 2, 10, 8, lo=-50, hi=50), f32(1, 2, 10, 8, lo=-50, hi=50)
+cck[:, :, :4], ccv[:, :, :4] = f32(1, 2, 4, 8), f32(1, 2, 4, 8)
+c_keys = np.concatenate([cck[:, :, :4], ckn], 2).astype(np.float64).repeat(2, axis=1)
+c_vals = np.concatenate([ccv[:, :, :4], cvn], 2).astype(np.float64).repeat(2, axis=1)
+c_s = cq.astype(np.float64) @ c_keys.transpose(0, 1, 3, 2) * 0.3
+c_s += np.where(np.arange(7)[None, :] <= 4 + np.arange(3)[:, None], 0, -np.inf)
+c_p = np.exp(c_s - c_s.max(-1, keepdims=True))
+c_p /= c_p.sum(-1, keepdims=True)
+case("CachedAttention_gqa_causal", "CachedAttention", [cq, ckn, cvn, cck, ccv, np.array([4], np.int64)], [as32(c_p @ c_vals)],
+     {"scale": 0.3, "layout": "BNSD", "heads": 0, "key_transposed": "false"}, atol=1e-5)
+
+# Rotary (gkrt's own, fusion/passes/rotary_fusion.cc): x [1, 3, 2, 8] with full-size angles
+# broadcast over the heads, and with half-size angles (both halves share them).
+rx = f32(1, 3, 2, 8)
+rang = f32(1, 1, 2, 4, lo=-3, hi=3).astype(np.float64)
+rcos_h, rsin_h = np.cos(rang), np.sin(rang)
+rcos_f, rsin_f = np.concatenate([rcos_h, rcos_h], -1), np.concatenate([rsin_h, rsin_h], -1)
+rx64 = rx.astype(np.float64)
+rrot = np.concatenate([-rx64[..., 4:], rx64[..., :4]], -1)
+rwant = rx64 * rcos_f + rrot * rsin_f
+case("Rotary_full_angles", "Rotary", [rx, as32(rcos_f), as32(rsin_f)], [as32(rwant)], atol=1e-5)
+case("Rotary_half_angles", "Rotary", [rx, as32(rcos_h), as32(rsin_h)], [as32(rwant)], atol=1e-5)

@@ -2,10 +2,13 @@
 """SmolLM2 (real GGUF weights, tests/models/make_llm.py) through `gkrt convert` and
 `gkrt run`: the prefill of "The capital of France is" and greedy decode steps with the
 KV cache fed back as past (present.N.* -> past_key_values.N.*), against onnxruntime's
-logits of the same file at every step.
+logits of the same file at every step; then `gkrt generate` (the KV-cache generator:
+runtime/generator.h) on the same files, its logits at each generated token against
+onnxruntime's and its greedy ids against onnxruntime's.
 
     python tests/models/check_llm.py GKRT_BINARY WORK_DIR [--forms a,b,c] [--quant f32,int4]
         [--layers 2] [--steps 3] [--backends cpu] [--fusion 0,2]
+        [--gen-tokens 8] [--gen-backends cpu] [--gen-agree reference,opencl] [--generator-check BIN]
 
 Forms (make_llm.py): a = optimum-style opset 17, b = onnxruntime-genai builder style
 (com.microsoft GroupQueryAttention, SkipSimplifiedLayerNormalization, MatMulNBits for
@@ -53,6 +56,29 @@ def run_step(gkrt, gkm, backend, level, work, feeds, past, layers):
     return logits, present
 
 
+def generate_check(args, gkm, form, backend, prompt, want, want_ids, layers):
+    """`gkrt generate` greedy: each generated token's logits against onnxruntime's (the
+    fp32 tolerance of the run path), the ids against onnxruntime's."""
+    n = args.gen_tokens
+    out = os.path.join(args.work_dir, f"gen_{form}_{backend}.npy")
+    r = subprocess.run([args.gkrt, "generate", gkm, "--input-ids", ",".join(map(str, prompt[0].tolist())),
+                        "--max-tokens", str(n), "--max-context", "128", "--backend", backend, "--logits-out", out],
+                       capture_output=True, text=True)
+    if r.returncode:
+        print(f"smollm2 ({form}) generate on {backend} FAILED: {r.stderr.strip()[-800:]}")
+        return False, 0
+    ids = [int(x) for x in r.stdout.split()]
+    logits = np.load(out)
+    os.remove(out)
+    rows = min(len(logits), len(want))
+    worst = max(float(np.abs(logits[i] - want[i]).max() / np.abs(want[i]).max()) for i in range(rows))
+    good = worst <= 1e-4 and ids == want_ids[:n].tolist()
+    print(f"smollm2 ({form}) {layers} layers generate {backend:9s}: {n} tokens, worst logit error {worst:.2e} of the "
+          f"largest over {rows}, ids {ids} {'ok' if good else 'MISMATCH'} (onnxruntime {want_ids[:n].tolist()}); "
+          f"{r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}")
+    return good, 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("gkrt")
@@ -63,6 +89,10 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--backends", default="cpu")
     ap.add_argument("--fusion", default="0,2")
+    ap.add_argument("--gen-tokens", type=int, default=8, help="tokens `gkrt generate` makes per form (0: skip)")
+    ap.add_argument("--gen-backends", default="cpu", help="backends whose generate logits are checked on every form")
+    ap.add_argument("--gen-agree", default="", help="backends that must give the first form's greedy ids too")
+    ap.add_argument("--generator-check", default="", help="tests/llm/generator_check.cc's binary: C API, allocations, overflow")
     ap.add_argument("--require-weights", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the .onnx and .gkm files (about 250 MB each at 2 layers)")
     args = ap.parse_args()
@@ -75,7 +105,8 @@ def main():
     os.makedirs(args.work_dir, exist_ok=True)
     made = os.path.join(args.work_dir, "smollm2_prompt_ids.npy")
     subprocess.run([sys.executable, os.path.join(HERE, "make_llm.py"), args.work_dir, "--forms", ",".join(forms),
-                    "--quant", args.quant, "--accuracy-level", "0", "--steps", str(args.steps), "--layers", str(args.layers)],
+                    "--quant", args.quant, "--accuracy-level", "0", "--steps", str(max(args.steps, args.gen_tokens - 1)),
+                    "--layers", str(args.layers)],
                    check=True, stdout=subprocess.DEVNULL)
     prompt = np.load(made)
     P = prompt.shape[1]
@@ -110,6 +141,17 @@ def main():
                 print(f"smollm2 ({form}) {layers} layers {backend:9s} opt_level {level}: prefill + {args.steps} steps, "
                       f"worst logit error {worst:.2e} of the largest, ids {ids} {'ok' if good else 'MISMATCH'}"
                       f" (onnxruntime {want_ids[:len(ids)].tolist()})")
+        if args.gen_tokens > 0:
+            backends = args.gen_backends.split(",") + (args.gen_agree.split(",") if form == keys[0] and args.gen_agree else [])
+            for backend in backends:
+                good, runs_made = generate_check(args, gkm, form, backend, prompt, want, want_ids, layers)
+                ok = ok and good
+                runs += runs_made
+            if args.generator_check and form == keys[0]:
+                r = subprocess.run([args.generator_check, gkm, "cpu", ",".join(map(str, prompt[0].tolist())),
+                                    ",".join(map(str, want_ids[:args.gen_tokens].tolist()))], capture_output=True, text=True)
+                print(r.stdout.strip() + ("\n" + r.stderr.strip() if r.stderr.strip() else ""))
+                ok = ok and r.returncode == 0
         if not args.keep:  # the weights are regenerated by make_llm.py on the next run
             os.remove(gkm)
             for path in (onnx_path, onnx_path + ".data"):

@@ -1,5 +1,7 @@
 #include "backends/cpu/math/matmul_kernel.h"
 
+#include <array>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cpu/math/gemm.h"
@@ -54,6 +56,10 @@ class MatMulKernel final : public Kernel {
     } else {  // packed per run into storage reserved here
       packed_.panels.reserve(static_cast<size_t>((p_.N + kGemmNR - 1) / kGemmNR * kGemmNR * p_.K));
     }
+    // The batch broadcast, walked once here: a launch allocates nothing.
+    ops::forEachBroadcast<2>(p_.out_batch, {&p_.a_batch, &p_.b_batch}, [&](int64_t, const std::array<int64_t, 2>& o) {
+      batch_offsets_.push_back(o);
+    });
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
@@ -61,10 +67,11 @@ class MatMulKernel final : public Kernel {
     const float* b = in[1].as<float>();
     float* y = out[0].as<float>();
     const int64_t M = p_.M, K = p_.K, N = p_.N;
-    ops::forEachBroadcast<2>(p_.out_batch, {&p_.a_batch, &p_.b_batch}, [&](int64_t bi, const std::array<int64_t, 2>& o) {
+    for (size_t bi = 0; bi < batch_offsets_.size(); ++bi) {
+      const std::array<int64_t, 2>& o = batch_offsets_[bi];
       if (!prepacked_) packB(b + o[1] * K * N, K, N, p_.transpose_b, &packed_);
-      gemm(M, a + o[0] * M * K, p_.transpose_a, packed_, y + bi * M * N, a_pack_.data(), pool_);
-    });
+      gemm(M, a + o[0] * M * K, p_.transpose_a, packed_, y + int64_t(bi) * M * N, a_pack_.data(), pool_);
+    }
     if (p_.is_gemm) {  // y = alpha * AB + beta * C
       const bool has_c = in.size() > 2 && in[2].present();
       if (p_.alpha != 1.0f || has_c) {
@@ -85,6 +92,7 @@ class MatMulKernel final : public Kernel {
   PackedB packed_;
   bool prepacked_ = false;
   std::vector<float> a_pack_;
+  std::vector<std::array<int64_t, 2>> batch_offsets_;  // per output batch: a's and b's
 };
 
 }  // namespace
@@ -95,6 +103,14 @@ bool canRunMatMul(const ir::Graph& g, const ir::Node& node) {
   for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return false;
   if (g.tensors[node.outputs[0]].dtype != DType::kFloat32) return false;
   return g.tensors[node.outputs[0]].shape.size() >= 2;
+}
+
+bool isTinyMatMul(const ir::Graph& g, const ir::Node& node) {
+  const Shape& a = g.tensors[size_t(node.inputs[0])].shape;
+  const Shape& y = g.tensors[size_t(node.outputs[0])].shape;
+  if (a.empty() || !isStatic(a) || !isStatic(y)) return false;
+  const int64_t K = a.size() >= 2 && node.attrs.kind() == AttrKind::kMatMul && node.attrs.get<MatMulAttrs>().transpose_a ? a[a.size() - 2] : a.back();
+  return numElements(y) * K <= 4096;
 }
 
 StatusOr<std::unique_ptr<Kernel>> compileMatMul(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {

@@ -10,6 +10,8 @@
 namespace gkrt::cpu {
 
 bool canRunMatMul(const ir::Graph& g, const ir::Node& node);
+// Outputs x K of 4096 or less: gkrt's GEMM (oneDNN's call costs more than the work).
+bool isTinyMatMul(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compileMatMul(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
 
 }  // namespace gkrt::cpu

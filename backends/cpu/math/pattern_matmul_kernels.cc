@@ -91,6 +91,7 @@ class LoweredMatMul final : public Kernel {
   size_t workspaceBytes() const override {
     return product_bytes() + inner_->workspaceBytes();
   }
+  std::string detail() const override { return inner_->detail(); }
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* ws) override {
     std::vector<TensorView> mapped;
     for (int k : l_.input_map) mapped.push_back(in[k]);

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/nn/cached_attention_kernel.h"
 #include "backends/cpu/nn/flash_attention_kernel.h"
+#include "backends/cpu/nn/rotary_kernel.h"
 #include "backends/cpu/onednn/onednn_kernels.h"
 #include "backends/cpu/isa/row_math.h"
 #include "backends/cpu/isa/vector_math.h"
@@ -141,11 +143,12 @@ StatusOr<std::unique_ptr<Kernel>> compilePatternQuant(const ir::Graph& g, const 
 
 bool canRunPattern(const ir::Graph& g, const ir::Node& node) {
   if (canRunPatternQuant(g, node)) return true;
-  static const char* kOps[] = {"AddLayerNorm", "AddRmsNorm", "SwiGLU", "FlashAttention", "AllReduce"};
+  static const char* kOps[] = {"AddLayerNorm", "AddRmsNorm", "SwiGLU", "FlashAttention", "AllReduce", "CachedAttention", "Rotary"};
   bool known = false;
   for (const char* op : kOps) known = known || is(node, op);
   if (!known) return canRunPatternMatMul(g, node);
-  for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return false;
+  const size_t floats = is(node, "CachedAttention") ? 5 : node.inputs.size();  // its past length is an integer
+  for (size_t k = 0; k < floats; ++k) if (node.inputs[k] >= 0 && g.tensors[node.inputs[k]].dtype != DType::kFloat32) return false;
   for (int t : node.outputs) if (g.tensors[t].dtype != DType::kFloat32 || !isStatic(g.tensors[t].shape)) return false;
   return true;
 }
@@ -157,6 +160,16 @@ StatusOr<std::unique_ptr<Kernel>> compilePattern(const ir::Graph& g, const ir::N
   if (is(node, "AddRmsNorm")) return std::unique_ptr<Kernel>(new AddNormKernel(g, node, pool, true));
   if (is(node, "SwiGLU")) return std::unique_ptr<Kernel>(new SwiGLUKernel(g, node, pool));
   if (is(node, "FlashAttention")) return makeFlashAttentionKernel(g, node, pool);
+  if (is(node, "Rotary")) {
+    auto k = makeRotaryKernel(g, node, pool);
+    if (!k) return makeError(StatusCode::kInvalidArgument, "cpu: Rotary '", node.name, "' has inconsistent shapes");
+    return k;
+  }
+  if (is(node, "CachedAttention")) {
+    auto k = makeCachedAttentionKernel(g, node, pool);
+    if (!k) return makeError(StatusCode::kInvalidArgument, "cpu: CachedAttention '", node.name, "' has inconsistent shapes");
+    return k;
+  }
   if (is(node, "AllReduce")) return std::unique_ptr<Kernel>(new AllReduceKernel(options.communicator));
   return compilePatternMatMul(g, node, options, pool);
 }

@@ -170,5 +170,26 @@ void setPostOpArgs(const std::vector<PostOp>& posts, std::vector<dnnl::memory>& 
   }
 }
 
+void setPostOpArgs(const std::vector<PostOp>& posts, std::vector<dnnl::memory>& mems, const std::vector<TensorView>& in,
+                   OneDnnArgs* args) {
+  for (size_t k = 0; k < posts.size(); ++k) {
+    if (!posts[k].binary) continue;
+    mems[k].set_data_handle(const_cast<void*>(posts[k].src.at(in)));
+    args->set(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(k)) | DNNL_ARG_SRC_1, mems[k]);
+  }
+}
+
+void OneDnnArgs::set(int arg, const dnnl::memory& m) {
+  for (dnnl_exec_arg_t& a : args_) {
+    if (a.arg == arg) { a.memory = m.get(); return; }
+  }
+  args_.push_back({arg, m.get()});
+}
+
+void OneDnnArgs::execute(const dnnl::primitive& prim, const dnnl::stream& stream) const {
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(prim.get(), stream.get(), static_cast<int>(args_.size()), args_.data()),
+                          "could not execute a primitive");
+}
+
 }  // namespace gkrt::cpu
 #endif

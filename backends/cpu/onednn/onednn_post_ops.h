@@ -63,6 +63,19 @@ dnnl::memory::desc binaryDesc(const Shape& s, size_t rank);
 // their data handle at launch through setPostOpArgs).
 void appendPostOps(const std::vector<PostOp>& posts, size_t rank, dnnl::primitive_attr* attr,
                    std::vector<dnnl::memory>* mems);
+// A primitive's arguments kept between launches: set() replaces or adds one, execute()
+// runs through oneDNN's C API, so a launch allocates nothing once the list has its size
+// (the C++ API's execute() builds a map and a vector every call).
+class OneDnnArgs {
+ public:
+  void set(int arg, const dnnl::memory& m);
+  void execute(const dnnl::primitive& prim, const dnnl::stream& stream) const;
+
+ private:
+  std::vector<dnnl_exec_arg_t> args_;
+};
+void setPostOpArgs(const std::vector<PostOp>& posts, std::vector<dnnl::memory>& mems, const std::vector<TensorView>& in,
+                   OneDnnArgs* args);
 void setPostOpArgs(const std::vector<PostOp>& posts, std::vector<dnnl::memory>& mems, const std::vector<TensorView>& in,
                    std::unordered_map<int, dnnl::memory>* args);
 

@@ -1,0 +1,166 @@
+// The cpu kernels and passes decoder LLMs meet (docs/llm.md): the GEMV of one to four
+// rows (MatMul, MatMulAdd with its residual and bias, the MatMulSplit of merged Q/K/V),
+// Slice/StridedSlice copies, reshape/cast clusters, the rotary fusion of both exported
+// forms, sibling matmuls merged, RmsNorm recognised; each against the reference backend
+// unfused. And the generator's errors on a model that is no decoder.
+#include <gtest/gtest.h>
+
+#include "fusion/kv_cache.h"
+#include "runtime/builder.h"
+#include "runtime/generator.h"
+#include "runtime/ir/op_def.h"
+#include "tests/unit/test_support.h"
+
+namespace gkrt {
+namespace {
+
+using testing::compareTensors;
+using testing::randomTensor;
+using testing::runGraph;
+
+// Runs `g` on cpu at opt_level 2 and on the reference unfused; returns the cpu session's
+// ops (compiled graph) for the caller's checks.
+std::vector<std::string> expectCpuMatchesReference(const ir::Graph& g, const std::vector<HostTensor>& in, const std::string& what,
+                                                   double tol = 2e-5) {
+  FusionOptions off, on;
+  off.opt_level = 0;
+  on.opt_level = 2;
+  auto want = runGraph(g, in, "reference", off);
+  EXPECT_TRUE(want.ok()) << what << ": " << want.status().message();
+  SessionOptions so;
+  so.backend = "cpu";
+  so.fusion = on;
+  auto s = Session::create(g, so);
+  EXPECT_TRUE(s.ok()) << what << ": " << s.status().message();
+  if (!want.ok() || !s.ok()) return {};
+  for (size_t k = 0; k < in.size(); ++k) EXPECT_TRUE((*s)->setInput((*s)->inputs()[k].name, in[k]).ok());
+  EXPECT_TRUE((*s)->run().ok()) << what;
+  for (size_t o = 0; o < want->size(); ++o) {
+    auto got = (*s)->output((*s)->outputs()[o].name);
+    EXPECT_TRUE(got.ok());
+    if (got.ok()) EXPECT_EQ(compareTensors(*got, (*want)[o], tol, tol), "") << what << " output " << o;
+  }
+  std::vector<std::string> ops;
+  for (const ir::Node& n : (*s)->compiledGraph().nodes) ops.push_back(n.op->name);
+  for (const auto& k : (*s)->kernelInfos()) ops.push_back("{" + k.detail + "}");
+  return ops;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+TEST(DecodeKernels, GemvRowsResidualBiasAndSplitMatchReference) {
+  for (int64_t rows : {1, 3, 4}) {
+    for (int64_t n : {64, 70, 200}) {
+      GraphBuilder b;
+      auto x = b.input("x", DType::kFloat32, {1, rows, 48});
+      const HostTensor wq = randomTensor({48, n}, 1), wk = randomTensor({48, n / 2}, 2), bias = randomTensor({n}, 3);
+      auto q = b.add(b.op1("BatchMatMul", {x, b.constant("wq", DType::kFloat32, {48, n}, wq.data())}, MatMulAttrs{}),
+                     b.constant("bq", DType::kFloat32, {n}, bias.data()));
+      auto k = b.op1("BatchMatMul", {x, b.constant("wk", DType::kFloat32, {48, n / 2}, wk.data())}, MatMulAttrs{});
+      auto r = b.input("r", DType::kFloat32, {1, rows, n});
+      b.output(b.add(q, r), "y");  // MatMulAdd with its bias
+      b.output(k, "k");
+      auto g = b.finish();
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      const auto ops = expectCpuMatchesReference(*g, {randomTensor({1, rows, 48}, 4), randomTensor({1, rows, n}, 5)},
+                                                 "rows " + std::to_string(rows) + " n " + std::to_string(n));
+      EXPECT_TRUE(has(ops, "{gkrt gemv}")) << "rows " << rows;
+    }
+  }
+}
+
+TEST(DecodeKernels, SiblingMatMulsMergeIntoMatMulSplitAndSwiGLU) {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {1, 1, 32});
+  auto w = [&](const char* name, int64_t n, uint32_t seed) {
+    const HostTensor t = randomTensor({32, n}, seed);
+    return b.constant(name, DType::kFloat32, {32, n}, t.data());
+  };
+  auto q = b.op1("BatchMatMul", {x, w("wq", 32, 1)}, MatMulAttrs{});
+  auto k = b.op1("BatchMatMul", {x, w("wk", 16, 2)}, MatMulAttrs{});
+  auto v = b.op1("BatchMatMul", {x, w("wv", 16, 3)}, MatMulAttrs{});
+  b.output(b.add(q, b.op1("ReduceSum", {b.add(k, v)}, AxesAttrs{{-1}, true})), "qkv");
+  auto gate = b.op1("BatchMatMul", {q, w("wg", 64, 4)}, MatMulAttrs{});
+  auto up = b.op1("BatchMatMul", {q, w("wu", 64, 5)}, MatMulAttrs{});
+  b.output(b.mul(b.mul(gate, b.op1("Sigmoid", {gate})), up), "mlp");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const auto ops = expectCpuMatchesReference(*g, {randomTensor({1, 1, 32}, 6)}, "siblings");
+  EXPECT_TRUE(has(ops, "MatMulSplit"));
+  EXPECT_TRUE(has(ops, "SwiGLU"));
+}
+
+// x [1, 1, heads, 8] rotated with angles [1, 1, 1, 8] in the optimum form, or [1, 1, 1, 4]
+// in the halves form gkrt's converter writes.
+ir::Graph rotaryGraph(bool halves) {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {1, 2, 3, 8});
+  auto c = b.input("cos", DType::kFloat32, {1, 2, 1, halves ? 4 : 8});
+  auto s = b.input("sin", DType::kFloat32, {1, 2, 1, halves ? 4 : 8});
+  auto half = [&](int64_t begin, int64_t end) { return b.op1("StridedSlice", {x}, StridedSliceAttrs{{begin}, {end}, {3}, {1}}); };
+  auto x1 = half(0, 4), x2 = half(4, 8);
+  if (halves) {
+    b.output(b.op1("Concat", {b.sub(b.mul(c, x1), b.mul(s, x2)), b.add(b.mul(s, x1), b.mul(c, x2))}, AxisAttrs{3, false}), "y");
+  } else {
+    auto rot = b.op1("Concat", {b.op1("Neg", {x2}), x1}, AxisAttrs{-1, false});
+    b.output(b.add(b.mul(x, c), b.mul(rot, s)), "y");
+  }
+  return *b.finish();
+}
+
+TEST(DecodeKernels, RotaryOfBothExportedFormsIsOneNode) {
+  for (bool halves : {false, true}) {
+    const ir::Graph g = rotaryGraph(halves);
+    const int64_t a = halves ? 4 : 8;
+    const auto ops = expectCpuMatchesReference(g, {randomTensor({1, 2, 3, 8}, 1), randomTensor({1, 2, 1, a}, 2),
+                                                   randomTensor({1, 2, 1, a}, 3)}, halves ? "halves" : "optimum");
+    EXPECT_TRUE(has(ops, "Rotary")) << (halves ? "halves" : "optimum");
+    EXPECT_FALSE(has(ops, "StridedSlice")) << (halves ? "halves" : "optimum");
+  }
+}
+
+TEST(DecodeKernels, RmsNormAsExportersWriteItIsRecognised) {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {2, 3, 16});
+  const HostTensor gamma = randomTensor({16}, 1);
+  auto ms = b.op1("ReduceMean", {b.pow(x, 2.0f)}, AxesAttrs{{-1}, true});
+  auto n = b.mul(x, b.op1("Reciprocal", {b.op1("Sqrt", {b.add(ms, 1e-5f)})}));
+  b.output(b.mul(b.constant("gamma", DType::kFloat32, {16}, gamma.data()), n), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(has(expectCpuMatchesReference(*g, {randomTensor({2, 3, 16}, 2)}, "rms"), "RmsNorm"));
+}
+
+TEST(DecodeKernels, SlicesAndReshapeCastClustersMatchReference) {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {2, 5, 6, 7});
+  b.output(b.op1("StridedSlice", {x}, StridedSliceAttrs{{1, 0, 2}, {5, 6, 7}, {1, 2, 3}, {2, 1, 1}}), "a");
+  b.output(b.op1("StridedSlice", {x}, StridedSliceAttrs{{1}, {2}, {0}, {1}}), "b");
+  auto ids = b.input("ids", DType::kInt64, {1, 3});
+  b.output(b.op1("Reshape", {b.op1("Cast", {ids}, CastAttrs{DType::kFloat32})}, ShapeAttrs{{3, 1}}), "c");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  HostTensor i(DType::kInt64, {1, 3});
+  for (int k = 0; k < 3; ++k) static_cast<int64_t*>(i.data())[k] = 1000 + 7 * k;
+  const auto ops = expectCpuMatchesReference(*g, {randomTensor({2, 5, 6, 7}, 1), i}, "slices", 0);
+  EXPECT_TRUE(has(ops, "{gkrt slice copy}"));
+}
+
+TEST(DecodeKernels, TheGeneratorNamesWhatIsMissing) {
+  GraphBuilder b;
+  auto x = b.input("x", DType::kFloat32, {1, 4});
+  b.output(b.mul(x, 2.0f), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok());
+  auto gen = Generator::create(*g, {});
+  ASSERT_FALSE(gen.ok());
+  EXPECT_NE(gen.status().message().find("no KV cache in this model"), std::string::npos) << gen.status().message();
+  GeneratorOptions zero;
+  zero.max_context = 0;
+  auto z = Generator::create(*g, zero);
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.status().message().find("capacity must be positive"), std::string::npos) << z.status().message();
+}
+
+}  // namespace
+}  // namespace gkrt

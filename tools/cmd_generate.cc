@@ -1,0 +1,169 @@
+// gkrt generate MODEL --input-ids 1,2,3 [--max-tokens N] [--temperature T --top-k K
+//   --top-p P --repetition-penalty R --seed S] [--stop-ids a,b] [--max-context C]
+//   [--threads N] [--backend ...]: a decoder LLM with its KV cache (runtime/generator.h);
+//   the prompt's ids in, the generated ids out as they come, then the prefill and decode
+//   speeds.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include <fstream>
+
+#include "fusion/graph_text.h"
+#include "runtime/generator.h"
+#include "runtime/ir/op_def.h"
+#include "tools/commands.h"
+#include "tools/model_source.h"
+#include "tools/npy.h"
+#include "tools/parse_args.h"
+
+namespace gkrt::tools {
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::string input_ids, stop_ids, logits_out;
+  int64_t max_tokens = 32, max_context = 2048;
+  int threads = 0, warmup = 0;
+  float temperature = 0, top_p = 1, repetition_penalty = 1;
+  int top_k = 0;
+  uint64_t seed = 0;
+  bool profile = false;
+  std::string dump_graph;
+  SessionArgs session;
+  ImportArgs import;
+};
+
+StatusOr<std::vector<int64_t>> parseIds(const std::string& text, const char* what) {
+  std::vector<int64_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      ids.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      return makeError(StatusCode::kInvalidArgument, what, " takes comma-separated token ids, got '", item, "'");
+    }
+  }
+  return ids;
+}
+
+Status generate(const GenerateArgs& a) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> prompt, parseIds(a.input_ids, "--input-ids"));
+  if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "--input-ids is empty: give the prompt's token ids");
+  ASSIGN_OR_RETURN(std::vector<int64_t> stops, parseIds(a.stop_ids, "--stop-ids"));
+  if (a.max_tokens < 0) return makeError(StatusCode::kInvalidArgument, "--max-tokens must be 0 or more");
+  if (a.temperature < 0 || a.top_p <= 0 || a.top_p > 1 || a.top_k < 0 || a.repetition_penalty <= 0) {
+    return makeError(StatusCode::kInvalidArgument, "sampling flags out of range: --temperature >= 0, 0 < --top-p <= 1, "
+                     "--top-k >= 0, --repetition-penalty > 0");
+  }
+  ImportArgs import = a.import;
+  import.input_shapes = a.session.input_shapes;
+  ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));
+  ASSIGN_OR_RETURN(SessionOptions so, a.session.toOptions());
+  GeneratorOptions go;
+  go.backend = so.backend;
+  go.backend_options = so.backend_options;
+  go.backend_options.num_threads = a.threads;
+  go.fusion = so.fusion;
+  go.max_memory_bytes = so.max_memory_bytes;
+  go.max_context = a.max_context;
+  ASSIGN_OR_RETURN(auto gen, Generator::create(model, go));
+  GenerateOptions opts;
+  opts.max_new_tokens = a.max_tokens;
+  opts.stop_ids = stops;
+  opts.sampling = {a.temperature, a.top_k, a.top_p, a.repetition_penalty, a.seed};
+  GenerateStats st;
+  for (int w = 0; w < a.warmup; ++w) RETURN_IF_ERROR(gen->generate(prompt, opts, nullptr));  // plans compiled, caches warm
+  bool first = true;
+  std::vector<float> all_logits;  // --logits-out: each generated token's distribution
+  RETURN_IF_ERROR(gen->generate(prompt, opts, [&](int64_t id) {
+    if (!a.logits_out.empty()) all_logits.insert(all_logits.end(), gen->logits(), gen->logits() + gen->vocabSize());
+    std::printf(first ? "%lld" : " %lld", static_cast<long long>(id));
+    std::fflush(stdout);
+    first = false;
+    return true;
+  }, &st));
+  std::printf("\n");
+  if (!a.dump_graph.empty()) {  // the decode plan's fused graph, as text
+    std::ofstream f(a.dump_graph);
+    f << graphToText(gen->session().compiledGraph());
+    if (!f) return makeError(StatusCode::kIoError, "cannot write --dump-graph '", a.dump_graph, "'");
+  }
+  if (a.profile) {  // the last decode step's kernels, by op, slowest first
+    std::vector<double> secs;
+    RETURN_IF_ERROR(gen->profileLastStep(&secs));
+    const auto infos = gen->session().kernelInfos();
+    const ir::Graph& g = gen->session().compiledGraph();
+    std::map<std::string, std::pair<double, int>> by_op;
+    for (size_t i = 0; i < secs.size() && i < g.nodes.size(); ++i) {
+      const ir::Node& n = g.nodes[i];
+      std::string key = n.op->name;
+      if (n.subgraph) {
+        key += " [";
+        for (size_t k = 0; k < n.subgraph->nodes.size(); ++k) key += (k ? " " : "") + std::string(n.subgraph->nodes[k].op->name);
+        key += "]";
+      }
+      if (i < infos.size() && !infos[i].detail.empty()) key += " {" + infos[i].detail + "}";
+      by_op[key].first += secs[i];
+      by_op[key].second += 1;
+    }
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (const auto& [k, v] : by_op) { rows.push_back({v.first, k + " x" + std::to_string(v.second)}); total += v.first; }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "decode step: %zu kernels, %.2f ms\n", secs.size(), total * 1e3);
+    for (const auto& [t, k] : rows) std::fprintf(stderr, "  %8.3f ms %5.1f%%  %s\n", t * 1e3, 100 * t / total, k.c_str());
+    std::vector<size_t> order(secs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return secs[x] > secs[y]; });
+    std::fprintf(stderr, "slowest kernels:\n");
+    for (size_t i = 0; i < std::min<size_t>(6, order.size()); ++i) {
+      std::fprintf(stderr, "  %8.3f ms  %s\n", secs[order[i]] * 1e3, infos[order[i]].name.c_str());
+    }
+  }
+  if (!a.logits_out.empty()) {
+    HostTensor t(DType::kFloat32, {st.generated_tokens, gen->vocabSize()});
+    std::copy(all_logits.begin(), all_logits.end(), static_cast<float*>(t.data()));
+    RETURN_IF_ERROR(writeNpy(a.logits_out, t));
+  }
+  auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
+  std::fprintf(stderr,
+               "prefill: %lld tokens in %.1f ms (%.1f tokens/s); first token after %.1f ms; decode: %lld tokens in %.1f ms "
+               "(%.1f tokens/s); %zu kernels a decode step, %zu layers, cache of %lld positions on %s\n",
+               static_cast<long long>(st.prompt_tokens), st.prefill_seconds * 1e3, rate(st.prompt_tokens, st.prefill_seconds),
+               st.first_token_seconds * 1e3, static_cast<long long>(st.generated_tokens - 1), st.decode_seconds * 1e3,
+               rate(st.generated_tokens - 1, st.decode_seconds), gen->decodeKernelCount(), gen->binding().layers.size(),
+               static_cast<long long>(gen->capacity()), go.backend.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Command addGenerateCommand(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "generate tokens with a decoder LLM and its KV cache (ids in, ids out)");
+  cmd->add_option("model", a->model, "the decoder: .gkm, or .onnx (converted in memory)")->required();
+  cmd->add_option("--input-ids", a->input_ids, "the prompt's token ids, comma-separated")->required();
+  cmd->add_option("--max-tokens", a->max_tokens, "tokens to generate (default 32)");
+  cmd->add_option("--temperature", a->temperature, "sampling temperature; 0 (default) = greedy");
+  cmd->add_option("--top-k", a->top_k, "sample from the k most likely tokens (0 = all)");
+  cmd->add_option("--top-p", a->top_p, "sample from the fewest tokens whose probabilities reach p (1 = all)");
+  cmd->add_option("--repetition-penalty", a->repetition_penalty, "divide logits of tokens already in the sequence (1 = off)");
+  cmd->add_option("--seed", a->seed, "random seed for sampling (default 0)");
+  cmd->add_option("--stop-ids", a->stop_ids, "stop after emitting one of these ids, comma-separated");
+  cmd->add_option("--max-context", a->max_context, "KV cache positions: prompt + generated tokens (default 2048)");
+  cmd->add_option("--threads", a->threads, "cpu threads (default: all cores)");
+  cmd->add_option("--warmup", a->warmup, "generate this many times first, unreported (the prompt's plan compiled, caches warm)");
+  cmd->add_flag("--profile", a->profile, "time each kernel of the last decode step, by op");
+  cmd->add_option("--dump-graph", a->dump_graph, "write the decode step's fused graph as text to this file");
+  cmd->add_option("--logits-out", a->logits_out, "write the logits each token was picked from to this .npy [tokens, vocabulary]");
+  a->session.addTo(cmd);
+  a->import.addTo(cmd);
+  return reportingCommand("generate", [a] { return generate(*a); });
+}
+
+}  // namespace gkrt::tools
