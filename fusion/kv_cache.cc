@@ -1,6 +1,7 @@
 #include "fusion/kv_cache.h"
 
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "fusion/passes/pattern_match.h"
@@ -233,6 +234,35 @@ StatusOr<KvCacheBinding> bindKvCache(ir::Graph& g, int64_t capacity) {
   g.outputs = outputs;
   ir::compactGraph(g);
   return b;
+}
+
+void keepLastPositionLogits(ir::Graph& g, int logits) {
+  const std::vector<int> producers = g.producers();
+  const int p = producers[size_t(logits)];
+  const OpDef* slice = findOp("StridedSlice");
+  if (p < 0 || !slice) return;
+  const ir::Node& mm = g.nodes[size_t(p)];
+  if ((mm.op->name != std::string("MatMul") && mm.op->name != std::string("BatchMatMul")) || mm.inputs.size() != 2) return;
+  const ir::Tensor& h = g.tensors[size_t(mm.inputs[0])];
+  if (h.shape.size() != 3 || g.tensors[size_t(mm.inputs[1])].shape.size() != 2 || g.tensors[size_t(logits)].shape.size() != 3) return;
+  ir::Tensor last = h;
+  last.name = h.name + "/last_position";
+  last.shape[1] = 1;
+  if (last.dim_symbols.size() == 3) last.dim_symbols[1].clear();
+  last.constant.reset();
+  last.value.reset();
+  const int t = g.addTensor(last);
+  ir::Node cut;
+  cut.name = mm.name + "/last_position";
+  cut.op = slice;
+  cut.attrs = StridedSliceAttrs{{-1}, {std::numeric_limits<int64_t>::max()}, {1}, {1}};
+  cut.inputs = {mm.inputs[0]};
+  cut.outputs = {t};
+  g.nodes[size_t(p)].inputs[0] = t;
+  ir::Tensor& y = g.tensors[size_t(logits)];
+  y.shape[1] = 1;
+  if (y.dim_symbols.size() == 3) y.dim_symbols[1].clear();
+  g.nodes.insert(g.nodes.begin() + p, std::move(cut));
 }
 
 }  // namespace gkrt

@@ -4,10 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <numeric>
 
-#include "runtime/ir/op_def.h"
 
 namespace gkrt {
 namespace {
@@ -27,39 +25,6 @@ const void* asIndexType(const int64_t* v, size_t n, DType t, std::vector<int32_t
   return out;
 }
 
-// The logits of the last position only (a prompt's prefill needs no more): when the
-// logits are a matmul of the hidden states [batch, positions, hidden], those are cut to
-// their last position first. SmolLM2's lm_head over a 128-token prompt took 36% of the
-// prefill.
-void lastPositionLogits(ir::Graph& g, int logits) {
-  const std::vector<int> producers = g.producers();
-  const int p = producers[size_t(logits)];
-  const OpDef* slice = findOp("StridedSlice");
-  if (p < 0 || !slice) return;
-  const ir::Node& mm = g.nodes[size_t(p)];
-  if ((mm.op->name != std::string("MatMul") && mm.op->name != std::string("BatchMatMul")) || mm.inputs.size() != 2) return;
-  const ir::Tensor& h = g.tensors[size_t(mm.inputs[0])];
-  if (h.shape.size() != 3 || g.tensors[size_t(mm.inputs[1])].shape.size() != 2 || g.tensors[size_t(logits)].shape.size() != 3) return;
-  ir::Tensor last = h;
-  last.name = h.name + "/last_position";
-  last.shape[1] = 1;
-  if (last.dim_symbols.size() == 3) last.dim_symbols[1].clear();
-  last.constant.reset();
-  last.value.reset();
-  const int t = g.addTensor(last);
-  ir::Node cut;
-  cut.name = mm.name + "/last_position";
-  cut.op = slice;
-  cut.attrs = StridedSliceAttrs{{-1}, {std::numeric_limits<int64_t>::max()}, {1}, {1}};
-  cut.inputs = {mm.inputs[0]};
-  cut.outputs = {t};
-  g.nodes[size_t(p)].inputs[0] = t;
-  ir::Tensor& y = g.tensors[size_t(logits)];
-  y.shape[1] = 1;
-  if (y.dim_symbols.size() == 3) y.dim_symbols[1].clear();
-  g.nodes.insert(g.nodes.begin() + p, std::move(cut));
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, const GeneratorOptions& options) {
@@ -69,7 +34,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, c
   ASSIGN_OR_RETURN(G.binding_, bindKvCache(g, options.max_context));
   const int64_t C = options.max_context;
   for (int t : g.outputs) {
-    if (g.tensors[size_t(t)].name == "logits" || g.outputs.size() == 1) lastPositionLogits(g, t);
+    if (g.tensors[size_t(t)].name == "logits" || g.outputs.size() == 1) keepLastPositionLogits(g, t);
   }
   SessionOptions so;
   so.backend = options.backend;
@@ -133,7 +98,6 @@ StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, c
   G.order_.assign(size_t(G.vocab_), 0);
   G.mask_values_.assign(size_t(C), 0);
   G.history_.reserve(size_t(C));
-  G.step_ids_.reserve(size_t(C));
   G.step_positions_.reserve(size_t(C));
   G.ids32_.reserve(size_t(C));
   G.positions32_.reserve(size_t(C));
@@ -157,8 +121,7 @@ Status Generator::runStep(const int64_t* ids, size_t n) {
     RETURN_IF_ERROR(s.resizeInputs(shapes));
     shaped_for_ = len;
   }
-  step_ids_.assign(ids, ids + n);
-  RETURN_IF_ERROR(s.setInputData(size_t(ids_), asIndexType(step_ids_.data(), n, ids_dtype_, ids32_), n * dtypeSize(ids_dtype_)));
+  RETURN_IF_ERROR(s.setInputData(size_t(ids_), asIndexType(ids, n, ids_dtype_, ids32_), n * dtypeSize(ids_dtype_)));
   if (positions_ >= 0) {
     step_positions_.resize(n);
     std::iota(step_positions_.begin(), step_positions_.end(), position_);

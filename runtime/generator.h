@@ -100,7 +100,7 @@ class Generator {
   size_t decode_kernels_ = 0;
   std::vector<float> logits_;             // the last position's
   std::vector<float> step_logits_;        // a run's, every position
-  std::vector<int64_t> mask_values_, step_ids_, step_positions_;
+  std::vector<int64_t> mask_values_, step_positions_;
   std::vector<int32_t> ids32_, positions32_, mask32_;  // int32 inputs' values
   std::vector<int64_t> history_;          // the sequence so far (repetition penalty)
   std::vector<int32_t> order_;            // sampling scratch, one per vocabulary entry

@@ -66,6 +66,14 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       GKRT_LOG_WARNING("GKRT_CPU_WINOGRAD='", v, "' is not a choice; use 'off' or 'onednn' (unset: gkrt's own F(4x4,3x3) where it takes the convolution, else oneDNN's)");
     }
   }
+  if (const char* env = std::getenv("GKRT_CPU_GEMV")) {  // off: one-row matmuls on oneDNN
+    const std::string v = env;
+    own_gemv_ = v != "off";
+    static bool warned = false;
+    if (v != "off" && v != "on" && !std::exchange(warned, true)) {
+      GKRT_LOG_WARNING("GKRT_CPU_GEMV='", v, "' is not a choice; use 'off' or 'on' (unset: gkrt's GEMV for one to four rows)");
+    }
+  }
   bf16_ = cpu::cpuUsesBf16(options_);
   int8_path_ = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
                : options_.cpu_int8_saturating ? cpu::Int8Path::kSaturating
@@ -223,7 +231,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (k.ok() || touches_blocked) return k;
   }
   if (!touches_blocked) {  // plain tensors only
-    if (cpu::canRunGemv(g, node)) return cpu::compileGemv(g, node, *pool_);
+    if (own_gemv_ && cpu::canRunGemv(g, node)) return cpu::compileGemv(g, node, *pool_);
     if (cpu::canRunReshapeCluster(g, node)) return cpu::compileReshapeCluster(g, node);
     if (cpu::canRunSlice(g, node)) return cpu::compileSlice(g, node, *pool_);
     if (cpu::canRunMatMul(g, node) && cpu::isTinyMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);  // below oneDNN's call cost

@@ -34,6 +34,7 @@ class CpuBackend : public Backend {
   BackendOptions options_;
   bool bf16_ = false;  // GEMMs in bf16 (cpu_precision.h)
   bool own_winograd_ = true;  // GKRT_CPU_WINOGRAD=onednn: oneDNN's Winograd only (comparisons)
+  bool own_gemv_ = true;  // GKRT_CPU_GEMV=off: one-row matmuls on oneDNN
   cpu::Int8Path int8_path_ = cpu::Int8Path::kAuto;  // from cpu_int8_float / cpu_int8_saturating
   std::unique_ptr<cpu::ThreadPool> pool_;
   const ir::Graph* layout_graph_ = nullptr;  // the graph layout_ was planned for

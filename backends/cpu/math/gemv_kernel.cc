@@ -1,7 +1,6 @@
 #include "backends/cpu/math/gemv_kernel.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
@@ -113,12 +112,8 @@ class GemvKernel final : public Kernel {
 }  // namespace
 
 bool canRunGemv(const ir::Graph& g, const ir::Node& node) {
-  static const bool off = [] {
-    const char* e = std::getenv("GKRT_CPU_GEMV");
-    return e && (std::strcmp(e, "off") == 0 || std::strcmp(e, "0") == 0);
-  }();
   const std::string op = node.op->name;
-  if (off || (op != "MatMul" && op != "BatchMatMul" && op != "MatMulAdd" && op != "MatMulBiasAdd" && op != "MatMulSplit")) return false;
+  if ((op != "MatMul" && op != "BatchMatMul" && op != "MatMulAdd" && op != "MatMulBiasAdd" && op != "MatMulSplit")) return false;
   if (node.inputs.size() < 2 || node.inputs[0] < 0 || node.inputs[1] < 0) return false;
   if (op != "MatMulSplit") {  // MatMulSplit has no transposes (its attributes are the split's)
     const auto& a = node.attrs.get<MatMulAttrs>();

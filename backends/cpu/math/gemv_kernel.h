@@ -3,8 +3,8 @@
 // packed once into panels of 64 columns ([N/64][K][64]) that each task streams from
 // start to end, the 64 sums in registers; the epilogue (bias, the residual of MatMulAdd)
 // is added on the way out. Allocates nothing per launch. The packed copy is the weights'
-// size again, as oneDNN's reordered weights are. GKRT_CPU_GEMV=off leaves these
-// matmuls to oneDNN.
+// size again, as oneDNN's reordered weights are. GKRT_CPU_GEMV=off (read by the
+// backend with its other environment overrides) leaves these matmuls to oneDNN.
 #pragma once
 
 #include <memory>
