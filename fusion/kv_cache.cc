@@ -242,9 +242,14 @@ void keepLastPositionLogits(ir::Graph& g, int logits) {
   const OpDef* slice = findOp("StridedSlice");
   if (p < 0 || !slice) return;
   const ir::Node& mm = g.nodes[size_t(p)];
-  if ((mm.op->name != std::string("MatMul") && mm.op->name != std::string("BatchMatMul")) || mm.inputs.size() != 2) return;
+  const std::string op = mm.op->name;
+  const bool block_quant = op == "BlockQuantMatMul";  // weights kept in blocks: [N, blocks, blob]
+  if (!block_quant && ((op != "MatMul" && op != "BatchMatMul") || mm.inputs.size() != 2)) return;
   const ir::Tensor& h = g.tensors[size_t(mm.inputs[0])];
-  if (h.shape.size() != 3 || g.tensors[size_t(mm.inputs[1])].shape.size() != 2 || g.tensors[size_t(logits)].shape.size() != 3) return;
+  if (h.shape.size() != 3 || (!block_quant && g.tensors[size_t(mm.inputs[1])].shape.size() != 2) ||
+      g.tensors[size_t(logits)].shape.size() != 3) {
+    return;
+  }
   ir::Tensor last = h;
   last.name = h.name + "/last_position";
   last.shape[1] = 1;

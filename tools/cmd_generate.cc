@@ -88,6 +88,7 @@ Status generate(const GenerateArgs& a) {
     return true;
   }, &st));
   std::printf("\n");
+  std::fflush(stdout);  // the ids before the statistics on stderr, even into one file
   if (!a.dump_graph.empty()) {  // the decode plan's fused graph, as text
     std::ofstream f(a.dump_graph);
     f << graphToText(gen->session().compiledGraph());

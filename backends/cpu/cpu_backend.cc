@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "backends/cpu/math/gemv_kernel.h"
+#include "backends/cpu/quantization/block_quant_matmul_kernel.h"
 #include "backends/cpu/nn/blocked_pool.h"
 #include "backends/cpu/tensor/reshape_cluster_kernel.h"
 #include "backends/cpu/tensor/slice_kernel.h"
@@ -232,6 +233,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   }
   if (!touches_blocked) {  // plain tensors only
     if (own_gemv_ && cpu::canRunGemv(g, node)) return cpu::compileGemv(g, node, *pool_);
+    if (cpu::canRunBlockQuantMatMul(g, node)) return cpu::compileBlockQuantMatMul(g, node, *pool_);
     if (cpu::canRunReshapeCluster(g, node)) return cpu::compileReshapeCluster(g, node);
     if (cpu::canRunSlice(g, node)) return cpu::compileSlice(g, node, *pool_);
     if (cpu::canRunMatMul(g, node) && cpu::isTinyMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);  // below oneDNN's call cost

@@ -18,6 +18,16 @@
 #include <string>
 #include <vector>
 
+// Builds of one loop per x86-64 tier, picked at run time with cpuTier().has(...) (so
+// GKRT_CPU_ISA caps them; a target_clones resolver would ignore the cap, and its
+// "arch=haswell" clone never runs on AMD CPUs):
+//   GKRT_TARGET_AVX2 void loopAvx2(...) { loopBody<1>(...); }   // body: always_inline template
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GKRT_X86_TIERS 1
+#define GKRT_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define GKRT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#endif
+
 namespace gkrt::cpu {
 
 enum class CpuIsa { kScalar, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16, kAvx512Amx, kNeon, kDotProd, kI8mm, kSve };

@@ -20,7 +20,7 @@ from . import _gkrt
 from ._gkrt import GkrtError
 
 __version__: str = _gkrt.version()
-__all__ = ["InferenceSession", "NodeArg", "GkrtError", "convert", "available_backends", "get_available_providers",
+__all__ = ["InferenceSession", "Generator", "NodeArg", "GkrtError", "convert", "available_backends", "get_available_providers",
            "__version__"]
 
 try:  # bfloat16, float8, float4 and the 4-/2-bit ints as numpy dtypes, where installed
@@ -155,6 +155,72 @@ class InferenceSession:
         feeds = [_feed(name, value) for name, value in input_feed.items()]
         names = list(output_names) if output_names else None
         return [_result(a, t) for a, t in self._session.run(feeds, names, _ml is not None)]
+
+
+class Generator:
+    """Text generation with a decoder LLM's KV cache (a .gkm or .onnx decoder with past
+    key/value inputs: optimum's export, onnxruntime-genai's builder, opset 23's Attention).
+
+    The cache holds ``max_context`` positions and is updated in place; ``append(ids)`` runs
+    a prompt's prefill or more tokens, ``logits()`` is the last position's distribution,
+    ``generate(prompt, ...)`` runs the whole loop (greedy when ``temperature`` is 0) and
+    returns the new ids, handing each to ``on_token`` as it comes (return False to stop).
+    ``dims`` fixes named dims of an ONNX file as ``gkrt convert --dim`` does.
+
+        gen = gkrt.Generator("smollm2.gkm", threads=2)
+        ids = gen.generate([504, 3575, 282, 4649, 314], max_new_tokens=8)
+        gen.stats()["decode_tokens_per_second"]
+    """
+
+    def __init__(self, model: Union[str, os.PathLike], backend: str = "cpu", threads: int = 0, flags: str = "",
+                 max_context: int = 2048, dims: Optional[Mapping[str, int]] = None):
+        self._gen = _gkrt.Generator(os.fspath(model), backend, int(threads), flags, int(max_context),
+                                    {k: int(v) for k, v in (dims or {}).items()})
+
+    def append(self, ids: Sequence[int]) -> None:
+        """Runs these tokens at the current position (errors past max_context)."""
+        self._gen.append([int(i) for i in ids])
+
+    def logits(self) -> np.ndarray:
+        """The last appended position's logits, float32 [vocab] (a copy)."""
+        return self._gen.logits()
+
+    def sample(self, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+               repetition_penalty: float = 1.0) -> int:
+        """The next token from logits() (greedy at temperature 0)."""
+        return self._gen.sample(float(temperature), int(top_k), float(top_p), float(repetition_penalty))
+
+    def generate(self, prompt: Sequence[int], max_new_tokens: int = 32, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, repetition_penalty: float = 1.0, seed: int = 0, stop_ids: Sequence[int] = (),
+                 on_token: Optional[Any] = None) -> List[int]:
+        """Resets, runs the prompt, then up to max_new_tokens tokens; returns them."""
+        return self._gen.generate([int(i) for i in prompt], int(max_new_tokens), float(temperature), int(top_k),
+                                  float(top_p), float(repetition_penalty), int(seed), [int(i) for i in stop_ids],
+                                  on_token)
+
+    def reset(self) -> None:
+        """Empties the cache: the next append() starts a new sequence."""
+        self._gen.reset()
+
+    def stats(self) -> dict:
+        """The last generate(): token counts, seconds, prefill and decode tokens/s."""
+        return dict(self._gen.stats())
+
+    @property
+    def position(self) -> int:
+        return self._gen.position()
+
+    @property
+    def max_context(self) -> int:
+        return self._gen.capacity()
+
+    @property
+    def vocab_size(self) -> int:
+        return self._gen.vocab_size()
+
+    def decode_kernel_count(self) -> int:
+        """Kernels one decode step launches."""
+        return self._gen.decode_kernel_count()
 
 
 def convert(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],

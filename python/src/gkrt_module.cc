@@ -189,6 +189,9 @@ void convert(const std::string& src, const std::string& dst, const std::map<std:
 }
 
 }  // namespace
+
+void bindGenerator(nb::module_& m);  // python/src/generator.cc
+
 }  // namespace gkrt::python
 
 NB_MODULE(_gkrt, m) {
@@ -211,4 +214,5 @@ NB_MODULE(_gkrt, m) {
       .def("backend", &PySession::backend)
       .def("kernel_count", &PySession::kernelCount)
       .def("run", &PySession::run, nb::arg("feeds"), nb::arg("output_names").none(), nb::arg("raw_narrow"));
+  bindGenerator(m);
 }

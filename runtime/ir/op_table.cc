@@ -30,6 +30,7 @@ void registerQuantLinearOps(std::vector<OpDef>& t);
 void registerPatternQuantOps(std::vector<OpDef>& t);
 void registerCachedAttentionOps(std::vector<OpDef>& t);
 void registerRotaryOps(std::vector<OpDef>& t);
+void registerBlockQuantMatMulOps(std::vector<OpDef>& t);
 }  // namespace ops
 
 const char* opClassName(OpClass c) {
@@ -74,6 +75,7 @@ struct OpTable {
     ops::registerPatternQuantOps(ops);
     ops::registerCachedAttentionOps(ops);
     ops::registerRotaryOps(ops);
+    ops::registerBlockQuantMatMulOps(ops);
     // MindSpore primitives with their own rows in the fusion tables but our semantics
     // of another op: distinct ops sharing that op's rules and kernel.
     for (const auto& twin_of : opTwins()) {  // no structured bindings: clang 14 cannot capture them

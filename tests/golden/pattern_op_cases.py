@@ -83,3 +83,33 @@ rrot = np.concatenate([-rx64[..., 4:], rx64[..., :4]], -1)
 rwant = rx64 * rcos_f + rrot * rsin_f
 case("Rotary_full_angles", "Rotary", [rx, as32(rcos_f), as32(rsin_f)], [as32(rwant)], atol=1e-5)
 case("Rotary_half_angles", "Rotary", [rx, as32(rcos_h), as32(rsin_h)], [as32(rwant)], atol=1e-5)
+
+# BlockQuantMatMul (gkrt's own, runtime/ir/ops/block_quant_matmul.h): x [1, 2, 80] (K not a
+# multiple of B = 32: the last block holds 16) against N = 5 columns of int4 values
+# (two's complement nibbles, even k low) with offsets, then 8-bit values with int8
+# activations (each block of 32 of a row quantized: q = rint(x * 127 / max|x|) in float32).
+bq_x = f32(1, 2, 80)
+bq_rng = np.random.default_rng(7)
+bq_q4 = bq_rng.integers(-8, 8, size=(5, 3, 32))
+bq_s = (bq_rng.random((5, 3)) * 0.1 + 0.01).astype(np.float32)
+bq_o = (bq_rng.random((5, 3)) * 0.2 - 0.1).astype(np.float32)
+bq_nib = (bq_q4 & 15).astype(np.uint8)
+bq_w4 = (bq_nib[..., 0::2] | (bq_nib[..., 1::2] << 4)).astype(np.uint8)
+bq_deq4 = (bq_q4 * bq_s[..., None].astype(np.float64) + bq_o[..., None]).reshape(5, 96)[:, :80]
+case("BlockQuantMatMul_int4_offsets", "BlockQuantMatMul", [bq_x, bq_w4, bq_s, bq_o],
+     [as32(bq_x.astype(np.float64) @ bq_deq4.T)], {"block_size": "32", "to": "int4", "precision": "float32"}, atol=1e-5)
+bq_q8 = bq_rng.integers(-128, 128, size=(5, 3, 32)).astype(np.int8)
+bq_bias = f32(5)
+bq_xp = np.zeros((2, 96), np.float32)
+bq_xp[:, :80] = bq_x.reshape(2, 80)
+bq_y8 = np.zeros((2, 5))
+for bq_m in range(2):
+    for bq_b in range(3):
+        bq_blk = bq_xp[bq_m, 32 * bq_b:32 * bq_b + 32]
+        bq_amax = np.float32(np.abs(bq_blk).max())
+        bq_xq = np.rint(bq_blk * (np.float32(127) / bq_amax)).astype(np.int64)
+        bq_sx = float(bq_amax / np.float32(127))
+        bq_y8[bq_m] += bq_sx * bq_s[:, bq_b] * (bq_q8[:, bq_b].astype(np.int64) @ bq_xq)
+bq_y8 += bq_bias
+case("BlockQuantMatMul_int8_int8_activations", "BlockQuantMatMul", [bq_x, bq_q8, bq_s, None, bq_bias],
+     [as32(bq_y8.reshape(1, 2, 5))], {"block_size": "32", "to": "int8", "precision": "int8"}, atol=1e-5)

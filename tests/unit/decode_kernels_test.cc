@@ -5,6 +5,8 @@
 // unfused. And the generator's errors on a model that is no decoder.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fusion/kv_cache.h"
 #include "runtime/builder.h"
 #include "runtime/generator.h"
@@ -65,6 +67,35 @@ TEST(DecodeKernels, GemvRowsResidualBiasAndSplitMatchReference) {
       const auto ops = expectCpuMatchesReference(*g, {randomTensor({1, rows, 48}, 4), randomTensor({1, rows, n}, 5)},
                                                  "rows " + std::to_string(rows) + " n " + std::to_string(n));
       EXPECT_TRUE(has(ops, "{gkrt gemv}")) << "rows " << rows;
+    }
+  }
+}
+
+// CachedAttention's cpu kernel (its head-dim-64 build and the generic one) against the
+// reference: 6 query heads over 2 KV heads, 1 and 3 new positions after 5 cached.
+TEST(DecodeKernels, CachedAttentionMatchesReferenceAtHeadDims64And40) {
+  for (int64_t D : {64, 40}) {
+    for (int64_t S : {1, 3}) {
+      const int64_t C = 16;
+      GraphBuilder b;
+      auto q = b.input("q", DType::kFloat32, {1, 6, S, D});
+      auto k = b.input("k", DType::kFloat32, {1, 2, S, D});
+      auto v = b.input("v", DType::kFloat32, {1, 2, S, D});
+      auto ck = b.input("ck", DType::kFloat32, {1, 2, C, D});
+      auto cv = b.input("cv", DType::kFloat32, {1, 2, C, D});
+      auto past = b.input("past", DType::kInt64, {1});
+      AttentionAttrs a;
+      a.scale = 1.0f / std::sqrt(float(D));
+      b.output(b.op1("CachedAttention", {q, k, v, ck, cv, past}, a), "y");
+      auto g = b.finish();
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      HostTensor p(DType::kInt64, {1});
+      p.as<int64_t>()[0] = 5;
+      const auto ops = expectCpuMatchesReference(
+          *g, {randomTensor({1, 6, S, D}, 1), randomTensor({1, 2, S, D}, 2), randomTensor({1, 2, S, D}, 3),
+               randomTensor({1, 2, C, D}, 4), randomTensor({1, 2, C, D}, 5), p},
+          "D " + std::to_string(D) + " S " + std::to_string(S));
+      EXPECT_TRUE(has(ops, "{gkrt cached attention}")) << D;
     }
   }
 }

@@ -8,8 +8,9 @@
 //   (x * sigmoid(alpha x)), BiasAdd (x + bias + skip), FusedMatMul (alpha, transposes of
 //   the last two dims).
 //   MatMulNBits: 4- or 8-bit block-quantized weights (uint8 zero points or the default
-//     2^(bits-1)) dequantized once at conversion into a float32 MatMul weight (held as
-//     float32: 8x the bytes of the int4 file), then the bias.
+//     2^(bits-1)) kept in their blocks as one BlockQuantMatMul (runtime/ir/ops/
+//     block_quant_matmul.h) with the bias; accuracy_level 4 lets it quantize the
+//     activations to int8 per block, as onnxruntime does.
 //   RotaryEmbedding: as the ONNX op, inputs in onnxruntime's order (position_ids second;
 //     a one-element position_ids is the offset of the sequence).
 //   GroupQueryAttention: Q/K/V (or packed QKV) split into heads, rotary inside
@@ -26,6 +27,7 @@
 // The quantized ones (QLinear*, QGemm, DynamicQuantize*, GatherBlockQuantized) are in
 // onnx_converters_contrib_quant.cc.
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "tools/onnx/onnx_attention_parts.h"
@@ -122,32 +124,44 @@ Status matMulNBits(Context& c, const Node& n, Outs& o) {
   }
   if (numElements(scales.shape()) != N * blocks) return unsupported(n, "scales must hold N * blocks values");
   const std::vector<float> s = scales.toFloats();
-  std::vector<int> zp(static_cast<size_t>(N * blocks), 1 << (bits - 1));
+  std::vector<int> zp;
   if (c.present(n, 3)) {
     ASSIGN_OR_RETURN(HostTensor z, c.constant(c.in(n, 3), "MatMulNBits zero_points"));
     if (z.dtype() != DType::kUInt8) return unsupported(n, "float zero points are not supported (only uint8)");
     const int64_t row = bits == 4 ? (blocks + 1) / 2 : blocks;  // bytes of one column's zero points
     if (numElements(z.shape()) != N * row) return unsupported(n, "zero_points must hold N * " + std::to_string(row) + " bytes");
     const uint8_t* zb = z.as<uint8_t>();
+    zp.resize(size_t(N * blocks));
     for (int64_t j = 0; j < N; ++j)
       for (int64_t b = 0; b < blocks; ++b)
-        zp[j * blocks + b] = bits == 8 ? zb[j * row + b] : (zb[j * row + b / 2] >> (4 * (b % 2))) & 15;
+        zp[size_t(j * blocks + b)] = bits == 8 ? zb[j * row + b] : (zb[j * row + b / 2] >> (4 * (b % 2))) & 15;
   }
-  HostTensor w(DType::kFloat32, {K, N});  // w[k, j] = (q - zp) * scale of column j's block
-  const uint8_t* qb = q.as<uint8_t>();
-  float* wf = w.as<float>();
-  for (int64_t j = 0; j < N; ++j) {
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t b = k / block, i = k % block;
-      const uint8_t* bytes = qb + (j * blocks + b) * blob;
-      const int v = bits == 8 ? bytes[i] : (bytes[i / 2] >> (4 * (i % 2))) & 15;
-      wf[k * N + j] = static_cast<float>(v - zp[j * blocks + b]) * s[j * blocks + b];
+  // Kept in blocks: weight = (q - zp) * scale. 4 bits with the default zero point 8 are
+  // int4 values (q - 8: the nibbles' top bit flipped); other zero points become offsets
+  // -zp * scale. 8 bits are stored as int8 (q - 128), offsets (128 - zp) * scale.
+  QuantAttrs attrs;
+  attrs.block_size = block;
+  attrs.precision = attrInt(n, "accuracy_level", 0) == 4 ? DType::kInt8 : DType::kFloat32;
+  HostTensor w(bits == 4 ? DType::kUInt8 : DType::kInt8, {N, blocks, blob});
+  std::memcpy(w.data(), q.data(), size_t(N * blocks * blob));
+  uint8_t* wb = static_cast<uint8_t*>(w.data());
+  Value offsets;
+  if (bits == 4 && zp.empty()) {
+    attrs.to = DType::kInt4;
+    for (int64_t i = 0; i < N * blocks * blob; ++i) wb[i] ^= 0x88;
+  } else {
+    attrs.to = bits == 4 ? DType::kUInt4 : DType::kInt8;
+    if (bits == 8) for (int64_t i = 0; i < N * blocks * blob; ++i) wb[i] ^= 0x80;  // q - 128 as int8
+    if (!zp.empty()) {
+      HostTensor off(DType::kFloat32, {N, blocks});
+      for (int64_t i = 0; i < N * blocks; ++i) off.as<float>()[i] = -float(zp[size_t(i)] - (bits == 8 ? 128 : 0)) * s[size_t(i)];
+      offsets = c.constant(off);
     }
   }
-  const Value a = c.in(n, 0);
-  const bool batched = shapeOf(c, a).size() > 2;
-  Value y = c.op1(batched ? "BatchMatMul" : "MatMul", {a, c.constant(w)}, MatMulAttrs{});
-  o = {addIf(c, n, y, 5)};
+  HostTensor sc(DType::kFloat32, {N, blocks});
+  std::copy(s.begin(), s.end(), sc.as<float>());
+  const Value bias = c.present(n, 5) ? c.in(n, 5) : Value{};
+  o = {c.op1("BlockQuantMatMul", {c.in(n, 0), c.constant(w), c.constant(sc), offsets, bias}, attrs)};
   return Status::Ok();
 }
 

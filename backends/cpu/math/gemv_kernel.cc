@@ -3,39 +3,59 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/cpu_tier.h"
+#include "backends/cpu/large_buffer.h"
 #include "runtime/ir/op_def.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_GEMV_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
-#else
-#define GKRT_GEMV_CLONES
-#endif
 
 namespace gkrt::cpu {
 namespace {
 
-constexpr int64_t kPanel = 64;  // output columns a task keeps in registers (8 vectors of 8)
+// Output columns a task keeps in registers (8 vectors of 8), at most. (Software prefetch
+// ahead of the panel's stream measured no faster than the hardware's on an AVX2 EPYC.)
+constexpr int64_t kPanel = 64;
 
 typedef float Vec8 __attribute__((vector_size(32)));
 // An unaligned load, expanded in place (a function returning a vector would be compiled
-// for the default ISA, outside the clones).
+// for the default ISA, outside the tier's build).
 #define GKRT_LOAD8(p) ({ Vec8 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
 
-// acc[r][0..64) = sum over k of x[r][k] * panel[k][0..64): the 64 sums of a row stay in
-// registers while the panel streams past.
-GKRT_GEMV_CLONES void gemvPanel(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
+// acc[r][0..W) = sum over k of x[r][k] * panel[k][0..W): the W sums of a row stay in
+// registers while the panel streams past. One build per tier (kTier keeps them apart)
+// and panel width (64, or 32 where 64-column panels would leave a thread idle).
+template <int kTier, int W>
+__attribute__((always_inline)) inline void gemvPanelBody(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
+  constexpr int V = W / 8;
   for (int64_t r = 0; r < m; ++r) {
-    Vec8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
+    Vec8 a[V] = {};
     const float* xr = x + r * K;
     const float* wr = panel;
-    for (int64_t k = 0; k < K; ++k, wr += kPanel) {
+    for (int64_t k = 0; k < K; ++k, wr += W) {
       const Vec8 xv = Vec8{} + xr[k];
-      a0 += xv * GKRT_LOAD8(wr), a1 += xv * GKRT_LOAD8(wr + 8), a2 += xv * GKRT_LOAD8(wr + 16), a3 += xv * GKRT_LOAD8(wr + 24);
-      a4 += xv * GKRT_LOAD8(wr + 32), a5 += xv * GKRT_LOAD8(wr + 40), a6 += xv * GKRT_LOAD8(wr + 48), a7 += xv * GKRT_LOAD8(wr + 56);
+      for (int v = 0; v < V; ++v) a[v] += xv * GKRT_LOAD8(wr + 8 * v);
     }
-    const Vec8 all[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
-    std::memcpy(acc + r * kPanel, all, sizeof all);
+    std::memcpy(acc + r * W, a, sizeof a);
   }
+}
+
+using GemvPanelFn = void (*)(const float*, int64_t, int64_t, const float*, float*);
+#ifdef GKRT_X86_TIERS
+template <int W> GKRT_TARGET_AVX512 void gemvPanelAvx512(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
+  gemvPanelBody<2, W>(x, m, K, panel, acc);
+}
+template <int W> GKRT_TARGET_AVX2 void gemvPanelAvx2(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
+  gemvPanelBody<1, W>(x, m, K, panel, acc);
+}
+#endif
+template <int W> void gemvPanelPortable(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
+  gemvPanelBody<0, W>(x, m, K, panel, acc);
+}
+
+template <int W> GemvPanelFn gemvPanelForTier() {
+#ifdef GKRT_X86_TIERS
+  if (cpuTier().has(CpuIsa::kAvx512)) return gemvPanelAvx512<W>;
+  if (cpuTier().has(CpuIsa::kAvx2)) return gemvPanelAvx2<W>;
+#endif
+  return gemvPanelPortable<W>;
 }
 
 class GemvKernel final : public Kernel {
@@ -59,12 +79,17 @@ class GemvKernel final : public Kernel {
     // task: weights read in place, 64 columns of a row apart by N, streamed at 4-5 GB/s
     // where a sequential read runs at 9-12 on the machine this was written on.
     const float* w0 = reinterpret_cast<const float*>(g.tensors[size_t(node.inputs[1])].constant->data);
-    const int64_t panels = (N_ + kPanel - 1) / kPanel;
-    packed_.assign(size_t(panels * K_ * kPanel), 0.0f);
+    // Panels of 32 columns where 64-column ones would not split evenly over the threads
+    // (a 576-column projection: 9 panels of 64, 5 + 4 on two threads).
+    const int64_t wide = (N_ + kPanel - 1) / kPanel;
+    width_ = pool_.size() > 1 && wide % pool_.size() != 0 ? kPanel / 2 : kPanel;
+    panel_fn_ = width_ == kPanel ? gemvPanelForTier<kPanel>() : gemvPanelForTier<kPanel / 2>();
+    const int64_t panels = (N_ + width_ - 1) / width_;
+    packed_ = LargeBuffer(sizeof(float) * size_t(panels * K_ * width_));
     for (int64_t p = 0; p < panels; ++p) {
-      const int64_t n0 = p * kPanel, width = std::min(kPanel, N_ - n0);
+      const int64_t n0 = p * width_, width = std::min(width_, N_ - n0);
       for (int64_t k = 0; k < K_; ++k) {
-        std::memcpy(&packed_[size_t((p * K_ + k) * kPanel)], w0 + k * N_ + n0, sizeof(float) * size_t(width));
+        std::memcpy(packed_.as<float>() + (p * K_ + k) * width_, w0 + k * N_ + n0, sizeof(float) * size_t(width));
       }
     }
   }
@@ -76,12 +101,12 @@ class GemvKernel final : public Kernel {
     const float* x = in[0].as<float>();
     const float* c = residual_ >= 0 ? in[size_t(residual_)].as<float>() : nullptr;
     const float* bias = bias_ >= 0 ? in[size_t(bias_)].as<float>() : nullptr;
-    const int64_t panels = (N_ + kPanel - 1) / kPanel;
+    const int64_t panels = (N_ + width_ - 1) / width_;
     pool_.parallelFor(panels, 1, 1, [&](int thread, int64_t begin, int64_t end) {
       float* acc = static_cast<float*>(ws) + thread * kGemvMaxRows * kPanel;
       for (int64_t p = begin; p < end; ++p) {
-        gemvPanel(x, M_, K_, packed_.data() + p * K_ * kPanel, acc);
-        const int64_t n0 = p * kPanel, width = std::min(kPanel, N_ - n0);
+        panel_fn_(x, M_, K_, packed_.as<float>() + p * K_ * width_, acc);
+        const int64_t n0 = p * width_, width = std::min(width_, N_ - n0);
         size_t part = 0;
         while (part_end_[part] <= n0) ++part;
         for (int64_t j = 0; j < width; ++j) {
@@ -90,7 +115,7 @@ class GemvKernel final : public Kernel {
           const int64_t begin = part ? part_end_[part - 1] : 0, width_p = part_end_[part] - begin;
           float* y = out[part].as<float>();
           for (int64_t r = 0; r < M_; ++r) {
-            float v = acc[r * kPanel + j];
+            float v = acc[r * width_ + j];
             if (bias) v += bias[col];
             if (c) v += c[r * N_ + col];
             y[r * width_p + col - begin] = v;
@@ -103,10 +128,11 @@ class GemvKernel final : public Kernel {
 
  private:
   ThreadPool& pool_;
-  int64_t M_ = 0, K_ = 0, N_ = 0;
+  GemvPanelFn panel_fn_ = nullptr;
+  int64_t M_ = 0, K_ = 0, N_ = 0, width_ = kPanel;
   int residual_ = -1, bias_ = -1;
   std::vector<int64_t> part_end_;  // per output: the end of its columns
-  std::vector<float> packed_;
+  LargeBuffer packed_;
 };
 
 }  // namespace

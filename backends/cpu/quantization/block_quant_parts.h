@@ -1,0 +1,65 @@
+// Parts the block-quant kernel (block_quant_matmul_kernel.cc) shares with its AVX2
+// loops (block_quant_avx2.cc): a launch's operands, the rows of x as the streaming loops
+// read them, and the value and offset of a stored weight.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/ir/ops/block_quant_matmul.h"
+
+namespace gkrt::cpu::block_quant {
+
+using ops::BlockQuantDims;
+constexpr int64_t kMaxRows = 4;           // rows of the streaming kernels
+constexpr int64_t kPrefetchBytes = 1024;  // how far ahead of its reads a column stream prefetches
+
+struct Weights {  // one launch's constant operands
+  const uint8_t* w = nullptr;
+  const float* scales = nullptr;
+  const float* offsets = nullptr;
+  const float* bias = nullptr;
+};
+
+// The rows of x prepared for the streaming kernels, each padded with zeros to blocks * B
+// values, in the order the kernel reads the nibbles (Order):
+//  kChunks32: every 32 values evens then odds (a 16-byte group's low and high nibbles);
+//  kUnits64: every 64 values [evens of the first 32, evens of the second 32, odds of the
+//            first, odds of the second] (a 32-byte group's low and high nibbles), a last
+//            odd 32 as kChunks32.
+enum class Order { kNatural, kChunks32, kUnits64 };
+struct Rows {
+  int64_t count = 0, stride = 0;
+  int8_t* q = nullptr;      // precision int8: the quantized values
+  float* f = nullptr;       // precision float32: the values
+  float* scale = nullptr;   // int8: sx per row and block
+  float* sum = nullptr;     // per row and block: sum of the block (int8: sx * sum(qx))
+  float* scale8 = nullptr;  // kUnits64: per row and unit of 64, sx of its halves x4 each
+  int64_t units = 0;        // units of 64 a row (the last may be half)
+};
+
+// The stored value k of a block as the integer it stands for.
+inline int storedValue(const BlockQuantDims& d, const uint8_t* blk, int64_t k) {
+  if (!d.nibbles) return static_cast<int8_t>(blk[k]);
+  const int u = (blk[k / 2] >> (4 * (k % 2))) & 15;
+  return d.signed_nibbles ? (u ^ 8) - 8 : u;
+}
+
+inline float offsetOf(const BlockQuantDims& d, const Weights& w, int64_t n, int64_t b, bool unsigned_view) {
+  const float o = w.offsets ? w.offsets[n * d.blocks + b] : 0.0f;
+  // The AVX2 kernels read int4 nibbles as u = q + 8: the -8 becomes part of the offset.
+  return unsigned_view && d.signed_nibbles ? o - 8.0f * w.scales[n * d.blocks + b] : o;
+}
+
+// Columns [n0, n0 + cols) widened into 16-column float panels [ceil(cols/16)][K][16]
+// for the packed GEMM (gemm.h): the spare lanes of the last panel zeroed first.
+void zeroSpareLanes(const BlockQuantDims& d, int64_t cols, float* panels);
+
+// AVX2+FMA loops (block_quant_avx2.cc; x86-64 builds only, B a multiple of 32): output
+// columns [n0, n1) of x.count rows (rows prepared in Order kUnits64 for int8 activations
+// against 4-bit values, kChunks32 for float activations against them, kNatural for 8-bit
+// values); the panels for columns [n0, n0 + cols).
+void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
+void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels);
+
+}  // namespace gkrt::cpu::block_quant
