@@ -1,4 +1,5 @@
-// gkrt info MODEL: inputs, outputs, op histogram, size.   gkrt info --cpu: the CPU tier.
+// gkrt info MODEL: inputs, outputs, op histogram, size (a .gguf file: its metadata and
+// tensors, tools/gguf/gguf_summary.h).   gkrt info --cpu: the CPU tier.
 // gkrt ops: the op table.
 #include <iomanip>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "runtime/ir/op_def.h"
 #include "runtime/model_io.h"
 #include "tools/commands.h"
+#include "tools/gguf/gguf_summary.h"
 #include "tools/model_source.h"
 
 namespace gkrt::tools {
@@ -35,7 +37,16 @@ std::string describe(const ir::Tensor& t) {
   return s;
 }
 
-int info(const std::string& path, const ImportArgs& import) {
+int info(const std::string& path, const ImportArgs& import, bool tensors) {
+  if (gguf::looksLikeGguf(path)) {  // llama.cpp's format: what it holds (gkrt does not run it yet)
+    auto f = gguf::GgufFile::open(path);
+    if (!f.ok()) {
+      std::cerr << "gkrt info: " << f.status().toString() << "\n";
+      return 1;
+    }
+    gguf::printSummary(*f, path, tensors, std::cout);
+    return 0;
+  }
   auto g = loadAnyModel(path, import);
   if (!g.ok()) {
     std::cerr << "gkrt info: " << g.status().toString() << "\n";
@@ -99,19 +110,21 @@ int listOps() {
 Command addInfoCommand(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto cpu = std::make_shared<bool>(false);
+  auto tensors = std::make_shared<bool>(false);
   auto import = std::make_shared<ImportArgs>();
   CLI::App* cmd = app.add_subcommand("info", "show a model's inputs, outputs, op histogram and size; or the CPU tier");
-  cmd->add_option("model", *path, "the .gkm model, or an .onnx model (converted in memory)");
+  cmd->add_option("model", *path, "the .gkm model, an .onnx model (converted in memory), or a .gguf file (its metadata and tensors)");
   cmd->add_option("--input-shape", import->input_shapes, "an .onnx model: a shape for an input with dynamic dims, name=1,3,224,224");
   import->addTo(cmd);
   cmd->add_flag("--cpu", *cpu, "print the CPU tier: detected, effective (GKRT_CPU_ISA caps it), oneDNN's ISA");
-  return [path, cpu, import]() {
+  cmd->add_flag("--tensors", *tensors, "a .gguf file: list every tensor (name, type, dims, bytes, offset)");
+  return [path, cpu, import, tensors]() {
     if (*cpu) return cpuInfo();
     if (path->empty()) {
-      std::cerr << "gkrt info: give a .gkm or .onnx model, or --cpu for the CPU tier\n";
+      std::cerr << "gkrt info: give a .gkm, .onnx or .gguf model, or --cpu for the CPU tier\n";
       return 2;
     }
-    return info(*path, *import);
+    return info(*path, *import, *tensors);
   };
 }
 

@@ -120,6 +120,11 @@ StatusOr<ir::Graph> loadAnyModel(const std::string& path, const ImportOptions& o
   f.read(head.data(), 8);
   head.resize(static_cast<size_t>(f.gcount()));
   if (hasGkmIdentifier(head) || endsWith(path, ".gkm")) return loadModelFile(path);
+  if (head.compare(0, 4, "GGUF") == 0) {
+    return makeError(StatusCode::kUnsupported, "'", path, "' is a GGUF file (llama.cpp's format), which gkrt does not convert yet; "
+                     "`gkrt info ", path, "` shows what it holds. Export the model to ONNX (optimum or onnxruntime-genai's "
+                     "builder) to run it");
+  }
   if (endsWith(path, ".onnx") || !onnxImportBuiltIn()) return importOnnx(path, options);
   auto g = importOnnxUnnamed(path, options);
   if (g.ok()) return g;

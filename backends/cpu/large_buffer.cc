@@ -17,7 +17,13 @@ LargeBuffer::LargeBuffer(size_t bytes) : bytes_(bytes) {
   const size_t align = bytes >= kHugePage ? kHugePage : 64;
   const size_t rounded = (bytes + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
-  if (!p) throw std::bad_alloc();
+  if (!p) {  // out of memory: as a std::vector would be (bad_alloc, or abort in builds without exceptions)
+#if defined(__cpp_exceptions)
+    throw std::bad_alloc();
+#else
+    std::abort();
+#endif
+  }
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: no error if THP is off
 #endif
