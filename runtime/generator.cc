@@ -212,10 +212,18 @@ Status Generator::profileLastStep(std::vector<double>* kernel_seconds) {
   return session_->runProfiled(kernel_seconds);
 }
 
+Status checkSampling(const SamplingOptions& s) {
+  if (s.temperature >= 0 && s.top_k >= 0 && s.top_p > 0 && s.top_p <= 1 && s.repetition_penalty > 0) return Status::Ok();
+  return makeError(StatusCode::kInvalidArgument, "sampling options out of range: temperature ", s.temperature, ", top_k ", s.top_k,
+                   ", top_p ", s.top_p, ", repetition_penalty ", s.repetition_penalty,
+                   "; they take temperature >= 0, top_k >= 0, 0 < top_p <= 1, repetition_penalty > 0");
+}
+
 Status Generator::generate(const std::vector<int64_t>& prompt, const GenerateOptions& options,
                            const std::function<bool(int64_t)>& on_token, GenerateStats* stats) {
   if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt has no tokens");
   if (options.max_new_tokens < 0) return makeError(StatusCode::kInvalidArgument, "max_new_tokens must be 0 or more");
+  RETURN_IF_ERROR(checkSampling(options.sampling));
   reset();
   reseed(options.sampling.seed);
   GenerateStats st;

@@ -36,6 +36,11 @@ struct SamplingOptions {
   uint64_t seed = 0;
 };
 
+// Sampling options in range (temperature >= 0, top_k >= 0, 0 < top_p <= 1,
+// repetition_penalty > 0), or an error naming each; generate() checks them, and callers
+// of sample() do (the CLI, C and Python front ends all go through one of the two).
+Status checkSampling(const SamplingOptions& s);
+
 struct GeneratorOptions {
   std::string backend = "cpu";
   BackendOptions backend_options;

@@ -56,10 +56,7 @@ Status generate(const GenerateArgs& a) {
   if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "--input-ids is empty: give the prompt's token ids");
   ASSIGN_OR_RETURN(std::vector<int64_t> stops, parseIds(a.stop_ids, "--stop-ids"));
   if (a.max_tokens < 0) return makeError(StatusCode::kInvalidArgument, "--max-tokens must be 0 or more");
-  if (a.temperature < 0 || a.top_p <= 0 || a.top_p > 1 || a.top_k < 0 || a.repetition_penalty <= 0) {
-    return makeError(StatusCode::kInvalidArgument, "sampling flags out of range: --temperature >= 0, 0 < --top-p <= 1, "
-                     "--top-k >= 0, --repetition-penalty > 0");
-  }
+  RETURN_IF_ERROR(checkSampling({a.temperature, a.top_k, a.top_p, a.repetition_penalty, a.seed}));  // before loading the model
   ImportArgs import = a.import;
   import.input_shapes = a.session.input_shapes;
   ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));

@@ -17,10 +17,9 @@ namespace gkrt::python {
 namespace {
 
 SamplingOptions sampling(float temperature, int top_k, float top_p, float repetition_penalty, uint64_t seed) {
-  if (temperature < 0 || top_k < 0 || top_p <= 0 || top_p > 1 || repetition_penalty <= 0) {
-    throw GkrtError("sampling options out of range: temperature >= 0, top_k >= 0, 0 < top_p <= 1, repetition_penalty > 0");
-  }
-  return {temperature, top_k, top_p, repetition_penalty, seed};
+  const SamplingOptions s{temperature, top_k, top_p, repetition_penalty, seed};
+  throwIfError(checkSampling(s));
+  return s;
 }
 
 class PyGenerator {
