@@ -123,6 +123,13 @@ class Backend {
   virtual Status copyToDevice(void* dst, const void* src, size_t bytes);
   virtual Status copyToHost(void* dst, const void* src, size_t bytes);
   virtual Status synchronize() { return Status::Ok(); }
+  // Optional: copies `bytes` at `src`, memory of `from` (another session plan's backend),
+  // to `dst` of this one without a trip through the host. False when it cannot (the
+  // caller copies through the host); the cuda backend can between plans on one device.
+  virtual StatusOr<bool> copyFromBackend(Backend& from, void* dst, const void* src, size_t bytes) {
+    (void)from, (void)dst, (void)src, (void)bytes;
+    return false;
+  }
   // Optional: runs one inference's launches (`launch_all`, every step in order). A device
   // backend may record them once and replay the recording on later runs (cuda: a CUDA
   // graph after the first run); it may only when `replayable`: every step is its own

@@ -121,6 +121,9 @@ Status Session::activate(const std::map<std::string, Shape>& overrides) {
     for (size_t k = 0; k < model_.inputs.size() && active_; ++k) {
       const std::string& name = model_.tensors[model_.inputs[k]].name;
       if (staged_.count(name) || overrides.count(name) || !next->inputBuffer(k) || !active_->inputBuffer(k)) continue;
+      const size_t bytes = dtypeSize(active_->inputs[k].dtype) * size_t(numElements(active_->inputs[k].shape));
+      ASSIGN_OR_RETURN(bool direct, next->backend->copyFromBackend(*active_->backend, next->inputBuffer(k), active_->inputBuffer(k), bytes));
+      if (direct) continue;  // device to device (a generator's caches between its prompt and decode plans)
       HostTensor value(active_->inputs[k].dtype, active_->inputs[k].shape);
       RETURN_IF_ERROR(active_->backend->copyToHost(value.data(), active_->inputBuffer(k), value.bytes()));
       RETURN_IF_ERROR(next->backend->copyToDevice(next->inputBuffer(k), value.data(), value.bytes()));

@@ -105,7 +105,12 @@ Status generate(const GenerateArgs& a) {
         for (size_t k = 0; k < n.subgraph->nodes.size(); ++k) key += (k ? " " : "") + std::string(n.subgraph->nodes[k].op->name);
         key += "]";
       }
-      if (i < infos.size() && !infos[i].detail.empty()) key += " {" + infos[i].detail + "}";
+      if (i < infos.size() && !infos[i].detail.empty()) {
+        std::string detail = infos[i].detail;  // generated kernels by kind, not by their entry names ("NVRTC gk12")
+        const size_t gk = detail.rfind(" gk");
+        if (gk != std::string::npos && detail.find_first_not_of("0123456789", gk + 3) == std::string::npos) detail.resize(gk);
+        key += " {" + detail + "}";
+      }
       by_op[key].first += secs[i];
       by_op[key].second += 1;
     }

@@ -130,8 +130,19 @@ class Renderer {
   Status prepareReduce() {
     for (size_t k = 0; k < reduces_.size(); ++k) {
       const ir::Node& n = *nodes_[reduces_[k]];
-      RETURN_IF_ERROR(checkFloat(n.inputs[0]));
-      RETURN_IF_ERROR(checkFloat(n.outputs[0]));
+      // Integer sums and products (a mask's length, ...) in their own type; every other
+      // reduction in float32.
+      const DType in = tensors_[n.inputs[0]].dtype;
+      const bool integer = (in == DType::kInt32 || in == DType::kInt64) &&
+                           (std::strcmp(n.op->name, "ReduceSum") == 0 || std::strcmp(n.op->name, "ReduceProd") == 0);
+      if (integer && tensors_[n.outputs[0]].dtype != in) return unsupported("an integer reduction of another output type");
+      if (!integer) {
+        RETURN_IF_ERROR(checkFloat(n.inputs[0]));
+        RETURN_IF_ERROR(checkFloat(n.outputs[0]));
+      }
+      const DType acc = integer ? in : DType::kFloat32;
+      if (k > 0 && acc != acc_dtype_) return unsupported("reductions of different element types in one cluster");
+      acc_dtype_ = acc;
       const Shape& s = tensors_[n.inputs[0]].shape;
       std::vector<int64_t> axes;
       if (std::strcmp(n.op->name, "GlobalAvgPool") == 0) {
@@ -439,7 +450,9 @@ class Renderer {
   Status renderReduce() {
     const std::string& I = index_type_;
     const std::string L = std::to_string(local_size_), K = std::to_string(reduce_size_);
-    line(std::string(d_.local_array) + " float red[" + L + "];");
+    const bool integer = acc_dtype_ != DType::kFloat32;
+    const std::string A = integer ? d_.typeName(acc_dtype_) : "float";
+    line(std::string(d_.local_array) + " " + A + " red[" + L + "];");
     line("const int lid = (int)" + std::string(d_.local_id) + ";");
     line("for (" + I + " o = (" + I + ")" + d_.group_id + "; o < " + std::to_string(rows_) + "; o += (" + I + ")" +
          d_.num_groups + ") {");
@@ -449,7 +462,7 @@ class Renderer {
       const ir::Node& node = *nodes_[n];
       const ReduceKind& kind = *reduceKind(node);
       const std::string acc = fresh("acc"), out = fresh("red");
-      line("float " + acc + " = " + kind.init + ";");
+      line(A + " " + acc + " = " + (integer ? std::string(std::strcmp(kind.op, "ReduceProd") == 0 ? "1" : "0") : kind.init) + ";");
       line("for (" + I + " r = lid; r < " + K + "; r += " + L + ") {");
       ++indent_;
       scopes_.emplace_back();
@@ -465,7 +478,7 @@ class Renderer {
       line("  if (lid < s) red[lid] = " + combine(kind, "red[lid]", "red[lid + s]") + ";");
       line("  " + std::string(d_.barrier) + ";");
       line("}");
-      line("const float " + out + " = red[0]" + (kind.mean ? " / " + floatLiteral(float(reduce_size_)) : "") + ";");
+      line("const " + A + " " + out + " = red[0]" + (kind.mean ? " / " + floatLiteral(float(reduce_size_)) : "") + ";");
       line(std::string(d_.barrier) + ";");
       reduced_value_[n] = out;
     }
@@ -506,6 +519,7 @@ class Renderer {
   std::map<int, std::string> arg_;
   std::vector<const ir::Tensor*> constants_;
   std::vector<int> reduces_;
+  DType acc_dtype_ = DType::kFloat32;  // the reductions' accumulator type
   int gemm_ = -1;  // node index of a leading MatMul/BatchMatMul
   int64_t gemm_groups_ = 0;
   Shape shape_;               // S: the output shape, or the reductions' input shape

@@ -259,6 +259,19 @@ Status CudaBackend::copyToDevice(void* dst, const void* src, size_t bytes) {
   return cuda::check(cu, cu.streamSynchronize(stream_->stream), "copying " + std::to_string(bytes) + " bytes to the device");
 }
 
+StatusOr<bool> CudaBackend::copyFromBackend(Backend& from, void* dst, const void* src, size_t bytes) {
+  auto* other = dynamic_cast<CudaBackend*>(&from);
+  if (!other || other->stream_->dev != stream_->dev) return false;
+  if (bytes == 0) return true;
+  const cuda::Driver& cu = *stream_->dev->cu;
+  RETURN_IF_ERROR(stream_->dev->makeCurrent());
+  RETURN_IF_ERROR(other->synchronize());  // its last run wrote `src`
+  const std::string what = "copying " + std::to_string(bytes) + " bytes between two plans' device memory";
+  RETURN_IF_ERROR(cuda::check(cu, cu.memcpyDtoDAsync(dptr(dst), dptr(src), bytes, stream_->stream), what));
+  RETURN_IF_ERROR(cuda::check(cu, cu.streamSynchronize(stream_->stream), what));
+  return true;
+}
+
 Status CudaBackend::copyToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return Status::Ok();
   const cuda::Driver& cu = *stream_->dev->cu;

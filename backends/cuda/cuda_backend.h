@@ -42,6 +42,7 @@ class CudaBackend : public Backend {
   Status copyToDevice(void* dst, const void* src, size_t bytes) override;
   Status copyToHost(void* dst, const void* src, size_t bytes) override;
   Status synchronize() override;
+  StatusOr<bool> copyFromBackend(Backend& from, void* dst, const void* src, size_t bytes) override;
   // The first run launches kernel by kernel; the second is captured into a CUDA graph,
   // which that and every later run replays with one cuGraphLaunch. GKRT_CUDA_GRAPHS=0
   // keeps every run uncaptured.

@@ -1,6 +1,7 @@
 #!/bin/bash
-# The cuda backend on a GPU machine, in ONE call of the device tool (at most ~8.7 min of its 10):
-# from the bundle tests/cuda/gpu_bundle.sh made on the build machine, in this order, each
+# The cuda backend on a GPU machine, in TWO calls of the device tool (each within ~8 min of
+# its 10): phases 1-4 (`gpu_suite.sh`, at most 400 s), then `gpu_suite.sh llm,bench` (at
+# most 480 s); from the bundle tests/cuda/gpu_bundle.sh made on the build machine, in this order, each
 # phase within a stated budget (the steps of a phase run side by side; a step that runs
 # out of its budget is stopped and reports what it finished):
 #
@@ -15,14 +16,18 @@
 #          MiniLM with every attention/norm/epilogue pass on), real (the
 #          real-weight models of the bundle, ResNet-50/MobileNet-v3/
 #          MiniLM made there)                                         100 s
-#   5      bench (bench/cuda_vs_torch.py: gkrt vs PyTorch in one run;
+#   5      llm (SmolLM2's decoder, fp32 and int4, random weights made
+#          there: cuda against the cpu backend and the PyTorch decoder
+#          in a CUDA graph, tests/cuda/llm_vs_torch.sh)              300 s
+#          bench (bench/cuda_vs_torch.py: gkrt vs PyTorch in one run;
 #          then the per-kernel profiles)                         140 + 40 s
 #
 # The summary table goes to stdout and $OUT/summary.md; the logs to $OUT/logs.tar.gz,
 # the failures' context to $OUT/failures.txt.
 #
 #   tests/cuda/gpu_suite.sh [STEPS]   STEPS: comma-separated subset of
-#       probe,backend,kernels,golden,conformance,fuzz,fuzz_patterns,zoo,patterns,real,bench (default: all)
+#       probe,backend,kernels,golden,conformance,fuzz,fuzz_patterns,zoo,patterns,real,llm,bench
+#       (default: every step but llm and bench, the second call's)
 #   GKRT_GPU_BUDGET_SCALE=2 doubles every budget (a rerun of a subset with time to spare);
 #   KERNELS_FILTER='FlashAttentionKernels.*' narrows the kernels step.
 #
@@ -33,7 +38,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 root=$PWD
-steps=",${1:-probe,backend,kernels,golden,conformance,fuzz,fuzz_patterns,zoo,patterns,real,bench},"
+steps=",${1:-probe,backend,kernels,golden,conformance,fuzz,fuzz_patterns,zoo,patterns,real},"
 scale=${GKRT_GPU_BUDGET_SCALE:-1}
 OUT=${OUT:-/tmp/gkrt_gpu_out}
 g=/tmp/gkrt_gpu
@@ -95,6 +100,10 @@ if want real && [ ! -f $M/minilm.onnx ]; then
   OMP_NUM_THREADS=4 $PY tests/cuda/make_gpu_models.py $M > $L/make_models.log 2>&1 &
   make_models=$!
 fi
+if want llm && [ ! -f $M/llm/smollm2_a.onnx ]; then  # SmolLM2's shapes, random weights (~40 s)
+  OMP_NUM_THREADS=4 $PY tests/cuda/make_gpu_llm.py $M/llm > $L/make_llm.log 2>&1 &
+  make_llm=$!
+fi
 
 phase "1: probe"
 if want probe; then
@@ -109,7 +118,7 @@ want backend && { step backend 90 $B/gkrt_cuda_backend_tests & pids+=($!); }
 # the movement kernels (Split, Resize, Gather, Tile, Pad, ArgMax, CumSum, ...) against
 # the reference: these tests run every available backend.
 want kernels && { step kernels 150 $B/gkrt_unit_tests \
-  --gtest_filter="${KERNELS_FILTER:-FlashAttentionKernels.*:Pattern*:MovementKernels.*:TensorParallel.OneDevice*}" & pids+=($!); }
+  --gtest_filter="${KERNELS_FILTER:-FlashAttentionKernels.*:LlmGpuKernels.*:Pattern*:MovementKernels.*:TensorParallel.OneDevice*}" & pids+=($!); }
 for p in "${pids[@]}"; do wait $p; done
 
 phase "3: golden, conformance"
@@ -162,7 +171,12 @@ if want real; then
 fi
 for p in "${pids[@]}"; do wait $p; done
 
-phase "5: bench"
+phase "5: llm, bench"
+if want llm; then
+  while [ -n "${make_llm:-}" ] && kill -0 $make_llm 2>/dev/null; do sleep 1; done
+  step llm 300 bash tests/cuda/llm_vs_torch.sh $B/gkrt $M/llm
+  cp $L/llm.log $OUT/llm.txt
+fi
 if want bench; then
   args=(--gkrt $B/gkrt --block-gkm $Z/transformer_block.cuda.gkm --weights $Z/transformer_block_weights.npz
         --input $Z/transformer_block_input_x.npy --expected $Z/transformer_block_expected_0.npy

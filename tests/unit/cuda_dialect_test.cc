@@ -161,6 +161,59 @@ TEST(CudaDialect, PatternKernelsCompileWithNvrtc) {
             }), 12);
 }
 
+// The decoder-LLM kernels (llm_kernels.h: RmsNorm with its rstd output, Rotary with half
+// and full angles, CachedAttention at SmolLM2's shape for decode and prefill and with an
+// int32 past and a head dim past local memory, BlockQuantMatMul of every value layout and
+// precision) and an int64 ReduceSum cluster in the CUDA dialect compile for sm_80 and
+// sm_90; their OpenCL twins run in LlmGpuKernels.*.
+TEST(CudaDialect, LlmKernelsCompileWithNvrtc) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 5, 576});
+  auto norm = b.op("RmsNorm", {x, b.input("gamma", DType::kFloat32, {576})}, NormAttrs{-1, 1e-5f}, 2);
+  b.output(norm[0], "n0");
+  b.output(norm[1], "n1");
+  Value xr = b.input("xr", DType::kFloat32, {1, 9, 5, 64});
+  b.output(b.op1("Rotary", {xr, b.input("ch", DType::kFloat32, {1, 1, 5, 32}), b.input("sh", DType::kFloat32, {1, 1, 5, 32})}), "r0");
+  b.output(b.op1("Rotary", {xr, b.input("cf", DType::kFloat32, {5, 64}), b.input("sf", DType::kFloat32, {5, 64})}), "r1");
+  struct Attention { int64_t s, d; DType past; };
+  int id = 0;
+  for (const Attention& a : {Attention{1, 64, DType::kInt64}, Attention{5, 64, DType::kInt64}, Attention{3, 256, DType::kInt32}}) {
+    const std::string n = std::to_string(id++);
+    AttentionAttrs at;
+    std::vector<Value> in = {b.input("q" + n, DType::kFloat32, {1, 9, a.s, a.d}), b.input("k" + n, DType::kFloat32, {1, 3, a.s, a.d}),
+                             b.input("v" + n, DType::kFloat32, {1, 3, a.s, a.d}), b.input("ck" + n, DType::kFloat32, {1, 3, 512, a.d}),
+                             b.input("cv" + n, DType::kFloat32, {1, 3, 512, a.d}), b.input("p" + n, a.past, {1})};
+    b.output(b.op("CachedAttention", in, at)[0], "a" + n);
+  }
+  struct Quant { DType to, precision; int64_t k; bool offsets; };
+  for (const Quant& q : {Quant{DType::kInt4, DType::kInt8, 576, false}, Quant{DType::kUInt4, DType::kFloat32, 80, true},
+                         Quant{DType::kInt8, DType::kFloat32, 1536, false}, Quant{DType::kInt4, DType::kFloat32, 9000, false}}) {
+    const std::string n = std::to_string(id++);
+    const int64_t blocks = (q.k + 31) / 32;
+    QuantAttrs qa;
+    qa.block_size = 32, qa.to = q.to, qa.precision = q.precision;
+    std::vector<Value> in = {b.input("bx" + n, DType::kFloat32, {1, 5, q.k}),
+                             b.input("bw" + n, q.to == DType::kInt8 ? DType::kInt8 : DType::kUInt8,
+                                     {40, blocks, q.to == DType::kInt8 ? 32 : 16}),
+                             b.input("bs" + n, DType::kFloat32, {40, blocks})};
+    in.push_back(q.offsets ? b.input("bo" + n, DType::kFloat32, {40, blocks}) : Value{});
+    in.push_back(b.input("bb" + n, DType::kFloat32, {40}));
+    b.output(b.op1("BlockQuantMatMul", in, qa), "q" + n);
+  }
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  EXPECT_EQ(compileEveryNode(*g, [&](const ir::Node& node, const std::string& name) {
+              return codegen::renderPatternKernel(*g, node, name, codegen::cudaDialect());
+            }), 10);
+  GraphBuilder r;
+  r.output(r.op1("ReduceSum", {r.input("mask", DType::kInt64, {1, 300})}, AxesAttrs{{1}, false}), "len");
+  auto rg = r.finish();
+  ASSERT_TRUE(rg.ok()) << rg.status().toString();
+  EXPECT_EQ(compileEveryNode(*rg, [&](const ir::Node& node, const std::string& name) {
+              return codegen::renderCluster(*rg, node, name, codegen::cudaDialect());
+            }), 1);
+}
+
 // Split, Resize, Gather, Tile, BroadcastTo, reflect/edge Pad, ArgMax/ArgMin and
 // CumSum (movement_kernels.h) in the CUDA dialect: every element size,
 // every Resize mode; and GlobalAvgPool through the cluster renderer.
