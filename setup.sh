@@ -21,6 +21,7 @@ APT_PACKAGES=(
   libdnnl-dev libsleef-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   libcli11-dev nlohmann-json3-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libpcre2-dev
   python3-venv python3-dev
   graphviz
 )

@@ -1,11 +1,13 @@
-// gkrt generate MODEL --input-ids 1,2,3 [--max-tokens N] [--temperature T --top-k K
+// gkrt generate MODEL (--input-ids 1,2,3 | --prompt TEXT [--chat] [--system S] [--tokenizer T] [--stop S])
+//   [--max-tokens N] [--temperature T --top-k K
 //   --top-p P --repetition-penalty R --seed S] [--stop-ids a,b] [--max-context C]
 //   [--threads N] [--backend ...]: a decoder LLM with its KV cache (runtime/generator.h);
-//   the prompt's ids in, the generated ids out as they come, then the prefill and decode
-//   speeds.
+//   the prompt's text (tools/text/) or ids in, the generated text or ids out as they come,
+//   then the prefill and decode speeds and the time to the first token.
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fstream>
@@ -17,6 +19,8 @@
 #include "tools/model_source.h"
 #include "tools/npy.h"
 #include "tools/parse_args.h"
+#include "tools/text/chat_template.h"
+#include "tools/text/tokenizer_load.h"
 
 namespace gkrt::tools {
 namespace {
@@ -24,6 +28,9 @@ namespace {
 struct GenerateArgs {
   std::string model;
   std::string input_ids, stop_ids, logits_out;
+  std::string prompt, system, tokenizer;
+  std::vector<std::string> stop_texts;
+  bool chat = false;
   int64_t max_tokens = 32, max_context = 2048;
   int threads = 0, warmup = 0;
   float temperature = 0, top_p = 1, repetition_penalty = 1;
@@ -51,10 +58,48 @@ StatusOr<std::vector<int64_t>> parseIds(const std::string& text, const char* wha
   return ids;
 }
 
+// --prompt: the tokenizer named, else tokenizer.json beside the model; the prompt's ids
+// (through the ChatML template with --chat) and the ids that end the text.
+struct TextPrompt {
+  std::optional<text::BpeTokenizer> tokenizer;
+  std::vector<int64_t> ids, stops;
+};
+StatusOr<TextPrompt> textPrompt(const GenerateArgs& a) {
+  TextPrompt t;
+  const std::string path = !a.tokenizer.empty() ? a.tokenizer : text::tokenizerBeside(a.model);
+  if (path.empty()) {
+    return makeError(StatusCode::kInvalidArgument, "--prompt needs a tokenizer: no tokenizer.json beside '", a.model,
+                     "'; name one with --tokenizer (a tokenizer.json, or the model's .gguf file)");
+  }
+  ASSIGN_OR_RETURN(text::BpeTokenizer tok, text::loadTokenizer(path));
+  std::string prompt = a.prompt;
+  if (a.chat) {
+    ASSIGN_OR_RETURN(prompt, text::chatPrompt(tok.config().chat_template, a.system, a.prompt));
+    const int64_t end = tok.tokenId(text::chatEndToken());
+    if (end >= 0) t.stops.push_back(end);
+  }
+  if (tok.eos() >= 0) t.stops.push_back(tok.eos());
+  ASSIGN_OR_RETURN(t.ids, tok.encode(prompt, true));
+  t.tokenizer.emplace(std::move(tok));
+  return t;
+}
+
 Status generate(const GenerateArgs& a) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> prompt, parseIds(a.input_ids, "--input-ids"));
-  if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "--input-ids is empty: give the prompt's token ids");
+  if (a.input_ids.empty() == a.prompt.empty()) {
+    return makeError(StatusCode::kInvalidArgument, "give the prompt as text (--prompt) or as token ids (--input-ids), one of them");
+  }
+  if ((a.chat || !a.system.empty()) && a.prompt.empty()) return makeError(StatusCode::kInvalidArgument, "--chat and --system need --prompt");
+  TextPrompt tp;
+  if (!a.prompt.empty()) {
+    ASSIGN_OR_RETURN(tp, textPrompt(a));
+  }
+  std::vector<int64_t> prompt = tp.ids;
+  if (a.prompt.empty()) {
+    ASSIGN_OR_RETURN(prompt, parseIds(a.input_ids, "--input-ids"));
+  }
+  if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
   ASSIGN_OR_RETURN(std::vector<int64_t> stops, parseIds(a.stop_ids, "--stop-ids"));
+  stops.insert(stops.end(), tp.stops.begin(), tp.stops.end());
   if (a.max_tokens < 0) return makeError(StatusCode::kInvalidArgument, "--max-tokens must be 0 or more");
   RETURN_IF_ERROR(checkSampling({a.temperature, a.top_k, a.top_p, a.repetition_penalty, a.seed}));  // before loading the model
   ImportArgs import = a.import;
@@ -77,13 +122,35 @@ Status generate(const GenerateArgs& a) {
   for (int w = 0; w < a.warmup; ++w) RETURN_IF_ERROR(gen->generate(prompt, opts, nullptr));  // plans compiled, caches warm
   bool first = true;
   std::vector<float> all_logits;  // --logits-out: each generated token's distribution
+  text::TextStream stream;        // --prompt: text out as whole UTF-8 characters
+  std::string said;               // the text so far, for --stop
+  Status text_error = Status::Ok();
   RETURN_IF_ERROR(gen->generate(prompt, opts, [&](int64_t id) {
     if (!a.logits_out.empty()) all_logits.insert(all_logits.end(), gen->logits(), gen->logits() + gen->vocabSize());
-    std::printf(first ? "%lld" : " %lld", static_cast<long long>(id));
+    if (!tp.tokenizer) {
+      std::printf(first ? "%lld" : " %lld", static_cast<long long>(id));
+      std::fflush(stdout);
+      first = false;
+      return true;
+    }
+    if (std::find(tp.stops.begin(), tp.stops.end(), id) != tp.stops.end()) return true;  // the end of the text: not shown
+    auto piece = tp.tokenizer->decode({id});
+    if (!piece.ok()) {
+      text_error = piece.status();
+      return false;
+    }
+    const std::string out = stream.push(*piece);
+    std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
-    first = false;
+    said += *piece;
+    for (const std::string& stop : a.stop_texts) {
+      if (!stop.empty() && said.find(stop) != std::string::npos) return false;
+    }
     return true;
   }, &st));
+  RETURN_IF_ERROR(text_error);
+  const std::string rest = stream.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");
   std::fflush(stdout);  // the ids before the statistics on stderr, even into one file
   if (!a.dump_graph.empty()) {  // the decode plan's fused graph, as text
@@ -148,9 +215,14 @@ Status generate(const GenerateArgs& a) {
 
 Command addGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "generate tokens with a decoder LLM and its KV cache (ids in, ids out)");
+  CLI::App* cmd = app.add_subcommand("generate", "generate text or token ids with a decoder LLM and its KV cache");
   cmd->add_option("model", a->model, "the decoder: .gkm, or .onnx (converted in memory)")->required();
-  cmd->add_option("--input-ids", a->input_ids, "the prompt's token ids, comma-separated")->required();
+  cmd->add_option("--input-ids", a->input_ids, "the prompt's token ids, comma-separated (the generated ids are printed)");
+  cmd->add_option("--prompt", a->prompt, "the prompt as text (the generated text is printed as it comes)");
+  cmd->add_flag("--chat", a->chat, "put --prompt in the model's chat template as a user turn (ChatML) and stop at its end");
+  cmd->add_option("--system", a->system, "with --chat: the system turn (default: the template's own, if any)");
+  cmd->add_option("--tokenizer", a->tokenizer, "for --prompt: a tokenizer.json or .gguf file (default: tokenizer.json beside the model)");
+  cmd->add_option("--stop", a->stop_texts, "with --prompt: stop once the generated text contains this (repeatable)");
   cmd->add_option("--max-tokens", a->max_tokens, "tokens to generate (default 32)");
   cmd->add_option("--temperature", a->temperature, "sampling temperature; 0 (default) = greedy");
   cmd->add_option("--top-k", a->top_k, "sample from the k most likely tokens (0 = all)");

@@ -31,5 +31,6 @@ Command addCompareCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
 Command addBisectCommand(CLI::App& app);
 Command addGenerateCommand(CLI::App& app);
+Command addTokenizeCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addBenchCommand);
   add(gkrt::tools::addBisectCommand);
   add(gkrt::tools::addGenerateCommand);
+  add(gkrt::tools::addTokenizeCommand);
 #ifdef GKRT_HAVE_ONNX
   add(gkrt::tools::addConvertCommand);
   add(gkrt::tools::addCompareCommand);

@@ -260,8 +260,9 @@ Status CudaBackend::copyToDevice(void* dst, const void* src, size_t bytes) {
 }
 
 StatusOr<bool> CudaBackend::copyFromBackend(Backend& from, void* dst, const void* src, size_t bytes) {
-  auto* other = dynamic_cast<CudaBackend*>(&from);
-  if (!other || other->stream_->dev != stream_->dev) return false;
+  if (std::strcmp(from.name(), "cuda") != 0) return false;
+  auto* other = static_cast<CudaBackend*>(&from);  // the only backend named cuda (no RTTI in minimal builds)
+  if (other->stream_->dev != stream_->dev) return false;
   if (bytes == 0) return true;
   const cuda::Driver& cu = *stream_->dev->cu;
   RETURN_IF_ERROR(stream_->dev->makeCurrent());

@@ -79,6 +79,24 @@ def generate_check(args, gkm, form, backend, prompt, want, want_ids, layers):
     return good, 1
 
 
+def text_check(args, gkm, want_ids):
+    """`gkrt generate --prompt`: the prompt through gkrt's tokenizer (tokenizer.json beside
+    the model), the text out: Hugging Face's decoding of onnxruntime's greedy ids, up to
+    the end-of-text id."""
+    from tokenizers import Tokenizer
+    tk = Tokenizer.from_file(os.path.join(os.path.dirname(gkm), "tokenizer.json"))
+    eos = tk.token_to_id("<|im_end|>")
+    ids = want_ids[:want_ids.index(eos)] if eos in want_ids else want_ids
+    want = tk.decode(ids, skip_special_tokens=False)
+    r = subprocess.run([args.gkrt, "generate", gkm, "--prompt", "The capital of France is", "--max-tokens",
+                        str(len(want_ids)), "--max-context", "128"], capture_output=True, text=True)
+    got = r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout
+    good = r.returncode == 0 and got == want
+    print(f"smollm2 generate --prompt: {got!r} {'ok' if good else 'MISMATCH'} (onnxruntime's ids decoded: {want!r})"
+          + ("" if r.returncode == 0 else f" FAILED: {r.stderr.strip()[-400:]}"))
+    return good
+
+
 def python_generator_check(package, gkm, prompt, want):
     """gkrt.Generator (python/src/generator.cc): greedy ids, the per-token callback,
     append/logits, reset, and the full-context error."""
@@ -176,6 +194,10 @@ def main():
                                     ",".join(map(str, want_ids[:args.gen_tokens].tolist()))], capture_output=True, text=True)
                 print(r.stdout.strip() + ("\n" + r.stderr.strip() if r.stderr.strip() else ""))
                 ok = ok and r.returncode == 0
+            if form == keys[0]:
+                good = text_check(args, gkm, want_ids[:args.gen_tokens].tolist())
+                ok = ok and good
+                runs += 1
             if args.python_package and form == keys[0]:
                 good = python_generator_check(args.python_package, gkm, prompt[0].tolist(), want_ids[:args.gen_tokens].tolist())
                 ok = ok and good

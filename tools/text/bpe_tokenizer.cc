@@ -1,0 +1,286 @@
+#include "tools/text/bpe_tokenizer.h"
+
+#include <algorithm>
+#include <climits>
+
+#ifdef GKRT_HAVE_PCRE2
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#endif
+
+namespace gkrt::text {
+namespace {
+
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// Bytes in the character starting with lead byte `c` (1 for a stray continuation byte).
+size_t charLength(unsigned char c) {
+  if (c >= 0xF0 && c < 0xF8) return 4;
+  if (c >= 0xE0) return c < 0xF0 ? 3 : 1;
+  if (c >= 0xC0) return 2;
+  return 1;
+}
+
+}  // namespace
+
+#ifdef GKRT_HAVE_PCRE2
+struct BpeTokenizer::Patterns {
+  std::vector<pcre2_code*> codes;
+  ~Patterns() {
+    for (pcre2_code* c : codes) pcre2_code_free(c);
+  }
+};
+bool tokenizerAvailable() { return true; }
+#else
+struct BpeTokenizer::Patterns {};
+bool tokenizerAvailable() { return false; }
+#endif
+
+BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
+BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
+BpeTokenizer::~BpeTokenizer() = default;
+
+StatusOr<BpeTokenizer> BpeTokenizer::create(BpeConfig config) {
+#ifndef GKRT_HAVE_PCRE2
+  return makeError(StatusCode::kUnsupported, "this gkrt was built without PCRE2 (libpcre2-dev), which the tokenizer needs; "
+                   "pass token ids instead (--input-ids), or build with libpcre2-dev installed");
+#else
+  BpeTokenizer t;
+  if (config.tokens.empty()) return makeError(StatusCode::kInvalidArgument, config.what, ": the vocabulary is empty");
+  for (size_t i = 0; i < config.tokens.size(); ++i) t.ids_.emplace(config.tokens[i], static_cast<int64_t>(i));
+  for (size_t r = 0; r < config.merges.size(); ++r) {
+    const std::string& m = config.merges[r];
+    const size_t sp = m.find(' ');
+    if (sp == std::string::npos || sp == 0 || sp + 1 == m.size() || m.find(' ', sp + 1) != std::string::npos) {
+      return makeError(StatusCode::kInvalidArgument, config.what, ": merge ", r, " '", m, "' is not two tokens joined by a space");
+    }
+    t.ranks_.emplace(m, static_cast<int>(r));  // the first of a repeated merge keeps its rank
+  }
+  for (int64_t id : config.added) {
+    if (id < 0 || id >= static_cast<int64_t>(config.tokens.size())) {
+      return makeError(StatusCode::kInvalidArgument, config.what, ": added token id ", id, " is outside the vocabulary");
+    }
+  }
+  for (int64_t id : {config.bos, config.eos}) {
+    if (id >= static_cast<int64_t>(config.tokens.size())) {
+      return makeError(StatusCode::kInvalidArgument, config.what, ": special token id ", id, " is outside the vocabulary of ",
+                       config.tokens.size());
+    }
+  }
+  // GPT-2's table: printable Latin-1 bytes spell themselves, the others 256 + n in order
+  t.byte_spelling_.resize(256);
+  uint32_t next = 256;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    t.byte_spelling_[b] = utf8(printable ? b : next++);
+    t.byte_of_.emplace(t.byte_spelling_[b], static_cast<uint8_t>(b));
+  }
+  t.patterns_ = std::make_unique<Patterns>();
+  for (const std::string& e : config.split_expressions) {
+    int code = 0;
+    PCRE2_SIZE at = 0;
+    pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(e.c_str()), e.size(), PCRE2_UTF | PCRE2_UCP, &code, &at, nullptr);
+    if (!re) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(code, msg, sizeof msg);
+      return makeError(StatusCode::kInvalidArgument, config.what, ": pre-tokenizer expression '", e, "' does not compile at ", at,
+                       ": ", reinterpret_cast<const char*>(msg));
+    }
+    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // where the build has JIT; the interpreter otherwise
+    t.patterns_->codes.push_back(re);
+  }
+  // Longest added tokens first, so one that starts another matches whole.
+  std::sort(config.added.begin(), config.added.end(), [&](int64_t a, int64_t b) {
+    return config.tokens[size_t(a)].size() > config.tokens[size_t(b)].size();
+  });
+  t.config_ = std::move(config);
+  return t;
+#endif
+}
+
+int64_t BpeTokenizer::tokenId(const std::string& token) const {
+  auto it = ids_.find(token);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+Status BpeTokenizer::splitPieces(const std::string& span, std::vector<std::string>* pieces) const {
+  pieces->assign(1, span);
+#ifdef GKRT_HAVE_PCRE2
+  for (size_t e = 0; e < patterns_->codes.size(); ++e) {
+    pcre2_code* re = patterns_->codes[e];
+    std::vector<std::string> next;
+    pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
+    for (const std::string& p : *pieces) {
+      size_t pos = 0, gap = 0;
+      while (pos < p.size()) {
+        const int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(p.data()), p.size(), pos, 0, md, nullptr);
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) {
+          pcre2_match_data_free(md);
+          PCRE2_UCHAR msg[256];
+          pcre2_get_error_message(rc, msg, sizeof msg);
+          return makeError(StatusCode::kInvalidArgument, "the text cannot be split (", reinterpret_cast<const char*>(msg),
+                           "): is it valid UTF-8?");
+        }
+        const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+        const size_t start = ov[0], end = ov[1];
+        if (end == start) {  // an empty match: step one character on
+          pos = start + charLength(static_cast<unsigned char>(p[start]));
+          continue;
+        }
+        if (start > gap) next.push_back(p.substr(gap, start - gap));
+        next.push_back(p.substr(start, end - start));
+        gap = pos = end;
+      }
+      if (gap < p.size()) next.push_back(p.substr(gap));
+    }
+    pcre2_match_data_free(md);
+    pieces->swap(next);
+  }
+#endif
+  return Status::Ok();
+}
+
+void BpeTokenizer::encodePiece(const std::string& piece, std::vector<int64_t>* out) const {
+  auto hit = cache_.find(piece);
+  if (hit != cache_.end()) {
+    out->insert(out->end(), hit->second.begin(), hit->second.end());
+    return;
+  }
+  std::vector<std::string> sym;
+  std::string whole;
+  for (unsigned char c : piece) {
+    sym.push_back(byte_spelling_[c]);
+    whole += sym.back();
+  }
+  std::vector<int64_t> ids;
+  const int64_t as_one = config_.ignore_merges ? tokenId(whole) : -1;
+  if (as_one >= 0) {
+    ids.push_back(as_one);
+  } else {
+    while (sym.size() > 1) {  // the lowest-ranked adjacent pair, leftmost first
+      int best = INT_MAX;
+      size_t at = 0;
+      for (size_t i = 0; i + 1 < sym.size(); ++i) {
+        auto r = ranks_.find(sym[i] + " " + sym[i + 1]);
+        if (r != ranks_.end() && r->second < best) best = r->second, at = i;
+      }
+      if (best == INT_MAX) break;
+      sym[at] += sym[at + 1];
+      sym.erase(sym.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    }
+    for (const std::string& s : sym) {
+      const int64_t id = tokenId(s);
+      if (id >= 0) {
+        ids.push_back(id);
+        continue;
+      }
+      for (size_t k = 0; k < s.size();) {  // no such token: its bytes' tokens
+        const size_t n = charLength(static_cast<unsigned char>(s[k]));
+        const int64_t b = tokenId(s.substr(k, n));
+        if (b >= 0) ids.push_back(b);
+        k += n;
+      }
+    }
+  }
+  if (cache_.size() < 65536) cache_.emplace(piece, ids);
+  out->insert(out->end(), ids.begin(), ids.end());
+}
+
+StatusOr<std::vector<int64_t>> BpeTokenizer::encode(const std::string& text, bool special) const {
+  std::vector<int64_t> out;
+  if (config_.add_bos && config_.bos >= 0) out.push_back(config_.bos);
+  std::vector<std::string> pieces;
+  auto plain = [&](const std::string& span) -> Status {
+    if (span.empty()) return Status::Ok();
+    std::string s = span;
+    if (config_.add_prefix_space && s[0] != ' ') s.insert(s.begin(), ' ');
+    RETURN_IF_ERROR(splitPieces(s, &pieces));
+    for (const std::string& p : pieces) encodePiece(p, &out);
+    return Status::Ok();
+  };
+  size_t pos = 0, start = 0;
+  while (special && pos < text.size()) {
+    int64_t found = -1;
+    for (int64_t id : config_.added) {
+      const std::string& tok = config_.tokens[size_t(id)];
+      if (!tok.empty() && text.compare(pos, tok.size(), tok) == 0) {
+        found = id;
+        break;
+      }
+    }
+    if (found < 0) {
+      ++pos;
+      continue;
+    }
+    RETURN_IF_ERROR(plain(text.substr(start, pos - start)));
+    out.push_back(found);
+    pos += config_.tokens[size_t(found)].size();
+    start = pos;
+  }
+  RETURN_IF_ERROR(plain(text.substr(start)));
+  return out;
+}
+
+StatusOr<std::string> BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string out;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocabSize()) {
+      return makeError(StatusCode::kInvalidArgument, "token id ", id, " is outside the vocabulary [0, ", vocabSize(), ")");
+    }
+    const std::string& tok = config_.tokens[size_t(id)];
+    if (std::find(config_.added.begin(), config_.added.end(), id) != config_.added.end()) {
+      out += tok;  // an added token's text is itself
+      continue;
+    }
+    for (size_t k = 0; k < tok.size();) {
+      const size_t n = charLength(static_cast<unsigned char>(tok[k]));
+      auto b = byte_of_.find(tok.substr(k, n));
+      if (b != byte_of_.end()) out += static_cast<char>(b->second);
+      else out += tok.substr(k, n);
+      k += n;
+    }
+  }
+  return out;
+}
+
+std::string TextStream::push(const std::string& bytes) {
+  pending_ += bytes;
+  // the end of the last whole character: back over at most 3 continuation bytes to a lead byte
+  size_t end = pending_.size();
+  for (size_t back = 1; back <= 4 && back <= pending_.size(); ++back) {
+    const unsigned char c = static_cast<unsigned char>(pending_[pending_.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte
+    if (c >= 0xC0 && charLength(c) > back) end = pending_.size() - back;  // its character is not whole yet
+    break;
+  }
+  std::string out = pending_.substr(0, end);
+  pending_.erase(0, end);
+  return out;
+}
+
+std::string TextStream::flush() {
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+}  // namespace gkrt::text

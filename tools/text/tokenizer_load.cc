@@ -1,0 +1,221 @@
+#include "tools/text/tokenizer_load.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace gkrt::text {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// GPT-2's pre-tokenizer (tokenizers' ByteLevel with use_regex).
+const char* const kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+// Llama 3's; Qwen2's differs in taking digits one at a time.
+const char* const kLlama3 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kQwen2 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+Status bad(const std::string& what, const std::string& why) {
+  return makeError(StatusCode::kInvalidArgument, what, ": ", why);
+}
+
+// A literal as a PCRE2 expression.
+std::string quoteRegex(const std::string& s) { return "\\Q" + s + "\\E"; }
+
+Status addPreTokenizer(const json& p, const std::string& what, BpeConfig* c) {
+  if (p.is_null()) return Status::Ok();
+  const std::string type = p.value("type", "");
+  if (type == "Sequence") {
+    for (const json& q : p.value("pretokenizers", json::array())) RETURN_IF_ERROR(addPreTokenizer(q, what, c));
+    return Status::Ok();
+  }
+  if (type == "ByteLevel") {
+    if (p.value("use_regex", true)) c->split_expressions.push_back(kGpt2);
+    c->add_prefix_space = p.value("add_prefix_space", false);
+    return Status::Ok();
+  }
+  if (type == "Digits") {
+    c->split_expressions.push_back(p.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)");
+    return Status::Ok();
+  }
+  if (type == "Split") {
+    const json& pat = p.value("pattern", json::object());
+    if (p.value("behavior", "") != "Isolated" || p.value("invert", false)) {
+      return bad(what, "pre_tokenizer Split with behavior '" + p.value("behavior", "") + "'" +
+                           (p.value("invert", false) ? " inverted" : "") + " is not supported (Isolated only)");
+    }
+    if (pat.contains("Regex")) c->split_expressions.push_back(pat["Regex"].get<std::string>());
+    else if (pat.contains("String")) c->split_expressions.push_back(quoteRegex(pat["String"].get<std::string>()));
+    else return bad(what, "pre_tokenizer Split without a Regex or String pattern");
+    return Status::Ok();
+  }
+  return bad(what, "pre_tokenizer '" + type + "' is not supported (ByteLevel, Digits, Split and Sequence are)");
+}
+
+// A special token named in tokenizer_config.json: a string or {"content": ...}.
+std::string configToken(const json& cfg, const char* key) {
+  if (!cfg.contains(key)) return "";
+  const json& v = cfg[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object()) return v.value("content", "");
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> preTokenizerExpressions(const std::string& pre) {
+  if (pre == "gpt2" || pre == "default" || pre == "mpt" || pre == "olmo") return {kGpt2};
+  if (pre == "smollm" || pre == "starcoder" || pre == "refact") return {R"(\p{N})", kGpt2};
+  if (pre == "llama-bpe" || pre == "llama3") return {kLlama3};
+  if (pre == "qwen2" || pre == "stablelm2") return {kQwen2};
+  return {};
+}
+
+static StatusOr<BpeConfig> configFromJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return makeError(StatusCode::kNotFound, "cannot open tokenizer '", path, "'");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const std::exception& e) {
+    return bad(path, std::string("not JSON: ") + e.what());
+  }
+  const json& m = j.value("model", json::object());
+  if (m.value("type", "") != "BPE") {
+    return bad(path, "model type '" + m.value("type", std::string("?")) + "' is not supported (byte-level BPE only)");
+  }
+  if (m.value("byte_fallback", false)) return bad(path, "a BPE with byte_fallback (SentencePiece-style) is not supported yet");
+  if (!j.value("normalizer", json()).is_null()) {
+    return bad(path, "normalizer '" + j["normalizer"].value("type", std::string("?")) + "' is not supported (none only)");
+  }
+  BpeConfig c;
+  c.what = path;
+  c.ignore_merges = m.value("ignore_merges", false);
+  std::map<int64_t, std::string> by_id;
+  const json vocab = m.value("vocab", json::object());
+  for (const auto& [tok, id] : vocab.items()) by_id[id.get<int64_t>()] = tok;
+  for (const json& a : j.value("added_tokens", json::array())) {
+    const int64_t id = a.value("id", int64_t(-1));
+    if (id < 0) return bad(path, "an added token without an id");
+    by_id[id] = a.value("content", "");
+    c.added.push_back(id);
+  }
+  if (by_id.empty()) return bad(path, "the vocabulary is empty");
+  if (by_id.begin()->first < 0 || by_id.rbegin()->first > 10'000'000) return bad(path, "token ids out of range");
+  c.tokens.resize(size_t(by_id.rbegin()->first + 1));
+  for (auto& [id, tok] : by_id) c.tokens[size_t(id)] = tok;
+  for (const json& mg : m.value("merges", json::array())) {
+    if (mg.is_string()) c.merges.push_back(mg.get<std::string>());
+    else if (mg.is_array() && mg.size() == 2) c.merges.push_back(mg[0].get<std::string>() + " " + mg[1].get<std::string>());
+    else return bad(path, "a merge that is neither \"a b\" nor [a, b]");
+  }
+  RETURN_IF_ERROR(addPreTokenizer(j.value("pre_tokenizer", json()), path, &c));
+  const json& dec = j.value("decoder", json());
+  if (!dec.is_null() && dec.value("type", "") != "ByteLevel") {
+    return bad(path, "decoder '" + dec.value("type", std::string("?")) + "' is not supported (ByteLevel only)");
+  }
+  const json& post = j.value("post_processor", json());
+  if (!post.is_null() && post.value("type", "") == "TemplateProcessing") {  // a begin token before the text
+    const json& single = post.value("single", json::array());
+    if (!single.empty() && single[0].contains("SpecialToken")) {
+      const std::string first = single[0]["SpecialToken"].value("id", "");
+      for (size_t i = 0; i < c.tokens.size(); ++i) if (c.tokens[i] == first) c.bos = int64_t(i), c.add_bos = true;
+    }
+  }
+  const fs::path cfg_path = fs::path(path).parent_path() / "tokenizer_config.json";
+  std::ifstream cin(cfg_path);
+  if (cin) {
+    json cfg;
+    try {
+      cfg = json::parse(cin);
+    } catch (const std::exception& e) {
+      return bad(cfg_path.string(), std::string("not JSON: ") + e.what());
+    }
+    if (cfg.contains("chat_template") && cfg["chat_template"].is_string()) c.chat_template = cfg["chat_template"].get<std::string>();
+    for (auto [key, slot] : {std::pair<const char*, int64_t*>{"bos_token", &c.bos}, {"eos_token", &c.eos}}) {
+      const std::string name = configToken(cfg, key);
+      for (size_t i = 0; i < c.tokens.size() && !name.empty(); ++i) if (c.tokens[i] == name) *slot = int64_t(i);
+    }
+  }
+  return c;
+}
+
+StatusOr<BpeTokenizer> loadTokenizerJson(const std::string& path) {
+  StatusOr<BpeConfig> c = makeError(StatusCode::kInternal, "unread");
+  try {
+    c = configFromJson(path);
+  } catch (const std::exception& e) {  // a field of the wrong JSON type
+    return bad(path, std::string("not a tokenizer.json gkrt reads: ") + e.what());
+  }
+  if (!c.ok()) return c.status();
+  return BpeTokenizer::create(std::move(c).value());
+}
+
+StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& f, const std::string& what) {
+  ASSIGN_OR_RETURN(std::string model, f.getString("tokenizer.ggml.model"));
+  if (model != "gpt2") {
+    return bad(what, "tokenizer.ggml.model '" + model + "' is not supported (byte-level BPE, 'gpt2', only; SentencePiece "
+                     "vocabularies, 'llama', not yet)");
+  }
+  BpeConfig c;
+  c.what = what;
+  const gguf::Value* tokens = f.find("tokenizer.ggml.tokens");
+  const gguf::Value* merges = f.find("tokenizer.ggml.merges");
+  if (!tokens || tokens->type != gguf::ValueType::kArray || tokens->array_type != gguf::ValueType::kString) {
+    return bad(what, "tokenizer.ggml.tokens is missing or not an array of strings");
+  }
+  if (!merges || merges->type != gguf::ValueType::kArray || merges->array_type != gguf::ValueType::kString) {
+    return bad(what, "tokenizer.ggml.merges is missing or not an array of strings");
+  }
+  c.tokens = tokens->strings;
+  c.merges = merges->strings;
+  if (const gguf::Value* types = f.find("tokenizer.ggml.token_type")) {
+    if (types->arraySize() != c.tokens.size()) {
+      return bad(what, "tokenizer.ggml.token_type has " + std::to_string(types->arraySize()) + " entries for " +
+                           std::to_string(c.tokens.size()) + " tokens");
+    }
+    for (size_t i = 0; i < types->items.size(); ++i) {
+      const int64_t t = types->items[i].i;
+      if (t == 3 || t == 4) c.added.push_back(int64_t(i));  // control and user-defined tokens: matched literally
+    }
+  }
+  const gguf::Value* pre = f.find("tokenizer.ggml.pre");
+  const std::string pre_name = pre && pre->type == gguf::ValueType::kString ? pre->s : "default";
+  c.split_expressions = preTokenizerExpressions(pre_name);
+  if (c.split_expressions.empty()) {
+    return bad(what, "tokenizer.ggml.pre '" + pre_name + "' is not supported (gpt2, smollm, llama-bpe, qwen2, default)");
+  }
+  auto id = [&](const char* key) -> int64_t {
+    auto v = f.getInt(key);
+    return v.ok() ? *v : -1;
+  };
+  if (auto t = f.getString("tokenizer.chat_template"); t.ok()) c.chat_template = *t;
+  c.bos = id("tokenizer.ggml.bos_token_id");
+  c.eos = id("tokenizer.ggml.eos_token_id");
+  const gguf::Value* add_bos = f.find("tokenizer.ggml.add_bos_token");
+  c.add_bos = add_bos && add_bos->type == gguf::ValueType::kBool && add_bos->i != 0;
+  return BpeTokenizer::create(std::move(c));
+}
+
+StatusOr<BpeTokenizer> loadTokenizer(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return loadTokenizerJson((fs::path(path) / "tokenizer.json").string());
+  if (fs::path(path).extension() == ".gguf") {
+    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
+    return loadTokenizerGguf(f, path);
+  }
+  return loadTokenizerJson(path);
+}
+
+std::string tokenizerBeside(const std::string& model) {
+  const fs::path p = fs::path(model).parent_path() / "tokenizer.json";
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) ? p.string() : "";
+}
+
+}  // namespace gkrt::text

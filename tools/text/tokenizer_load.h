@@ -1,0 +1,33 @@
+// Where a BPE tokenizer comes from (bpe_tokenizer.h):
+//  - a Hugging Face tokenizer.json (model BPE without byte fallback; pre-tokenizers
+//    ByteLevel, Digits, Split (Isolated) and Sequences of them; added tokens; a
+//    TemplateProcessing that puts a begin token first; bos/eos from a
+//    tokenizer_config.json beside it);
+//  - a GGUF file's tokenizer.ggml.* metadata (model "gpt2"; pre "gpt2", "smollm",
+//    "llama-bpe", "qwen2" or "default"; control and user-defined tokens matched literally).
+// Anything else is an error naming the field and what is supported (SentencePiece
+// vocabularies, tokenizer.ggml.model "llama", are not yet).
+//
+//   ASSIGN_OR_RETURN(text::BpeTokenizer t, text::loadTokenizer("tokenizer.json"));  // or a .gguf, or a folder
+#pragma once
+
+#include <string>
+
+#include "tools/gguf/gguf_file.h"
+#include "tools/text/bpe_tokenizer.h"
+
+namespace gkrt::text {
+
+StatusOr<BpeTokenizer> loadTokenizerJson(const std::string& path);
+StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& file, const std::string& what);
+// By what `path` is: a .gguf file, a tokenizer.json, or a folder holding tokenizer.json.
+StatusOr<BpeTokenizer> loadTokenizer(const std::string& path);
+// The tokenizer that goes with model file `model` when none is named: tokenizer.json in
+// its folder; "" when there is none.
+std::string tokenizerBeside(const std::string& model);
+
+// The pre-tokenizer expressions of llama.cpp's pre-tokenizer name (tokenizer.ggml.pre);
+// empty for a name it does not know.
+std::vector<std::string> preTokenizerExpressions(const std::string& pre);
+
+}  // namespace gkrt::text
