@@ -96,7 +96,7 @@ Command addTokenizeCommand(CLI::App& app) {
   cmd->add_option("--lines", a->lines, "a file of texts to encode, one JSON string a line");
   cmd->add_option("--decode", a->decode, "comma-separated ids to turn back into text");
   cmd->add_option("--decode-lines", a->decode_lines, "a file of comma-separated ids a line; each line's text out as a JSON string");
-  cmd->add_flag("--no-special", a->no_special, "added/special tokens in the text stay plain text");
+  cmd->add_flag("--no-special", a->no_special, "special tokens in the text stay plain text, and no begin token is added");
   return reportingCommand("tokenize", [a] { return tokenize(*a); });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <unordered_set>
 
 #ifdef GKRT_HAVE_PCRE2
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -74,9 +75,11 @@ StatusOr<BpeTokenizer> BpeTokenizer::create(BpeConfig config) {
     }
     t.ranks_.emplace(m, static_cast<int>(r));  // the first of a repeated merge keeps its rank
   }
-  for (int64_t id : config.added) {
-    if (id < 0 || id >= static_cast<int64_t>(config.tokens.size())) {
-      return makeError(StatusCode::kInvalidArgument, config.what, ": added token id ", id, " is outside the vocabulary");
+  for (const std::vector<int64_t>* list : {&config.added, &config.user_defined}) {
+    for (int64_t id : *list) {
+      if (id < 0 || id >= static_cast<int64_t>(config.tokens.size())) {
+        return makeError(StatusCode::kInvalidArgument, config.what, ": added token id ", id, " is outside the vocabulary");
+      }
     }
   }
   for (int64_t id : {config.bos, config.eos}) {
@@ -108,9 +111,11 @@ StatusOr<BpeTokenizer> BpeTokenizer::create(BpeConfig config) {
     t.patterns_->codes.push_back(re);
   }
   // Longest added tokens first, so one that starts another matches whole.
-  std::sort(config.added.begin(), config.added.end(), [&](int64_t a, int64_t b) {
-    return config.tokens[size_t(a)].size() > config.tokens[size_t(b)].size();
-  });
+  auto longest_first = [&](int64_t a, int64_t b) { return config.tokens[size_t(a)].size() > config.tokens[size_t(b)].size(); };
+  std::sort(config.added.begin(), config.added.end(), longest_first);
+  std::sort(config.user_defined.begin(), config.user_defined.end(), longest_first);
+  t.literal_.insert(config.added.begin(), config.added.end());
+  t.literal_.insert(config.user_defined.begin(), config.user_defined.end());
   t.config_ = std::move(config);
   return t;
 #endif
@@ -207,7 +212,15 @@ void BpeTokenizer::encodePiece(const std::string& piece, std::vector<int64_t>* o
 
 StatusOr<std::vector<int64_t>> BpeTokenizer::encode(const std::string& text, bool special) const {
   std::vector<int64_t> out;
-  if (config_.add_bos && config_.bos >= 0) out.push_back(config_.bos);
+  if (special && config_.add_bos && config_.bos >= 0) out.push_back(config_.bos);
+  // the added tokens matched here, longest first
+  std::vector<int64_t> literal = config_.user_defined;
+  if (special) {
+    literal.insert(literal.end(), config_.added.begin(), config_.added.end());
+    std::stable_sort(literal.begin(), literal.end(), [&](int64_t a, int64_t b) {
+      return config_.tokens[size_t(a)].size() > config_.tokens[size_t(b)].size();
+    });
+  }
   std::vector<std::string> pieces;
   auto plain = [&](const std::string& span) -> Status {
     if (span.empty()) return Status::Ok();
@@ -218,9 +231,9 @@ StatusOr<std::vector<int64_t>> BpeTokenizer::encode(const std::string& text, boo
     return Status::Ok();
   };
   size_t pos = 0, start = 0;
-  while (special && pos < text.size()) {
+  while (!literal.empty() && pos < text.size()) {
     int64_t found = -1;
-    for (int64_t id : config_.added) {
+    for (int64_t id : literal) {
       const std::string& tok = config_.tokens[size_t(id)];
       if (!tok.empty() && text.compare(pos, tok.size(), tok) == 0) {
         found = id;
@@ -247,7 +260,7 @@ StatusOr<std::string> BpeTokenizer::decode(const std::vector<int64_t>& ids) cons
       return makeError(StatusCode::kInvalidArgument, "token id ", id, " is outside the vocabulary [0, ", vocabSize(), ")");
     }
     const std::string& tok = config_.tokens[size_t(id)];
-    if (std::find(config_.added.begin(), config_.added.end(), id) != config_.added.end()) {
+    if (literal_.count(id)) {
       out += tok;  // an added token's text is itself
       continue;
     }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/ir/status.h"
@@ -27,7 +28,8 @@ namespace gkrt::text {
 struct BpeConfig {
   std::vector<std::string> tokens;              // by id, in GPT-2's byte spelling
   std::vector<std::string> merges;              // "left right", by rank
-  std::vector<int64_t> added;                   // ids of the added/special tokens, matched literally
+  std::vector<int64_t> added;                   // ids of the special (control) tokens, matched literally
+  std::vector<int64_t> user_defined;            // ids of added tokens that are not special: always matched
   std::vector<std::string> split_expressions;   // the pre-tokenizer's expressions (PCRE2 syntax), in order
   bool add_prefix_space = false;                // a space before the text (ByteLevel's option)
   bool ignore_merges = false;                   // a piece that is a token as a whole is taken as is (Llama 3)
@@ -44,7 +46,9 @@ class BpeTokenizer {
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
   ~BpeTokenizer();
 
-  // `special`: added tokens in the text become their ids (else they are plain text).
+  // `special`: special tokens in the text become their ids and bos goes first where the
+  // tokenizer adds one (else special tokens are plain text and nothing is added; tokens
+  // added as not special are matched either way, as Hugging Face and llama.cpp do).
   StatusOr<std::vector<int64_t>> encode(const std::string& text, bool special = true) const;
   // The bytes of `ids` (special tokens as their text). Ids outside the vocabulary are an error.
   StatusOr<std::string> decode(const std::vector<int64_t>& ids) const;
@@ -64,6 +68,7 @@ class BpeTokenizer {
   std::unordered_map<std::string, int> ranks_;
   std::vector<std::string> byte_spelling_;  // byte -> its character, UTF-8
   std::unordered_map<std::string, uint8_t> byte_of_;
+  std::unordered_set<int64_t> literal_;     // every added token (their text is themselves)
   struct Patterns;
   std::unique_ptr<Patterns> patterns_;
   mutable std::unordered_map<std::string, std::vector<int64_t>> cache_;

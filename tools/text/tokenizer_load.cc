@@ -69,8 +69,10 @@ std::string configToken(const json& cfg, const char* key) {
 }  // namespace
 
 std::vector<std::string> preTokenizerExpressions(const std::string& pre) {
-  if (pre == "gpt2" || pre == "default" || pre == "mpt" || pre == "olmo") return {kGpt2};
-  if (pre == "smollm" || pre == "starcoder" || pre == "refact") return {R"(\p{N})", kGpt2};
+  if (pre == "gpt2" || pre == "gpt-2" || pre == "default" || pre == "mpt" || pre == "olmo") return {kGpt2};
+  if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "command-r" || pre == "codeshell") {
+    return {R"(\p{N})", kGpt2};
+  }
   if (pre == "llama-bpe" || pre == "llama3") return {kLlama3};
   if (pre == "qwen2" || pre == "stablelm2") return {kQwen2};
   return {};
@@ -103,7 +105,7 @@ static StatusOr<BpeConfig> configFromJson(const std::string& path) {
     const int64_t id = a.value("id", int64_t(-1));
     if (id < 0) return bad(path, "an added token without an id");
     by_id[id] = a.value("content", "");
-    c.added.push_back(id);
+    (a.value("special", false) ? c.added : c.user_defined).push_back(id);
   }
   if (by_id.empty()) return bad(path, "the vocabulary is empty");
   if (by_id.begin()->first < 0 || by_id.rbegin()->first > 10'000'000) return bad(path, "token ids out of range");
@@ -181,14 +183,16 @@ StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& f, const std::str
     }
     for (size_t i = 0; i < types->items.size(); ++i) {
       const int64_t t = types->items[i].i;
-      if (t == 3 || t == 4) c.added.push_back(int64_t(i));  // control and user-defined tokens: matched literally
+      if (t == 3) c.added.push_back(int64_t(i));         // control: matched when special tokens are
+      if (t == 4) c.user_defined.push_back(int64_t(i));  // user-defined: always matched
     }
   }
   const gguf::Value* pre = f.find("tokenizer.ggml.pre");
   const std::string pre_name = pre && pre->type == gguf::ValueType::kString ? pre->s : "default";
   c.split_expressions = preTokenizerExpressions(pre_name);
+  c.ignore_merges = pre_name == "llama-bpe" || pre_name == "llama3";  // as Llama 3's tokenizer.json sets it
   if (c.split_expressions.empty()) {
-    return bad(what, "tokenizer.ggml.pre '" + pre_name + "' is not supported (gpt2, smollm, llama-bpe, qwen2, default)");
+    return bad(what, "tokenizer.ggml.pre '" + pre_name + "' is not supported (gpt2, smollm, starcoder, refact, command-r, llama-bpe, qwen2, default)");
   }
   auto id = [&](const char* key) -> int64_t {
     auto v = f.getInt(key);
