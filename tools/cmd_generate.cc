@@ -134,7 +134,7 @@ Status generate(const GenerateArgs& a) {
       return true;
     }
     if (std::find(tp.stops.begin(), tp.stops.end(), id) != tp.stops.end()) return true;  // the end of the text: not shown
-    auto piece = tp.tokenizer->decode({id});
+    auto piece = tp.tokenizer->decodePiece(id);
     if (!piece.ok()) {
       text_error = piece.status();
       return false;

@@ -4,7 +4,8 @@
 test-tokenizer-0 expects, parse_special and add_special off), taken from the
 llama-cpp-python sdist on PyPI (pinned, sha256 checked; about 76 MB, downloaded once into
 CACHE_DIR and only the vocabulary files kept). Every byte-level BPE vocabulary whose
-pre-tokenizer gkrt knows must give identical ids for every text; the others must be
+pre-tokenizer gkrt knows must give identical ids for every text, and decode them back to
+the text; the others must be
 refused with an error naming tokenizer.ggml.model or tokenizer.ggml.pre.
 
     python tests/models/check_llama_vocabs.py GKRT CACHE_DIR [--sdist FILE]
@@ -22,9 +23,8 @@ import urllib.parse
 import urllib.request
 
 VERSION = "0.3.36"
-SUPPORTED = ["gpt-2", "llama-bpe", "qwen2", "starcoder", "refact", "command-r", "mpt"]
-REFUSED = {"llama-spm": "tokenizer.ggml.model", "phi-3": "tokenizer.ggml.model", "bert-bge": "tokenizer.ggml.model",
-           "deepseek-coder": "tokenizer.ggml.pre", "falcon": "tokenizer.ggml.pre"}
+SUPPORTED = ["gpt-2", "llama-bpe", "qwen2", "starcoder", "refact", "command-r", "mpt", "llama-spm", "phi-3"]
+REFUSED = {"bert-bge": "tokenizer.ggml.model", "deepseek-coder": "tokenizer.ggml.pre", "falcon": "tokenizer.ggml.pre"}
 
 
 def fetch(cache):
@@ -101,7 +101,17 @@ def main():
             continue
         got = [x.split(",") if x else [] for x in r.stdout.split("\n")[:-1]]
         bad = [i for i in range(len(texts)) if i >= len(got) or got[i] != want[i]]
-        print(f"{name}: {len(texts)} texts, {len(texts) - len(bad)} with llama.cpp's ids")
+        ids_file = os.path.join(args.cache_dir, "ids.txt")
+        with open(ids_file, "w") as f:
+            f.write(r.stdout)
+        r = subprocess.run([args.gkrt, "tokenize", gguf, "--decode-lines", ids_file], capture_output=True, text=True)
+        back = [json.loads(x) for x in r.stdout.split("\n")[:-1]] if r.returncode == 0 else []
+        lossy = [i for i in range(len(texts)) if i >= len(back) or back[i] != texts[i]]
+        print(f"{name}: {len(texts)} texts, {len(texts) - len(bad)} with llama.cpp's ids, "
+              f"{len(texts) - len(lossy)} decoded back to themselves")
+        for i in lossy[:3]:
+            print(f"  round trip lost {texts[i]!r} -> {back[i] if i < len(back) else '?'!r}")
+        failures += len(lossy)
         for i in bad[:3]:
             print(f"  {texts[i]!r}: gkrt {got[i] if i < len(got) else '?'}, llama.cpp {want[i]}")
         failures += len(bad)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <unordered_set>
 
 #ifdef GKRT_HAVE_PCRE2
@@ -95,6 +96,22 @@ StatusOr<BpeTokenizer> BpeTokenizer::create(BpeConfig config) {
     const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
     t.byte_spelling_[b] = utf8(printable ? b : next++);
     t.byte_of_.emplace(t.byte_spelling_[b], static_cast<uint8_t>(b));
+  }
+  if (config.sentencepiece) {
+    if (config.scores.size() != config.tokens.size()) {
+      return makeError(StatusCode::kInvalidArgument, config.what, ": ", config.scores.size(), " scores for ", config.tokens.size(), " tokens");
+    }
+    t.byte_token_.assign(256, -1);
+    for (size_t i = 0; i < config.tokens.size(); ++i) {  // <0xXX>
+      const std::string& tok = config.tokens[i];
+      if (tok.size() == 6 && tok.compare(0, 3, "<0x") == 0 && tok[5] == '>') {
+        char* end = nullptr;
+        const long b = std::strtol(tok.substr(3, 2).c_str(), &end, 16);
+        if (!end || *end != '\0' || b < 0 || b > 255) continue;
+        t.byte_token_[size_t(b)] = static_cast<int64_t>(i);
+        t.token_byte_[static_cast<int64_t>(i)] = static_cast<uint8_t>(b);
+      }
+    }
   }
   t.patterns_ = std::make_unique<Patterns>();
   for (const std::string& e : config.split_expressions) {
@@ -222,8 +239,16 @@ StatusOr<std::vector<int64_t>> BpeTokenizer::encode(const std::string& text, boo
     });
   }
   std::vector<std::string> pieces;
+  bool first = true;
   auto plain = [&](const std::string& span) -> Status {
     if (span.empty()) return Status::Ok();
+    if (config_.sentencepiece) {  // a space before the text's start, then every space as U+2581
+      std::string s = first && config_.add_prefix_space ? "\xE2\x96\x81" : "";
+      for (char ch : span) s += ch == ' ' ? std::string("\xE2\x96\x81") : std::string(1, ch);
+      first = false;
+      encodeSentencePiece(s, &out);
+      return Status::Ok();
+    }
     std::string s = span;
     if (config_.add_prefix_space && s[0] != ' ') s.insert(s.begin(), ' ');
     RETURN_IF_ERROR(splitPieces(s, &pieces));
@@ -245,6 +270,7 @@ StatusOr<std::vector<int64_t>> BpeTokenizer::encode(const std::string& text, boo
       continue;
     }
     RETURN_IF_ERROR(plain(text.substr(start, pos - start)));
+    first = false;
     out.push_back(found);
     pos += config_.tokens[size_t(found)].size();
     start = pos;
@@ -253,24 +279,42 @@ StatusOr<std::vector<int64_t>> BpeTokenizer::encode(const std::string& text, boo
   return out;
 }
 
+StatusOr<std::string> BpeTokenizer::decodePiece(int64_t id) const {
+  if (id < 0 || id >= vocabSize()) {
+    return makeError(StatusCode::kInvalidArgument, "token id ", id, " is outside the vocabulary [0, ", vocabSize(), ")");
+  }
+  const std::string& tok = config_.tokens[size_t(id)];
+  if (literal_.count(id)) return tok;  // an added token's text is itself
+  std::string out;
+  if (config_.sentencepiece) {
+    auto b = token_byte_.find(id);
+    if (b != token_byte_.end()) return std::string(1, static_cast<char>(b->second));
+    for (size_t k = 0; k < tok.size();) {
+      if (tok.compare(k, 3, "\xE2\x96\x81") == 0) out += ' ', k += 3;
+      else out += tok[k++];
+    }
+    return out;
+  }
+  for (size_t k = 0; k < tok.size();) {
+    const size_t n = charLength(static_cast<unsigned char>(tok[k]));
+    auto b = byte_of_.find(tok.substr(k, n));
+    if (b != byte_of_.end()) out += static_cast<char>(b->second);
+    else out += tok.substr(k, n);
+    k += n;
+  }
+  return out;
+}
+
 StatusOr<std::string> BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
-  for (int64_t id : ids) {
-    if (id < 0 || id >= vocabSize()) {
-      return makeError(StatusCode::kInvalidArgument, "token id ", id, " is outside the vocabulary [0, ", vocabSize(), ")");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string piece, decodePiece(ids[i]));
+    // the space SentencePiece put before the text
+    if (i == 0 && config_.sentencepiece && config_.add_prefix_space && !literal_.count(ids[i]) && !piece.empty() &&
+        piece[0] == ' ') {
+      piece.erase(0, 1);
     }
-    const std::string& tok = config_.tokens[size_t(id)];
-    if (literal_.count(id)) {
-      out += tok;  // an added token's text is itself
-      continue;
-    }
-    for (size_t k = 0; k < tok.size();) {
-      const size_t n = charLength(static_cast<unsigned char>(tok[k]));
-      auto b = byte_of_.find(tok.substr(k, n));
-      if (b != byte_of_.end()) out += static_cast<char>(b->second);
-      else out += tok.substr(k, n);
-      k += n;
-    }
+    out += piece;
   }
   return out;
 }

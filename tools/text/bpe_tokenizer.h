@@ -31,7 +31,12 @@ struct BpeConfig {
   std::vector<int64_t> added;                   // ids of the special (control) tokens, matched literally
   std::vector<int64_t> user_defined;            // ids of added tokens that are not special: always matched
   std::vector<std::string> split_expressions;   // the pre-tokenizer's expressions (PCRE2 syntax), in order
-  bool add_prefix_space = false;                // a space before the text (ByteLevel's option)
+  bool add_prefix_space = false;                // a space before the text (ByteLevel's option; SentencePiece's add_space_prefix)
+  // SentencePiece-style vocabularies (llama.cpp's "llama" model: Llama 2, TinyLlama, Phi-3):
+  // no pre-tokenizer, spaces spelled U+2581, the pair whose join is the best-scored token
+  // merged first, characters without a token spelled as byte tokens <0xXX>.
+  bool sentencepiece = false;
+  std::vector<float> scores;                    // sentencepiece: by id
   bool ignore_merges = false;                   // a piece that is a token as a whole is taken as is (Llama 3)
   int64_t bos = -1, eos = -1;                   // -1: none
   bool add_bos = false;                         // encode() puts bos first
@@ -50,8 +55,11 @@ class BpeTokenizer {
   // tokenizer adds one (else special tokens are plain text and nothing is added; tokens
   // added as not special are matched either way, as Hugging Face and llama.cpp do).
   StatusOr<std::vector<int64_t>> encode(const std::string& text, bool special = true) const;
-  // The bytes of `ids` (special tokens as their text). Ids outside the vocabulary are an error.
+  // The bytes of `ids` (special tokens as their text; SentencePiece's prefix space dropped).
+  // Ids outside the vocabulary are an error.
   StatusOr<std::string> decode(const std::vector<int64_t>& ids) const;
+  // One token's bytes as they continue a text (for streaming: no prefix space dropped).
+  StatusOr<std::string> decodePiece(int64_t id) const;
   int64_t vocabSize() const { return static_cast<int64_t>(config_.tokens.size()); }
   int64_t tokenId(const std::string& token) const;  // -1 when it is no token
   int64_t bos() const { return config_.bos; }
@@ -62,6 +70,7 @@ class BpeTokenizer {
   BpeTokenizer() = default;
   Status splitPieces(const std::string& span, std::vector<std::string>* pieces) const;
   void encodePiece(const std::string& piece, std::vector<int64_t>* out) const;
+  void encodeSentencePiece(const std::string& text, std::vector<int64_t>* out) const;  // sentencepiece.cc
 
   BpeConfig config_;
   std::unordered_map<std::string, int64_t> ids_;
@@ -69,6 +78,8 @@ class BpeTokenizer {
   std::vector<std::string> byte_spelling_;  // byte -> its character, UTF-8
   std::unordered_map<std::string, uint8_t> byte_of_;
   std::unordered_set<int64_t> literal_;     // every added token (their text is themselves)
+  std::vector<int64_t> byte_token_;         // sentencepiece: byte -> the id of <0xXX>, -1 if none
+  std::unordered_map<int64_t, uint8_t> token_byte_;
   struct Patterns;
   std::unique_ptr<Patterns> patterns_;
   mutable std::unordered_map<std::string, std::vector<int64_t>> cache_;

@@ -160,22 +160,34 @@ StatusOr<BpeTokenizer> loadTokenizerJson(const std::string& path) {
 
 StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& f, const std::string& what) {
   ASSIGN_OR_RETURN(std::string model, f.getString("tokenizer.ggml.model"));
-  if (model != "gpt2") {
-    return bad(what, "tokenizer.ggml.model '" + model + "' is not supported (byte-level BPE, 'gpt2', only; SentencePiece "
-                     "vocabularies, 'llama', not yet)");
+  if (model != "gpt2" && model != "llama") {
+    return bad(what, "tokenizer.ggml.model '" + model + "' is not supported (byte-level BPE, 'gpt2', and SentencePiece, "
+                     "'llama')");
   }
   BpeConfig c;
   c.what = what;
+  c.sentencepiece = model == "llama";
   const gguf::Value* tokens = f.find("tokenizer.ggml.tokens");
-  const gguf::Value* merges = f.find("tokenizer.ggml.merges");
   if (!tokens || tokens->type != gguf::ValueType::kArray || tokens->array_type != gguf::ValueType::kString) {
     return bad(what, "tokenizer.ggml.tokens is missing or not an array of strings");
   }
-  if (!merges || merges->type != gguf::ValueType::kArray || merges->array_type != gguf::ValueType::kString) {
-    return bad(what, "tokenizer.ggml.merges is missing or not an array of strings");
-  }
   c.tokens = tokens->strings;
-  c.merges = merges->strings;
+  if (c.sentencepiece) {
+    const gguf::Value* scores = f.find("tokenizer.ggml.scores");
+    if (!scores || scores->type != gguf::ValueType::kArray || scores->array_type != gguf::ValueType::kFloat32 ||
+        scores->items.size() != c.tokens.size()) {
+      return bad(what, "tokenizer.ggml.scores is missing, not float32, or not one a token");
+    }
+    for (const gguf::Value& v : scores->items) c.scores.push_back(static_cast<float>(v.f));
+    const gguf::Value* prefix = f.find("tokenizer.ggml.add_space_prefix");
+    c.add_prefix_space = !prefix || prefix->type != gguf::ValueType::kBool || prefix->i != 0;
+  } else {
+    const gguf::Value* merges = f.find("tokenizer.ggml.merges");
+    if (!merges || merges->type != gguf::ValueType::kArray || merges->array_type != gguf::ValueType::kString) {
+      return bad(what, "tokenizer.ggml.merges is missing or not an array of strings");
+    }
+    c.merges = merges->strings;
+  }
   if (const gguf::Value* types = f.find("tokenizer.ggml.token_type")) {
     if (types->arraySize() != c.tokens.size()) {
       return bad(what, "tokenizer.ggml.token_type has " + std::to_string(types->arraySize()) + " entries for " +
@@ -189,9 +201,9 @@ StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& f, const std::str
   }
   const gguf::Value* pre = f.find("tokenizer.ggml.pre");
   const std::string pre_name = pre && pre->type == gguf::ValueType::kString ? pre->s : "default";
-  c.split_expressions = preTokenizerExpressions(pre_name);
+  if (!c.sentencepiece) c.split_expressions = preTokenizerExpressions(pre_name);
   c.ignore_merges = pre_name == "llama-bpe" || pre_name == "llama3";  // as Llama 3's tokenizer.json sets it
-  if (c.split_expressions.empty()) {
+  if (!c.sentencepiece && c.split_expressions.empty()) {
     return bad(what, "tokenizer.ggml.pre '" + pre_name + "' is not supported (gpt2, smollm, starcoder, refact, command-r, llama-bpe, qwen2, default)");
   }
   auto id = [&](const char* key) -> int64_t {
