@@ -42,22 +42,6 @@ struct GenerateArgs {
   ImportArgs import;
 };
 
-StatusOr<std::vector<int64_t>> parseIds(const std::string& text, const char* what) {
-  std::vector<int64_t> ids;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      size_t used = 0;
-      ids.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      return makeError(StatusCode::kInvalidArgument, what, " takes comma-separated token ids, got '", item, "'");
-    }
-  }
-  return ids;
-}
-
 // --prompt: the tokenizer named, else tokenizer.json beside the model; the prompt's ids
 // (through the ChatML template with --chat) and the ids that end the text.
 struct TextPrompt {
@@ -95,10 +79,10 @@ Status generate(const GenerateArgs& a) {
   }
   std::vector<int64_t> prompt = tp.ids;
   if (a.prompt.empty()) {
-    ASSIGN_OR_RETURN(prompt, parseIds(a.input_ids, "--input-ids"));
+    ASSIGN_OR_RETURN(prompt, parseIdList(a.input_ids, "--input-ids"));
   }
   if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
-  ASSIGN_OR_RETURN(std::vector<int64_t> stops, parseIds(a.stop_ids, "--stop-ids"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> stops, parseIdList(a.stop_ids, "--stop-ids"));
   stops.insert(stops.end(), tp.stops.begin(), tp.stops.end());
   if (a.max_tokens < 0) return makeError(StatusCode::kInvalidArgument, "--max-tokens must be 0 or more");
   RETURN_IF_ERROR(checkSampling({a.temperature, a.top_k, a.top_p, a.repetition_penalty, a.seed}));  // before loading the model

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/commands.h"
+#include "tools/parse_args.h"
 #include "tools/text/tokenizer_load.h"
 
 namespace gkrt::tools {
@@ -27,26 +28,10 @@ void printIds(const std::vector<int64_t>& ids) {
   std::printf("%s\n", line.c_str());
 }
 
-StatusOr<std::vector<int64_t>> parseIds(const std::string& text) {
-  std::vector<int64_t> ids;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      size_t used = 0;
-      ids.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      return makeError(StatusCode::kInvalidArgument, "token ids are comma-separated integers, got '", item, "'");
-    }
-  }
-  return ids;
-}
-
 Status tokenize(const TokenizeArgs& a) {
   ASSIGN_OR_RETURN(text::BpeTokenizer t, text::loadTokenizer(a.tokenizer));
   if (!a.decode.empty()) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ids, parseIds(a.decode));
+    ASSIGN_OR_RETURN(std::vector<int64_t> ids, parseIdList(a.decode, "--decode"));
     ASSIGN_OR_RETURN(std::string s, t.decode(ids));
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::printf("\n");
@@ -57,7 +42,7 @@ Status tokenize(const TokenizeArgs& a) {
     if (!in) return makeError(StatusCode::kNotFound, "cannot open --decode-lines '", a.decode_lines, "'");
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
-      ASSIGN_OR_RETURN(std::vector<int64_t> ids, parseIds(line));
+      ASSIGN_OR_RETURN(std::vector<int64_t> ids, parseIdList(line, "--decode-lines"));
       ASSIGN_OR_RETURN(std::string s, t.decode(ids));
       std::printf("%s\n", nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }

@@ -1,5 +1,7 @@
 #include "tools/parse_args.h"
 
+#include <sstream>
+
 #include "tools/npy.h"
 
 #include <cstring>
@@ -126,6 +128,22 @@ StatusOr<SessionOptions> SessionArgs::toOptions() const {
     opts.max_memory_bytes = *cap;
   }
   return opts;
+}
+
+StatusOr<std::vector<int64_t>> parseIdList(const std::string& text, const char* what) {
+  std::vector<int64_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      ids.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      return makeError(StatusCode::kInvalidArgument, what, " takes comma-separated token ids, got '", item, "'");
+    }
+  }
+  return ids;
 }
 
 }  // namespace gkrt::tools

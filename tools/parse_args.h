@@ -32,6 +32,8 @@ StatusOr<std::map<std::string, HostTensor>> readInputArgs(const std::vector<std:
 // The options gkrt run and gkrt dump share.
 // "f32" or "bf16" (--precision).
 StatusOr<Precision> parsePrecision(const std::string& name);
+// Comma-separated token ids ("504,3575,282"); `what` names the option in the error.
+StatusOr<std::vector<int64_t>> parseIdList(const std::string& text, const char* what);
 
 struct SessionArgs {
   std::string backend = "cpu";

@@ -77,15 +77,6 @@ StatusOr<RenderedKernel> rotary(const ir::Graph& g, const ir::Node& node, const 
   return k;
 }
 
-// The signature with input slot `slot` writable (the kernel updates it in place).
-std::string writable(std::string sig, const KernelDialect& d, int slot) {
-  const std::string from = "const float* x" + num(slot), to = "float* x" + num(slot);
-  const size_t at = sig.find(from);
-  if (at != std::string::npos) sig.replace(at, from.size(), to);
-  (void)d;
-  return sig;
-}
-
 // ---- CachedAttention(q, k, v, cache_k, cache_v, past) -> y --------------------------------
 StatusOr<RenderedKernel> cachedAttention(const ir::Graph& g, const ir::Node& node, const std::string& name,
                                          const KernelDialect& d) {
@@ -117,7 +108,6 @@ StatusOr<RenderedKernel> cachedAttention(const ir::Graph& g, const ir::Node& nod
   const std::string soff = num(int64_t(rows) * a.d), poff = num(int64_t(rows) * (a.d + W));
   const std::string koff = num(per_rows), voff = num(per_rows + int64_t(W) * (a.d + 1));
   const std::string bar = std::string(d.barrier) + ";\n", gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
-  const std::string ex = d.math("exp");
   // Row j of the keys (values) this run sees: the cache below `past`, the step's rows after.
   auto keyRow = [&](const std::string& j) {
     return "(" + j + " < past ? x3 + ck + (" + L + ")(" + j + ") * " + D + " : x1 + nk + (" + L + ")((" + j + ") - past) * " + D + ")";
@@ -125,7 +115,7 @@ StatusOr<RenderedKernel> cachedAttention(const ir::Graph& g, const ir::Node& nod
   auto valueRow = [&](const std::string& j) {
     return "(" + j + " < past ? x4 + cv + (" + L + ")(" + j + ") * " + DV + " : x2 + nv + (" + L + ")((" + j + ") - past) * " + DV + ")";
   };
-  std::string s = writable(writable(signature(g, node, name, d), d, 3), d, 4);
+  std::string s = signature(g, node, name, d, (1u << 3) | (1u << 4));  // the caches, written in place
   s += "  " + std::string(d.local_array) + " float sm[" + num(per_rows + (staged ? kv : 0)) + "];\n";
   s += "  const int lid = (int)" + std::string(d.local_id) + ", r = lid / " + WS + ", t = lid % " + WS + ";\n";
   s += "  const int qa = r * " + D + ", sa = " + soff + " + r * " + WS + ", pa = " + poff + " + r * " + WS + ";\n";
@@ -154,14 +144,15 @@ StatusOr<RenderedKernel> cachedAttention(const ir::Graph& g, const ir::Node& nod
   s += "    for (" + L + " j0 = 0; j0 < keys; j0 += " + WS + ") {\n";
   s += "      const " + L + " j = j0 + t;\n";
   if (staged) {
-    s += "      for (int z = lid; z < " + num(int64_t(W) * a.d) + "; z += " + G + ") {\n";
-    s += "        const int u = z / " + D + ", e = z % " + D + ";\n";
-    s += "        const " + L + " ju = j0 + u;\n";
-    s += "        sm[" + koff + " + u * " + D1 + " + e] = ju < keys ? " + keyRow("ju") + "[e] : 0.0f;\n      }\n";
-    s += "      for (int z = lid; z < " + num(int64_t(W) * a.dv) + "; z += " + G + ") {\n";
-    s += "        const int u = z / " + DV + ", e = z % " + DV + ";\n";
-    s += "        const " + L + " ju = j0 + u;\n";
-    s += "        sm[" + voff + " + z] = ju < keys ? " + valueRow("ju") + "[e] : 0.0f;\n      }\n";
+    // the chunk's key (value) rows into local memory, consecutive work-items on consecutive elements
+    auto stage = [&](int64_t dim, const std::string& at, const std::string& stride, const std::string& row) {
+      s += "      for (int z = lid; z < " + num(int64_t(W) * dim) + "; z += " + G + ") {\n";
+      s += "        const int u = z / " + num(dim) + ", e = z % " + num(dim) + ";\n";
+      s += "        const " + L + " ju = j0 + u;\n";
+      s += "        sm[" + at + " + u * " + stride + " + e] = ju < keys ? " + row + "[e] : 0.0f;\n      }\n";
+    };
+    stage(a.d, koff, D1, keyRow("ju"));
+    stage(a.dv, voff, DV, valueRow("ju"));
     s += "      " + bar;
   }
   s += "      float sc = -GK_INF;\n";
@@ -175,31 +166,9 @@ StatusOr<RenderedKernel> cachedAttention(const ir::Graph& g, const ir::Node& nod
   }
   s += "        sc = dot * " + floatLiteral(a.scale) + ";\n";
   s += "      }\n";
-  s += "      sm[sa + t] = sc;\n";
-  s += "      " + bar;
-  s += "      float mn = m;\n";
-  s += "      for (int u = 0; u < " + WS + "; ++u) { const float z = sm[sa + u]; mn = (z > mn || z != z) ? z : mn; }\n";
-  s += "      float pr = 0.0f;\n";
-  s += "      if (mn != -GK_INF) {\n";
-  s += "        const float cf = " + ex + "(m - mn);\n";
-  s += "        l *= cf;\n";
-  s += "        for (int c = 0; c < " + NV + "; ++c) acc[c] *= cf;\n";
-  s += "        m = mn;\n";
-  s += "        pr = " + ex + "(sc - m);\n";
-  s += "      }\n";
-  s += "      sm[pa + t] = pr;\n";
-  s += "      " + bar;
-  s += "      if (live) {\n";
-  s += "        for (int u = 0; u < " + WS + " && j0 + u < limit; ++u) {\n";
-  s += "          const float pu = sm[pa + u];\n";
-  s += "          l += pu;\n";
-  if (!staged) s += "          " + gp + "const float* vr = " + valueRow("(j0 + u)") + ";\n";
-  s += "          for (int c = 0; c < " + NV + "; ++c) {\n";
-  s += "            const int e = t + c * " + WS + ";\n";
-  if (staged) s += "            if (e < " + DV + ") acc[c] += pu * sm[" + voff + " + u * " + DV + " + e];\n";
-  else s += "            if (e < " + DV + ") acc[c] += pu * vr[e];\n";
-  s += "          }\n        }\n      }\n";
-  s += "      " + bar;
+  s += onlineSoftmaxChunk(d, W, nv);
+  s += accumulateChunk(d, W, nv, a.dv, "limit", staged ? "" : gp + "const float* vr = " + valueRow("(j0 + u)") + ";",
+                       staged ? "sm[" + voff + " + u * " + DV + " + e]" : "vr[e]");
   s += "    }\n";
   s += "    if (live) {\n";
   s += "      const " + L + " oo = ((b * " + num(a.hq) + " + h) * " + S + " + i) * " + DV + ";\n";

@@ -125,7 +125,6 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
   const std::string soff = num(int64_t(rows) * q.d), poff = num(int64_t(rows) * (q.d + W));
   const std::string koff = num(per_rows), voff = num(per_rows + int64_t(W) * (q.d + 1));
   const std::string bar = std::string(d.barrier) + ";\n";
-  const std::string ex = d.math("exp");
   std::string s = signature(g, node, name, d);
   s += "  " + std::string(d.local_array) + " float sm[" + num(per_rows + (staged ? kv : 0)) + "];\n";
   s += "  const int lid = (int)" + std::string(d.local_id) + ", r = lid / " + WS + ", t = lid % " + WS + ";\n";
@@ -170,33 +169,9 @@ StatusOr<RenderedKernel> flashAttention(const ir::Graph& g, const ir::Node& node
          num(ms[3]) + "];\n";
   }
   s += "      }\n";
-  s += "      sm[sa + t] = sc;\n";
-  s += "      " + bar;
-  // The row's new maximum, NaN-propagating (a NaN score makes the row NaN, as the
-  // unfused softmax; fmax would drop it).
-  s += "      float mn = m;\n";
-  s += "      for (int u = 0; u < " + WS + "; ++u) { const float z = sm[sa + u]; mn = (z > mn || z != z) ? z : mn; }\n";
-  s += "      float pr = 0.0f;\n";
-  s += "      if (mn != -GK_INF) {\n";  // while every score so far is -inf nothing is added
-  s += "        const float cf = " + ex + "(m - mn);\n";
-  s += "        l *= cf;\n";
-  s += "        for (int c = 0; c < " + NV + "; ++c) acc[c] *= cf;\n";
-  s += "        m = mn;\n";
-  s += "        pr = " + ex + "(sc - m);\n";
-  s += "      }\n";
-  s += "      sm[pa + t] = pr;\n";
-  s += "      " + bar;
-  s += "      if (live) {\n";
-  s += "        for (int u = 0; u < " + WS + " && j0 + u < " + SK + "; ++u) {\n";
-  s += "          const float pu = sm[pa + u];\n";
-  s += "          l += pu;\n";
-  if (!staged) s += "          const " + L + " vr = vo + (" + L + ")(j0 + u) * " + num(v.ss) + ";\n";
-  s += "          for (int c = 0; c < " + NV + "; ++c) {\n";
-  s += "            const int e = t + c * " + WS + ";\n";
-  if (staged) s += "            if (e < " + DV + ") acc[c] += pu * sm[" + voff + " + u * " + DV + " + e];\n";
-  else s += "            if (e < " + DV + ") acc[c] += pu * x2[vr + (" + L + ")e * " + num(v.sd) + "];\n";
-  s += "          }\n        }\n      }\n";
-  s += "      " + bar;  // before the next chunk overwrites the keys, values, scores and probabilities
+  s += onlineSoftmaxChunk(d, W, nv);
+  s += accumulateChunk(d, W, nv, v.d, SK, staged ? "" : "const " + L + " vr = vo + (" + L + ")(j0 + u) * " + num(v.ss) + ";",
+                       staged ? "sm[" + voff + " + u * " + DV + " + e]" : "x2[vr + (" + L + ")e * " + num(v.sd) + "]");
   s += "    }\n";
   // A row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused softmax.
   s += "    if (live) {\n";

@@ -20,12 +20,15 @@ std::string cType(DType t, const KernelDialect& d) {
 
 // The kernel's signature: y0.. for the outputs, x0.. for every input slot (an absent
 // one as a float pointer).
-std::string signature(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
+std::string signature(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d,
+                      uint32_t writable) {
   std::string s = std::string(d.kernel_prefix) + " " + name + "(";
   const std::string gp = d.global_ptr[0] ? std::string(d.global_ptr) + " " : "";
   auto type = [&](int t) { return t >= 0 ? cType(g.tensors[t].dtype, d) : std::string("float"); };
   for (size_t o = 0; o < node.outputs.size(); ++o) s += (o ? ", " : "") + gp + type(node.outputs[o]) + "* y" + num(int64_t(o));
-  for (size_t i = 0; i < node.inputs.size(); ++i) s += ", " + gp + "const " + type(node.inputs[i]) + "* x" + num(int64_t(i));
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    s += ", " + gp + ((writable >> i) & 1 ? "" : "const ") + type(node.inputs[i]) + "* x" + num(int64_t(i));
+  }
   return s + ") {\n";
 }
 
@@ -70,6 +73,40 @@ std::string rowLoopOpening(const KernelDialect& d, const RenderedKernel& k, cons
          "  const int lid = (int)" + std::string(d.local_id) + ";\n" + prologue +
          "  for (" + L + " row = (" + L + ")" + d.group_id + "; row < " + num(k.items) + "; row += (" + L + ")" + d.num_groups +
          ") {\n    const " + L + " base = row * " + num(k.reduce_size) + ";\n";
+}
+
+std::string onlineSoftmaxChunk(const KernelDialect& d, int lanes, int nv) {
+  const std::string WS = num(lanes), NV = num(nv), ex = d.math("exp"), bar = std::string(d.barrier) + ";\n";
+  std::string s = "      sm[sa + t] = sc;\n      " + bar;
+  // The row's new maximum, NaN-propagating (a NaN score makes the row NaN, as the
+  // unfused softmax; fmax would drop it).
+  s += "      float mn = m;\n";
+  s += "      for (int u = 0; u < " + WS + "; ++u) { const float z = sm[sa + u]; mn = (z > mn || z != z) ? z : mn; }\n";
+  s += "      float pr = 0.0f;\n";
+  s += "      if (mn != -GK_INF) {\n";  // while every score so far is -inf nothing is added
+  s += "        const float cf = " + ex + "(m - mn);\n";
+  s += "        l *= cf;\n";
+  s += "        for (int c = 0; c < " + NV + "; ++c) acc[c] *= cf;\n";
+  s += "        m = mn;\n";
+  s += "        pr = " + ex + "(sc - m);\n";
+  s += "      }\n";
+  s += "      sm[pa + t] = pr;\n";
+  return s + "      " + bar;
+}
+
+std::string accumulateChunk(const KernelDialect& d, int lanes, int nv, int64_t dv, const std::string& bound,
+                            const std::string& row_decl, const std::string& value) {
+  const std::string WS = num(lanes), NV = num(nv), DV = num(dv);
+  std::string s = "      if (live) {\n";
+  s += "        for (int u = 0; u < " + WS + " && j0 + u < " + bound + "; ++u) {\n";
+  s += "          const float pu = sm[pa + u];\n";
+  s += "          l += pu;\n";
+  if (!row_decl.empty()) s += "          " + row_decl + "\n";
+  s += "          for (int c = 0; c < " + NV + "; ++c) {\n";
+  s += "            const int e = t + c * " + WS + ";\n";
+  s += "            if (e < " + DV + ") acc[c] += pu * " + value + ";\n";
+  s += "          }\n        }\n      }\n";
+  return s + "      " + std::string(d.barrier) + ";\n";  // before the next chunk overwrites the keys, values, scores and probabilities
 }
 
 }  // namespace gkrt::codegen
