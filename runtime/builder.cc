@@ -32,6 +32,19 @@ Value GraphBuilder::constant(const std::string& name, DType dtype, const Shape& 
   return {graph_.addTensor(std::move(t))};
 }
 
+Value GraphBuilder::constant(const std::string& name, DType dtype, const Shape& shape, std::shared_ptr<const ir::ConstData> data) {
+  auto count = checkedNumElements(shape);
+  if (!count.ok()) return fail(count.status().withContext("constant '" + name + "'")), Value{};
+  if (!data || data->size != static_cast<size_t>(*count) * dtypeSize(dtype)) {
+    fail(makeError(StatusCode::kInvalidArgument, "constant '", name, "' of shape ", shapeToString(shape), " given ",
+                   data ? data->size : 0, " bytes"));
+    return {};
+  }
+  ir::Tensor t{name.empty() ? uniqueName("const") : name, dtype, shape, {}, nullptr};
+  t.constant = std::move(data);
+  return {graph_.addTensor(std::move(t))};
+}
+
 Value GraphBuilder::constant(const Shape& shape, const std::vector<float>& values) {
   if (static_cast<int64_t>(values.size()) != numElements(shape)) {
     fail(makeError(StatusCode::kInvalidArgument, "constant of shape ", shapeToString(shape), " given ", values.size(),

@@ -32,6 +32,8 @@ class GraphBuilder {
   // A constant from raw bytes (size must equal shape x dtype).
   Value constant(const std::string& name, DType dtype, const Shape& shape, const void* bytes);
   Value constant(const Shape& shape, const std::vector<float>& values);
+  // A constant over bytes someone else owns (shared, not copied; size = shape x dtype).
+  Value constant(const std::string& name, DType dtype, const Shape& shape, std::shared_ptr<const ir::ConstData> data);
   // A 0-d constant of `like`'s dtype (float types; integer types truncate).
   Value scalar(float v, Value like);
 

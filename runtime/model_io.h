@@ -21,6 +21,10 @@ namespace gkrt {
 
 constexpr uint32_t kSchemaVersion = 1;
 constexpr const char* kModelFileIdentifier = "GKM1";
+// The graph metadata key of a model converted from GGUF: the source file's header and
+// metadata as a GGUF file without tensors (its tokenizer, hyper-parameters, chat
+// template). Saved in Model.gguf_metadata (bytes), not as a metadata entry.
+constexpr const char* kGgufMetadataKey = "gguf.metadata";
 
 // Constants point into the mapped file (no copy) and keep the mapping alive.
 StatusOr<ir::Graph> loadModelFile(const std::string& path);

@@ -203,6 +203,7 @@ StatusOr<ir::Graph> loadBytes(const Bytes& bytes, const ModelLimits& limits) {
   if (const auto* md = model->metadata()) {
     for (const auto* e : *md) g.metadata[e->key()->str()] = e->value() ? e->value()->str() : "";
   }
+  if (const auto* gm = model->gguf_metadata()) g.metadata[kGgufMetadataKey].assign(reinterpret_cast<const char*>(gm->data()), gm->size());
   RETURN_IF_ERROR(ir::validateGraph(g));
   RETURN_IF_ERROR(checkGraphDepth(g, limits));
   std::vector<Shape> declared;

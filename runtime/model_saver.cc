@@ -83,8 +83,15 @@ StatusOr<std::vector<uint8_t>> serializeModel(const ir::Graph& g) {
   auto graph = enc.encode(g);
   auto buffers = enc.buffers();
   std::vector<flatbuffers::Offset<fb::MetadataEntry>> md;
-  for (const auto& [k, v] : g.metadata) md.push_back(fb::CreateMetadataEntry(fbb, fbb.CreateString(k), fbb.CreateString(v)));
-  auto model = fb::CreateModel(fbb, kSchemaVersion, graph, buffers, fbb.CreateVector(md));
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> gguf_metadata;
+  for (const auto& [k, v] : g.metadata) {
+    if (k == kGgufMetadataKey) {
+      gguf_metadata = fbb.CreateVector(reinterpret_cast<const uint8_t*>(v.data()), v.size());
+      continue;
+    }
+    md.push_back(fb::CreateMetadataEntry(fbb, fbb.CreateString(k), fbb.CreateString(v)));
+  }
+  auto model = fb::CreateModel(fbb, kSchemaVersion, graph, buffers, fbb.CreateVector(md), gguf_metadata);
   fb::FinishModelBuffer(fbb, model);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }

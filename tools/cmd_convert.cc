@@ -1,4 +1,4 @@
-// gkrt convert MODEL.onnx -o MODEL.gkm [--input-shape name=1,3,224,224 ...] [--fuse-for BACKEND]
+// gkrt convert MODEL.onnx|MODEL.gguf -o MODEL.gkm [--input-shape name=1,3,224,224 ...] [--fuse-for BACKEND]
 //              [--emit-op-list OPS.txt]
 #include <iostream>
 #include <memory>
@@ -24,7 +24,7 @@ struct ConvertArgs {
 
 Status convert(const ConvertArgs& a) {
   ASSIGN_OR_RETURN(ImportOptions o, a.import.parse());
-  ASSIGN_OR_RETURN(ir::Graph g, importOnnx(a.model, o));
+  ASSIGN_OR_RETURN(ir::Graph g, importModel(a.model, o));
   std::string dynamic;  // inputs whose dims were kept dynamic
   for (int t : g.inputs) {
     if (!isStatic(g.tensors[t].shape)) dynamic += (dynamic.empty() ? "" : ", ") + g.tensors[t].name + " " + shapeToString(g.tensors[t].shape);
@@ -62,8 +62,8 @@ Status convert(const ConvertArgs& a) {
 
 Command addConvertCommand(CLI::App& app) {
   auto args = std::make_shared<ConvertArgs>();
-  CLI::App* cmd = app.add_subcommand("convert", "convert an ONNX model to .gkm");
-  cmd->add_option("model", args->model, "the .onnx model")->required();
+  CLI::App* cmd = app.add_subcommand("convert", "convert an ONNX model or a GGUF decoder LLM to .gkm");
+  cmd->add_option("model", args->model, "the .onnx model, or a .gguf decoder (llama, qwen2)")->required();
   cmd->add_option("-o,--output", args->output, "the .gkm file to write")->required();
   cmd->add_option("--input-shape", args->import.input_shapes, "a shape for an input with dynamic dims, name=1,3,224,224");
   cmd->add_option("--fuse-for", args->fuse_for, "save the graph pre-fused for this backend (reference, cpu)");
@@ -72,6 +72,8 @@ Command addConvertCommand(CLI::App& app) {
                   "write the ops the model needs, for a minimal build (cmake -DGKRT_OP_LIST=FILE)");
   cmd->add_option("--freeze", args->import.freeze, "fix a graph input to the values of name=file.npy (shape parameters)");
   cmd->add_option("--dim", args->import.dims, "fix a named dim at a size in every input, name=64 (the others stay dynamic)");
+  cmd->add_option("--gguf-activations", args->import.gguf_activations,
+                  "a .gguf decoder: its quantized matmuls' activations, int8 per block as llama.cpp (default) or float32");
   return reportingCommand("convert", [args]() { return convert(*args); });
 }
 

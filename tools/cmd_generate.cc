@@ -4,6 +4,7 @@
 //   [--threads N] [--backend ...]: a decoder LLM with its KV cache (runtime/generator.h);
 //   the prompt's text (tools/text/) or ids in, the generated text or ids out as they come,
 //   then the prefill and decode speeds and the time to the first token.
+#include <chrono>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -20,6 +21,7 @@
 #include "tools/npy.h"
 #include "tools/parse_args.h"
 #include "tools/text/chat_template.h"
+#include "tools/gguf/gguf_summary.h"
 #include "tools/text/tokenizer_load.h"
 
 namespace gkrt::tools {
@@ -42,20 +44,35 @@ struct GenerateArgs {
   ImportArgs import;
 };
 
-// --prompt: the tokenizer named, else tokenizer.json beside the model; the prompt's ids
-// (through the ChatML template with --chat) and the ids that end the text.
+// --prompt: the tokenizer named, else the model's own (a .gguf file's, or the GGUF
+// metadata a converted .gkm keeps), else tokenizer.json beside the model; the prompt's
+// ids (through the ChatML template with --chat) and the ids that end the text.
 struct TextPrompt {
   std::optional<text::BpeTokenizer> tokenizer;
   std::vector<int64_t> ids, stops;
 };
-StatusOr<TextPrompt> textPrompt(const GenerateArgs& a) {
-  TextPrompt t;
-  const std::string path = !a.tokenizer.empty() ? a.tokenizer : text::tokenizerBeside(a.model);
-  if (path.empty()) {
-    return makeError(StatusCode::kInvalidArgument, "--prompt needs a tokenizer: no tokenizer.json beside '", a.model,
-                     "'; name one with --tokenizer (a tokenizer.json, or the model's .gguf file)");
+StatusOr<text::BpeTokenizer> tokenizerFor(const GenerateArgs& a, const ir::Graph& model) {
+  if (!a.tokenizer.empty()) return text::loadTokenizer(a.tokenizer);
+  if (gguf::looksLikeGguf(a.model)) {
+    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(a.model));
+    return text::loadTokenizerGguf(f, a.model);
   }
-  ASSIGN_OR_RETURN(text::BpeTokenizer tok, text::loadTokenizer(path));
+  auto kept = model.metadata.find(kGgufMetadataKey);
+  if (kept != model.metadata.end()) {
+    const std::string what = a.model + " (the GGUF metadata it was converted with)";
+    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::fromBytes(kept->second, what));
+    return text::loadTokenizerGguf(f, what);
+  }
+  const std::string path = text::tokenizerBeside(a.model);
+  if (path.empty()) {
+    return makeError(StatusCode::kInvalidArgument, "--prompt needs a tokenizer: '", a.model, "' has none and there is no "
+                     "tokenizer.json beside it; name one with --tokenizer (a tokenizer.json, or the model's .gguf file)");
+  }
+  return text::loadTokenizer(path);
+}
+StatusOr<TextPrompt> textPrompt(const GenerateArgs& a, const ir::Graph& model) {
+  TextPrompt t;
+  ASSIGN_OR_RETURN(text::BpeTokenizer tok, tokenizerFor(a, model));
   std::string prompt = a.prompt;
   if (a.chat) {
     ASSIGN_OR_RETURN(prompt, text::chatPrompt(tok.config().chat_template, a.system, a.prompt));
@@ -73,22 +90,25 @@ Status generate(const GenerateArgs& a) {
     return makeError(StatusCode::kInvalidArgument, "give the prompt as text (--prompt) or as token ids (--input-ids), one of them");
   }
   if ((a.chat || !a.system.empty()) && a.prompt.empty()) return makeError(StatusCode::kInvalidArgument, "--chat and --system need --prompt");
-  TextPrompt tp;
-  if (!a.prompt.empty()) {
-    ASSIGN_OR_RETURN(tp, textPrompt(a));
-  }
-  std::vector<int64_t> prompt = tp.ids;
+  std::vector<int64_t> prompt;
   if (a.prompt.empty()) {
     ASSIGN_OR_RETURN(prompt, parseIdList(a.input_ids, "--input-ids"));
+    if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
   }
-  if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
   ASSIGN_OR_RETURN(std::vector<int64_t> stops, parseIdList(a.stop_ids, "--stop-ids"));
-  stops.insert(stops.end(), tp.stops.begin(), tp.stops.end());
   if (a.max_tokens < 0) return makeError(StatusCode::kInvalidArgument, "--max-tokens must be 0 or more");
   RETURN_IF_ERROR(checkSampling({a.temperature, a.top_k, a.top_p, a.repetition_penalty, a.seed}));  // before loading the model
+  const auto t_load = std::chrono::steady_clock::now();
   ImportArgs import = a.import;
   import.input_shapes = a.session.input_shapes;
   ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));
+  TextPrompt tp;
+  if (!a.prompt.empty()) {
+    ASSIGN_OR_RETURN(tp, textPrompt(a, model));
+    prompt = tp.ids;
+    if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
+  }
+  stops.insert(stops.end(), tp.stops.begin(), tp.stops.end());
   ASSIGN_OR_RETURN(SessionOptions so, a.session.toOptions());
   GeneratorOptions go;
   go.backend = so.backend;
@@ -98,6 +118,7 @@ Status generate(const GenerateArgs& a) {
   go.max_memory_bytes = so.max_memory_bytes;
   go.max_context = a.max_context;
   ASSIGN_OR_RETURN(auto gen, Generator::create(model, go));
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
   GenerateOptions opts;
   opts.max_new_tokens = a.max_tokens;
   opts.stop_ids = stops;
@@ -187,11 +208,12 @@ Status generate(const GenerateArgs& a) {
   auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
   std::fprintf(stderr,
                "prefill: %lld tokens in %.1f ms (%.1f tokens/s); first token after %.1f ms; decode: %lld tokens in %.1f ms "
-               "(%.1f tokens/s); %zu kernels a decode step, %zu layers, cache of %lld positions on %s\n",
+               "(%.1f tokens/s); %zu kernels a decode step, %zu layers, cache of %lld positions on %s; model loaded and "
+               "compiled in %.1f ms\n",
                static_cast<long long>(st.prompt_tokens), st.prefill_seconds * 1e3, rate(st.prompt_tokens, st.prefill_seconds),
                st.first_token_seconds * 1e3, static_cast<long long>(st.generated_tokens - 1), st.decode_seconds * 1e3,
                rate(st.generated_tokens - 1, st.decode_seconds), gen->decodeKernelCount(), gen->binding().layers.size(),
-               static_cast<long long>(gen->capacity()), go.backend.c_str());
+               static_cast<long long>(gen->capacity()), go.backend.c_str(), load_seconds * 1e3);
   return Status::Ok();
 }
 
@@ -200,12 +222,12 @@ Status generate(const GenerateArgs& a) {
 Command addGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "generate text or token ids with a decoder LLM and its KV cache");
-  cmd->add_option("model", a->model, "the decoder: .gkm, or .onnx (converted in memory)")->required();
+  cmd->add_option("model", a->model, "the decoder: .gkm, .gguf or .onnx (converted in memory)")->required();
   cmd->add_option("--input-ids", a->input_ids, "the prompt's token ids, comma-separated (the generated ids are printed)");
   cmd->add_option("--prompt", a->prompt, "the prompt as text (the generated text is printed as it comes)");
   cmd->add_flag("--chat", a->chat, "put --prompt in the model's chat template as a user turn (ChatML) and stop at its end");
   cmd->add_option("--system", a->system, "with --chat: the system turn (default: the template's own, if any)");
-  cmd->add_option("--tokenizer", a->tokenizer, "for --prompt: a tokenizer.json or .gguf file (default: tokenizer.json beside the model)");
+  cmd->add_option("--tokenizer", a->tokenizer, "for --prompt: a tokenizer.json or .gguf file (default: the model's own, else tokenizer.json beside it)");
   cmd->add_option("--stop", a->stop_texts, "with --prompt: stop once the generated text contains this (repeatable)");
   cmd->add_option("--max-tokens", a->max_tokens, "tokens to generate (default 32)");
   cmd->add_option("--temperature", a->temperature, "sampling temperature; 0 (default) = greedy");

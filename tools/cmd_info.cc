@@ -60,7 +60,10 @@ int info(const std::string& path, const ImportArgs& import, bool tensors) {
   }
   std::cout << "model: " << path << " (" << st.st_size << " bytes, " << const_count << " constants, " << const_bytes
             << " bytes of weights)\n";
-  for (const auto& [k, v] : g->metadata) std::cout << k << ": " << v << "\n";
+  for (const auto& [k, v] : g->metadata) {
+    if (k == kGgufMetadataKey) std::cout << k << ": " << v.size() << " bytes (the GGUF source's metadata: tokenizer, hyper-parameters)\n";
+    else std::cout << k << ": " << v << "\n";
+  }
   std::cout << "inputs:\n";
   for (int t : g->inputs) std::cout << "  " << g->tensors[t].name << ": " << describe(g->tensors[t]) << "\n";
   std::cout << "outputs:\n";

@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addBisectCommand);
   add(gkrt::tools::addGenerateCommand);
   add(gkrt::tools::addTokenizeCommand);
+  add(gkrt::tools::addConvertCommand);  // .gguf always; .onnx with ONNX import
 #ifdef GKRT_HAVE_ONNX
-  add(gkrt::tools::addConvertCommand);
   add(gkrt::tools::addCompareCommand);
 #endif
   try {

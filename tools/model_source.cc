@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "runtime/model_io.h"
+#include "tools/gguf/gguf_import.h"
+#include "tools/gguf/gguf_summary.h"
 #include "tools/npy.h"
 #include "tools/parse_args.h"
 #ifdef GKRT_HAVE_ONNX
@@ -54,6 +56,8 @@ Status neither(const std::string& what, const std::string& head, const Status& o
 void ImportArgs::addTo(CLI::App* cmd) {
   cmd->add_option("--freeze", freeze, "an .onnx model: fix a graph input to the values of name=file.npy (shape parameters)");
   cmd->add_option("--dim", dims, "an .onnx model: fix a named dim at a size in every input, name=64");
+  cmd->add_option("--gguf-activations", gguf_activations,
+                  "a .gguf model: the activations of its quantized matmuls, int8 per block as llama.cpp (default) or float32");
 }
 
 StatusOr<ImportOptions> ImportArgs::parse() const {
@@ -71,6 +75,10 @@ StatusOr<ImportOptions> ImportArgs::parse() const {
     if (!t.ok()) return t.status().withContext("--freeze " + name);
     o.frozen_inputs[name] = std::move(t).value();
   }
+  if (gguf_activations != "int8" && gguf_activations != "float32") {
+    return makeError(StatusCode::kInvalidArgument, "--gguf-activations ", gguf_activations, ": give int8 or float32");
+  }
+  o.gguf_int8_activations = gguf_activations == "int8";
   for (const std::string& spec : dims) {
     std::string name, size;
     RETURN_IF_ERROR(splitAssignment(spec, "--dim", &name, &size));
@@ -102,6 +110,19 @@ StatusOr<ir::Graph> importOnnxUnnamed(const std::string& path, const ImportOptio
 }
 }  // namespace
 
+StatusOr<ir::Graph> importModel(const std::string& path, const ImportOptions& options) {
+  if (gguf::looksLikeGguf(path)) {
+    if (!options.input_shapes.empty() || !options.frozen_inputs.empty() || !options.dim_values.empty()) {
+      return makeError(StatusCode::kInvalidArgument, "'", path, "' is a GGUF file: --input-shape, --freeze and --dim are for "
+                       "ONNX models (a GGUF decoder keeps its sequence and cache dims dynamic)");
+    }
+    gguf::ImportOptions g;
+    g.int8_activations = options.gguf_int8_activations;
+    return gguf::importGguf(path, g);
+  }
+  return importOnnx(path, options);
+}
+
 StatusOr<ir::Graph> importOnnx(const std::string& path, const ImportOptions& options) {
   auto g = importOnnxUnnamed(path, options);
   if (!g.ok() && onnxImportBuiltIn()) return g.status().withContext(path);
@@ -120,11 +141,7 @@ StatusOr<ir::Graph> loadAnyModel(const std::string& path, const ImportOptions& o
   f.read(head.data(), 8);
   head.resize(static_cast<size_t>(f.gcount()));
   if (hasGkmIdentifier(head) || endsWith(path, ".gkm")) return loadModelFile(path);
-  if (head.compare(0, 4, "GGUF") == 0) {
-    return makeError(StatusCode::kUnsupported, "'", path, "' is a GGUF file (llama.cpp's format), which gkrt does not convert yet; "
-                     "`gkrt info ", path, "` shows what it holds. Export the model to ONNX (optimum or onnxruntime-genai's "
-                     "builder) to run it");
-  }
+  if (head.compare(0, 4, "GGUF") == 0) return importModel(path, options);
   if (endsWith(path, ".onnx") || !onnxImportBuiltIn()) return importOnnx(path, options);
   auto g = importOnnxUnnamed(path, options);
   if (g.ok()) return g;

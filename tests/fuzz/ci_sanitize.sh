@@ -12,7 +12,8 @@ cd "$(dirname "$0")/../.."
 start=$(date +%s)
 cmake --preset sanitize > /dev/null
 nice cmake --build --preset sanitize --target gkrt_sanitize_tests fuzz_gkm_loader fuzz_fusion_flags \
-  fuzz_npy_reader fuzz_gguf_reader fuzz_gkm_loader_replay fuzz_fusion_flags_replay fuzz_npy_reader_replay fuzz_gguf_reader_replay
+  fuzz_npy_reader fuzz_gguf_reader fuzz_gguf_import fuzz_gkm_loader_replay fuzz_fusion_flags_replay fuzz_npy_reader_replay \
+  fuzz_gguf_reader_replay fuzz_gguf_import_replay
 built=$(date +%s)
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan_suppressions.txt:print_suppressions=0
@@ -22,8 +23,8 @@ GKRT_GOLDEN_DIR=${GKRT_HOST_BUILD:-build}/golden build-sanitize/tests/fuzz/gkrt_
 # compile) stays out of CI: its regressions replay unsanitized in the host ctest
 # (fuzz_onnx_convert_regressions) and `tests/fuzz/run_fuzzers.sh SECONDS onnx_convert`
 # runs it sanitized (docs/errors.md).
-for t in gkm_loader fusion_flags npy_reader gguf_reader; do
+for t in gkm_loader fusion_flags npy_reader gguf_reader gguf_import; do
   build-sanitize/tests/fuzz/fuzz_${t}_replay tests/fuzz/regressions/$t
 done
-GKRT_FUZZ_SEED_MODELS=0 tests/fuzz/run_fuzzers.sh "${GKRT_CI_FUZZ_SECONDS:-10}" gkm_loader fusion_flags npy_reader gguf_reader
+GKRT_FUZZ_SEED_MODELS=0 tests/fuzz/run_fuzzers.sh "${GKRT_CI_FUZZ_SECONDS:-10}" gkm_loader fusion_flags npy_reader gguf_reader gguf_import
 echo "sanitizer job: build $((built - start)) s, tests and fuzzing $(($(date +%s) - built)) s"

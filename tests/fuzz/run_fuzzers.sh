@@ -15,7 +15,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 SECONDS_EACH=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-"gkm_loader onnx_convert fusion_flags npy_reader gguf_reader"}
+TARGETS=${*:-"gkm_loader onnx_convert fusion_flags npy_reader gguf_reader gguf_import"}
 SAN=${GKRT_SANITIZE_BUILD:-build-sanitize}
 HOST=${GKRT_HOST_BUILD:-build}
 MAX_SEEDS=${GKRT_FUZZ_SEEDS:-200}
@@ -60,6 +60,7 @@ for t in $TARGETS; do
   max_len=262144
   [ "$t" = npy_reader ] && max_len=8192  # headers and small tensors: where the parsing is
   [ "$t" = gguf_reader ] && max_len=16384  # metadata and tensor infos
+  [ "$t" = gguf_import ] && max_len=32768  # whole tiny decoders (tests/fuzz/make_gguf_seeds.py)
   case $t in
     gkm_loader) seed_models; seed "$t" "$HOST"/examples/*.gkm "$HOST"/zoo/*.gkm "$HOST"/zoo_quant/*.gkm "$SAN"/fuzz_seed_models/*.gkm ;;
     onnx_convert) seed "$t" "$HOST"/onnx_node_tests/*/model.onnx "$HOST"/zoo/*.onnx ;;

@@ -2,7 +2,8 @@
 """gkrt's GGUF reader (tools/gguf/gguf_file.h) on a GGUF file nobody here wrote, against the
 `gguf` package (llama.cpp's own Python reader): `gkrt info FILE --tensors` must list the same
 tensors (name, ggml type, dims, bytes, data offset), the same number of metadata entries and
-the same scalar values; and `gkrt run FILE` must refuse it with a message naming GGUF.
+the same scalar values; and `gkrt run FILE` (which converts the decoder, tools/gguf/gguf_import.h)
+must refuse to run it without its inputs, naming input_ids, rather than crash.
 
     python tests/models/check_gguf_info.py GKRT_BINARY [GGUF_FILE]
 
@@ -93,7 +94,7 @@ def main():
             checked += 1
 
     run = subprocess.run([args.gkrt, "run", path], capture_output=True, text=True)
-    if run.returncode == 0 or "GGUF" not in run.stderr:
+    if run.returncode != 1 or "input_ids" not in run.stderr:
         failures.append(f"gkrt run on the GGUF file: rc {run.returncode}, {run.stderr.strip()[:200]}")
 
     for f in failures:

@@ -13,14 +13,11 @@ refused with an error naming tokenizer.ggml.model or tokenizer.ggml.pre.
 Exit 77 (ctest: skipped) when the sdist can be neither found nor downloaded."""
 import argparse
 import glob
-import hashlib
 import json
 import os
 import subprocess
 import sys
 import tarfile
-import urllib.parse
-import urllib.request
 
 VERSION = "0.3.36"
 SUPPORTED = ["gpt-2", "llama-bpe", "qwen2", "starcoder", "refact", "command-r", "mpt", "llama-spm", "phi-3"]
@@ -32,22 +29,9 @@ def fetch(cache):
     vocab = os.path.join(cache, "vocab")
     if glob.glob(os.path.join(vocab, "ggml-vocab-*.gguf.out")):
         return vocab
-    os.makedirs(cache, exist_ok=True)
-    index = "https://pypi.org/pypi/llama-cpp-python/json"
-    meta = json.load(urllib.request.urlopen(index, timeout=60))
-    sdist = next(u for u in meta["releases"][VERSION] if u["packagetype"] == "sdist")
-    path = os.path.join(cache, sdist["filename"])
-    if not os.path.exists(path):
-        tmp = path + ".part"
-        url = urllib.parse.urljoin(index, sdist["url"])  # (mirrors give it relative to the index)
-        with urllib.request.urlopen(url, timeout=300) as r, open(tmp, "wb") as f:
-            while chunk := r.read(1 << 20):
-                f.write(chunk)
-        os.replace(tmp, path)
-    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-    if digest != sdist["digests"]["sha256"]:
-        os.remove(path)
-        raise SystemExit(f"{path}: sha256 {digest} is not PyPI's {sdist['digests']['sha256']}")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "llama_cpp"))
+    from fetch_sdist import download  # the pinned sdist, sha256 checked
+    path = download(VERSION, cache)
     extract(path, vocab)
     os.remove(path)  # only the vocabularies are kept
     return vocab

@@ -209,6 +209,9 @@ class Reference:
                 "q": cv(q.T), "k": cv(k.T), "v": cv(g.w[p + "self_attn.v_proj.weight"].T),
                 "o": cv(g.w[p + "self_attn.o_proj.weight"].T), "gate": cv(g.w[p + "mlp.gate_proj.weight"].T),
                 "up": cv(g.w[p + "mlp.up_proj.weight"].T), "down": cv(g.w[p + "mlp.down_proj.weight"].T)})
+            for name, key in (("qb", "q_proj"), ("kb", "k_proj"), ("vb", "v_proj")):  # qwen2's biases
+                b = g.w.get(p + "self_attn." + key + ".bias")
+                self.layers[-1][name] = 0 if b is None else cv(b)
         self.inv_freq = inv_freq(c)
 
     def rms(self, x, w):
@@ -240,9 +243,9 @@ class Reference:
         x = self.emb[ids]
         for li, L in enumerate(self.layers):
             h = self.rms(x, L["ln1"])
-            q = (h @ L["q"]).reshape(S, c.n_head, c.head_dim).transpose(1, 0, 2)
-            k = (h @ L["k"]).reshape(S, c.n_kv_head, c.head_dim).transpose(1, 0, 2)
-            v = (h @ L["v"]).reshape(S, c.n_kv_head, c.head_dim).transpose(1, 0, 2)
+            q = (h @ L["q"] + L["qb"]).reshape(S, c.n_head, c.head_dim).transpose(1, 0, 2)
+            k = (h @ L["k"] + L["kb"]).reshape(S, c.n_kv_head, c.head_dim).transpose(1, 0, 2)
+            v = (h @ L["v"] + L["vb"]).reshape(S, c.n_kv_head, c.head_dim).transpose(1, 0, 2)
             q, k = self.rope(q, pos), self.rope(k, pos)
             K = np.concatenate([cache[li][0], k], axis=1)
             V = np.concatenate([cache[li][1], v], axis=1)

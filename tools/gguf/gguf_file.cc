@@ -241,6 +241,7 @@ Status GgufFile::parse(const std::string& what) {
     if (!s.ok()) return fail(s);
     metadata_[key] = std::move(v);
   }
+  metadata_end_ = c.pos();
   if (const Value* a = find("general.alignment")) {
     if (a->type != ValueType::kUInt32 || a->u == 0 || (a->u & (a->u - 1)) != 0) {
       return makeError(StatusCode::kInvalidModel, what, ": general.alignment must be a uint32 power of two, got ",
@@ -298,6 +299,13 @@ Status GgufFile::parse(const std::string& what) {
     t.data = base_ + data_start + t.offset;
   }
   return Status::Ok();
+}
+
+std::string GgufFile::metadataOnly() const {
+  std::string out(reinterpret_cast<const char*>(base_), metadata_end_);
+  const uint64_t no_tensors = 0;
+  std::memcpy(&out[8], &no_tensors, 8);  // after the magic and the version
+  return out;
 }
 
 const Tensor* GgufFile::findTensor(const std::string& name) const {

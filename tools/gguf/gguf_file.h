@@ -81,6 +81,10 @@ class GgufFile {
   StatusOr<double> getFloat(const std::string& key) const;
   StatusOr<std::string> getString(const std::string& key) const;
 
+  // The file's header and metadata as a GGUF file of its own with no tensors (what a
+  // model converted from it keeps: its tokenizer, hyper-parameters, chat template).
+  std::string metadataOnly() const;
+
  private:
   Status parse(const std::string& what);
 
@@ -89,6 +93,7 @@ class GgufFile {
   size_t size_ = 0;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
+  size_t metadata_end_ = 0;  // where the tensor infos start
   std::map<std::string, Value> metadata_;
   std::vector<Tensor> tensors_;
 };

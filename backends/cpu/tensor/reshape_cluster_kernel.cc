@@ -12,6 +12,8 @@ class ReshapeClusterKernel final : public Kernel {
  public:
   ReshapeClusterKernel(DType from, DType to, int64_t n) : from_(from), to_(to), n_(n) {}
   std::string detail() const override { return from_ == to_ ? "copy" : "cast copy"; }
+  // Same bytes in and out: the output takes a dying input's bytes and nothing moves.
+  int inPlaceInput() const override { return from_ == to_ ? 0 : -1; }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     if (from_ == to_) {
@@ -36,6 +38,11 @@ class ReshapeClusterKernel final : public Kernel {
 }  // namespace
 
 bool canRunReshapeCluster(const ir::Graph& g, const ir::Node& node) {
+  if (!node.subgraph && node.op && node.op->op_class == OpClass::kReshape && node.inputs.size() == 1 &&
+      node.outputs.size() == 1 && node.inputs[0] >= 0) {  // one reshape op, unfused
+    const ir::Tensor &x = g.tensors[size_t(node.inputs[0])], &y = g.tensors[size_t(node.outputs[0])];
+    return isStatic(x.shape) && x.dtype == y.dtype && numElements(x.shape) == numElements(y.shape);
+  }
   if (!node.subgraph || node.inputs.size() != 1 || node.outputs.size() != 1 || node.inputs[0] < 0) return false;
   const ir::Graph& body = *node.subgraph;
   int casts = 0;
