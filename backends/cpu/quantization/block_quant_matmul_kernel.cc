@@ -150,7 +150,7 @@ class BlockQuantMatMulKernel final : public Kernel {
 #ifdef GKRT_X86_TIERS
     avx2_ = cpuTier().has(CpuIsa::kAvx2) && d_.block % 32 == 0;
 #endif
-    stream_ = d_.M <= kMaxRows && d_.block <= kMaxBlock;
+    stream_ = d_.M <= kMaxStreamRows && d_.block <= kMaxBlock;
   }
 
   size_t workspaceBytes() const override {
@@ -197,11 +197,25 @@ class BlockQuantMatMulKernel final : public Kernel {
     const bool units64 = avx2_ && d_.nibbles && d_.int8_activations;
     if (units64) r.scale8 = reinterpret_cast<float*>(base);
     prepareRows(d_, x, d_.M, !avx2_ || !d_.nibbles ? Order::kNatural : units64 ? Order::kUnits64 : Order::kChunks32, r);
+    // Up to kMaxRows rows a pass over a task's columns; the passes of more rows (a short
+    // prompt) reread those columns from cache, not memory.
     pool_.parallelFor(d_.N, kColumnGrain, 2 * kColumnGrain, [&](int, int64_t n0, int64_t n1) {
+      for (int64_t r0 = 0; r0 < d_.M; r0 += kMaxRows) {
+        Rows g = r;
+        g.count = std::min(kMaxRows, d_.M - r0);
+        if (g.q) g.q += r0 * r.stride;
+        if (g.f) g.f += r0 * r.stride;
+        g.scale += r0 * d_.blocks;
+        g.sum += r0 * d_.blocks;
+        if (g.scale8) g.scale8 += r0 * r.units * 8;
 #ifdef GKRT_X86_TIERS
-      if (avx2_) return streamAvx2(d_, w, r, n0, n1, y);
+        if (avx2_) {
+          streamAvx2(d_, w, g, n0, n1, y + r0 * d_.N);
+          continue;
+        }
 #endif
-      streamPortable(d_, w, r, n0, n1, y);
+        streamPortable(d_, w, g, n0, n1, y + r0 * d_.N);
+      }
     });
     return Status::Ok();
   }
