@@ -94,14 +94,26 @@ std::vector<Value> GraphBuilder::op(const std::string& op_name, const std::vecto
       return outs;
     }
   }
-  ir::Graph probe;  // structural checks on this node alone
-  probe.tensors = graph_.tensors;
-  probe.nodes = {added};
-  for (int t : added.inputs) {
+  // Structural checks on this node alone, in a graph of only the tensors it names (a
+  // copy of every tensor a node would make building a graph quadratic).
+  ir::Graph probe;
+  std::vector<std::pair<int, int>> taken;  // (graph tensor, probe tensor)
+  auto take = [&](int t) {
+    if (t < 0) return t;
+    for (const auto& [from, to] : taken) if (from == t) return to;
+    probe.tensors.push_back(graph_.tensors[size_t(t)]);
+    taken.push_back({t, int(probe.tensors.size()) - 1});
+    return taken.back().second;
+  };
+  ir::Node local = added;
+  for (int& t : local.inputs) t = take(t);
+  for (int& t : local.outputs) t = take(t);
+  for (int t : local.inputs) {
     const bool listed = std::find(probe.inputs.begin(), probe.inputs.end(), t) != probe.inputs.end();
-    if (t >= 0 && !probe.tensors[t].isConstant() && !listed) probe.inputs.push_back(t);
+    if (t >= 0 && !probe.tensors[size_t(t)].isConstant() && !listed) probe.inputs.push_back(t);
   }
-  probe.outputs = added.outputs;
+  probe.outputs = local.outputs;
+  probe.nodes = {std::move(local)};
   Status s = ir::validateGraph(probe);
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;

@@ -121,7 +121,7 @@ bool isBlockQuantType(uint32_t type) {
   }
 }
 
-StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::vector<int64_t>& row_of) {
+StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows) {
   if (!isBlockQuantType(t.type)) {
     return makeError(StatusCode::kUnsupported, "GGUF tensor '", t.name, "' is ", tensorTypeName(t.type),
                      "; gkrt converts F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K (requantize the file with llama.cpp's "
@@ -132,8 +132,7 @@ StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::vector<int64_t>& r
   }
   BlockWeight w;
   w.K = t.dims[0];
-  w.N = t.dims[1];
-  RETURN_IF_ERROR(checkRows(t, row_of, w.N));
+  w.N = rows;
   const TensorType type = TensorType(t.type);
   w.block = type == TensorType::kQ6_K ? 16 : 32;
   w.to = type == TensorType::kQ4_0 ? DType::kInt4 : (type == TensorType::kQ4_1 || type == TensorType::kQ4_K) ? DType::kUInt4
@@ -143,10 +142,27 @@ StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::vector<int64_t>& r
   w.values.resize(size_t(w.N * w.blocks * w.blob));
   w.scales.resize(size_t(w.N * w.blocks));
   if (type == TensorType::kQ4_1 || type == TensorType::kQ4_K) w.offsets.resize(w.scales.size());
+  return w;
+}
+
+Status convertBlockRows(const Tensor& t, const std::vector<int64_t>& row_of, BlockWeight& w, int64_t first) {
+  const int64_t rows = t.dims.size() == 2 ? t.dims[1] : 0;
+  RETURN_IF_ERROR(checkRows(t, row_of, rows));
+  if (t.dims.size() != 2 || t.dims[0] != w.K || first < 0 || first + rows > w.N) {
+    return makeError(StatusCode::kInternal, "GGUF tensor '", t.name, "' does not fit the weight it is converted into");
+  }
   int64_t block_values = 0, block_bytes = 0;
   tensorTypeBlock(t.type, &block_values, &block_bytes);
   const int64_t row_bytes = w.K / block_values * block_bytes;
-  for (int64_t n = 0; n < w.N; ++n) convertRow(t.type, t.data + (row_of.empty() ? n : row_of[size_t(n)]) * row_bytes, w, n);
+  for (int64_t n = 0; n < rows; ++n) {
+    convertRow(t.type, t.data + (row_of.empty() ? n : row_of[size_t(n)]) * row_bytes, w, first + n);
+  }
+  return Status::Ok();
+}
+
+StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::vector<int64_t>& row_of) {
+  ASSIGN_OR_RETURN(BlockWeight w, blockLayout(t, t.dims.size() == 2 ? t.dims[1] : 0));
+  RETURN_IF_ERROR(convertBlockRows(t, row_of, w, 0));
   return w;
 }
 

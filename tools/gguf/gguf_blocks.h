@@ -39,6 +39,11 @@ bool isBlockQuantType(uint32_t type);
 // A 2-D tensor of a block type; `row_of[n]` (when not empty) is the file's row that
 // becomes row n (the Q/K rotary permutation undone).
 StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::vector<int64_t>& row_of = {});
+// The pieces of blockWeight, for weights made of several tensors' rows (Q/K/V as one):
+// the layout of `rows` rows of t's type and row length (values, scales and offsets
+// sized), and t's rows converted into rows first.. of it.
+StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows);
+Status convertBlockRows(const Tensor& t, const std::vector<int64_t>& row_of, BlockWeight& w, int64_t first);
 // The same values one a byte (int8: a nibble's value, 0..15 for kUInt4, -8..7 for
 // kInt4): a table rows are gathered from and then widened.
 BlockWeight valuesPerByte(const BlockWeight& w);

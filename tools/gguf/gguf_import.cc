@@ -247,18 +247,16 @@ StatusOr<std::vector<Node>> Importer::linears(Node x, int64_t K, const std::vect
   Converted& c = converted_[key];
   if (!c.values && !c.floats) {
     if (isBlockQuantType(ts[0]->type)) {
-      std::vector<uint8_t> values;
-      std::vector<float> scales, offsets;
-      for (size_t i = 0; i < parts.size(); ++i) {  // rows [N, blocks, blob]: concatenated as they are
-        ASSIGN_OR_RETURN(BlockWeight w, blockWeight(*ts[i], parts[i].row_of));
-        values.insert(values.end(), w.values.begin(), w.values.end());
-        scales.insert(scales.end(), w.scales.begin(), w.scales.end());
-        offsets.insert(offsets.end(), w.offsets.begin(), w.offsets.end());
-        c.block = w.block, c.blocks = w.blocks, c.blob = w.blob, c.to = w.to;
+      ASSIGN_OR_RETURN(BlockWeight w, blockLayout(*ts[0], total));  // rows [N, blocks, blob]: one after another
+      int64_t first = 0;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        RETURN_IF_ERROR(convertBlockRows(*ts[i], parts[i].row_of, w, first));
+        first += parts[i].N;
       }
-      c.values = own(std::move(values));
-      c.scales = own(std::move(scales));
-      if (!offsets.empty()) c.offsets = own(std::move(offsets));
+      c.block = w.block, c.blocks = w.blocks, c.blob = w.blob, c.to = w.to;
+      c.values = own(std::move(w.values));
+      c.scales = own(std::move(w.scales));
+      if (!w.offsets.empty()) c.offsets = own(std::move(w.offsets));
     } else {
       std::vector<float> kn(size_t(K * total));  // [K, total]
       int64_t col = 0;
