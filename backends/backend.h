@@ -11,6 +11,7 @@
 // (subgraph of basic ops) or a pattern kernel; fusion decided which, never a backend.
 #pragma once
 
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -125,10 +126,12 @@ class Backend {
   virtual Status synchronize() { return Status::Ok(); }
   // Optional: copies `bytes` at `src`, memory of `from` (another session plan's backend),
   // to `dst` of this one without a trip through the host. False when it cannot (the
-  // caller copies through the host); the cuda backend can between plans on one device.
+  // caller copies through the host); the cuda backend can between plans on one device,
+  // and two host backends' memory is the same memory (one memcpy, no staging copy).
   virtual StatusOr<bool> copyFromBackend(Backend& from, void* dst, const void* src, size_t bytes) {
-    (void)from, (void)dst, (void)src, (void)bytes;
-    return false;
+    if (!isHost() || !from.isHost() || !addressableMemory() || !from.addressableMemory()) return false;
+    std::memcpy(dst, src, bytes);
+    return true;
   }
   // Optional: runs one inference's launches (`launch_all`, every step in order). A device
   // backend may record them once and replay the recording on later runs (cuda: a CUDA

@@ -206,9 +206,10 @@ def gguf_main(args, gkrt):
         print(f"{'file':36s} {'runtime':10s} {'prefill tok/s':>13s} {'decode tok/s':>12s} {'same ids':>9s}")
         for path in files:
             best = {}
-            for name, run in (("gkrt", lambda: run_gkrt_gguf(gkrt, path, ids, args.new_tokens, threads)),
-                              ("llama.cpp", lambda: run_llama_cpp(greedy, path, ids, args.new_tokens, threads))):
-                for _ in range(args.repeat):
+            runners = (("gkrt", lambda: run_gkrt_gguf(gkrt, path, ids, args.new_tokens, threads)),
+                       ("llama.cpp", lambda: run_llama_cpp(greedy, path, ids, args.new_tokens, threads)))
+            for _ in range(args.repeat):  # interleaved: the machine's noise falls on both alike
+                for name, run in runners:
                     r = run()
                     b = best.get(name)
                     best[name] = r if b is None else {"prefill_tps": max(b["prefill_tps"], r["prefill_tps"]),

@@ -37,6 +37,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, c
     if (g.tensors[size_t(t)].name == "logits" || g.outputs.size() == 1) keepLastPositionLogits(g, t);
   }
   SessionOptions so;
+  for (const KvCacheLayer& l : G.binding_.layers) so.shared_inputs.insert({l.key, l.value});  // one cache for every plan
   so.backend = options.backend;
   so.backend_options = options.backend_options;
   so.fusion = options.fusion;
@@ -87,6 +88,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, c
   G.shaped_for_ = 1;
   for (const KvCacheLayer& l : G.binding_.layers) {  // the caches start defined (never read before written)
     for (const std::string& name : {l.key, l.value}) {
+      if (s.sharesInput(name)) continue;  // made as zeros
       const int k = s.inputIndex(name);
       HostTensor zeros(s.inputs()[size_t(k)].dtype, s.inputs()[size_t(k)].shape);
       std::memset(zeros.data(), 0, zeros.bytes());

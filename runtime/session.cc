@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -25,6 +27,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
                      "(the default is ", formatByteSize(defaultMaxMemoryBytes()), ", three quarters of physical memory)");
   }
   s->max_memory_bytes_ = options.max_memory_bytes;
+  for (const std::string& name : options.shared_inputs) s->shared_[name] = SharedBuffer{};
   {  // an unknown backend or missing device is reported now, not at the first run
     ASSIGN_OR_RETURN(auto probe, createBackend(options.backend, options.backend_options));
   }
@@ -57,6 +60,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
 Session::~Session() {
   active_ = nullptr;
   plans_.clear();
+  for (auto& [name, b] : shared_) if (b.data) ::munmap(b.data, b.bytes);
 }
 
 int Session::findInput(const std::string& name) const {
@@ -97,7 +101,8 @@ StatusOr<Session::Plan*> Session::planFor(const std::map<std::string, Shape>& sh
       return plans_.front().get();
     }
   }
-  ASSIGN_OR_RETURN(auto plan, Plan::compile(model_, shapes, backend_name_, backend_options_, fusion_options_, max_memory_bytes_));
+  ASSIGN_OR_RETURN(auto plan, Plan::compile(model_, shapes, backend_name_, backend_options_, fusion_options_, max_memory_bytes_,
+                                            &shared_));
   ++plans_compiled_;
   plans_.push_front(std::move(plan));
   return plans_.front().get();
@@ -121,6 +126,7 @@ Status Session::activate(const std::map<std::string, Shape>& overrides) {
     for (size_t k = 0; k < model_.inputs.size() && active_; ++k) {
       const std::string& name = model_.tensors[model_.inputs[k]].name;
       if (staged_.count(name) || overrides.count(name) || !next->inputBuffer(k) || !active_->inputBuffer(k)) continue;
+      if (next->inputBuffer(k) == active_->inputBuffer(k)) continue;  // a shared input: the same bytes
       const size_t bytes = dtypeSize(active_->inputs[k].dtype) * size_t(numElements(active_->inputs[k].shape));
       ASSIGN_OR_RETURN(bool direct, next->backend->copyFromBackend(*active_->backend, next->inputBuffer(k), active_->inputBuffer(k), bytes));
       if (direct) continue;  // device to device (a generator's caches between its prompt and decode plans)

@@ -22,6 +22,7 @@
 
 #include <list>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct SessionOptions {
   // A plan whose tensors, arena, workspace or device buffers need more is refused
   // before they are allocated (runtime/resource_limits.h; gkrt run --max-memory).
   size_t max_memory_bytes = defaultMaxMemoryBytes();
+  // Inputs whose bytes every plan shares (a generator's KV caches): on host backends one
+  // buffer each, zeroed when made and kept across plan switches without a copy (other
+  // backends: a buffer a plan, copied over as any input).
+  std::set<std::string> shared_inputs;
 };
 
 struct TensorInfo {
@@ -122,6 +127,13 @@ class Session {
   const FusionReport& fusionReport() const;
 
   struct Plan;  // one compiled specialisation (runtime/session_plan.h)
+  // SessionOptions::shared_inputs on this session's plans: name -> bytes (made on first use).
+  struct SharedBuffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  // Whether input `name` lives in a buffer all plans share (it starts as zeros).
+  bool sharesInput(const std::string& name) const { return shared_.count(name) && shared_.at(name).data; }
 
  private:
   Session();
@@ -144,6 +156,7 @@ class Session {
   Plan* active_ = nullptr;
   size_t plans_compiled_ = 0;
   std::map<std::string, HostTensor> staged_;  // inputs set with a new size, for the next run()
+  std::map<std::string, SharedBuffer> shared_;  // SessionOptions::shared_inputs
   std::vector<TensorInfo> inputs_, outputs_;
 };
 

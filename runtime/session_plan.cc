@@ -1,5 +1,7 @@
 #include "runtime/session_plan.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 
 #include "runtime/control_flow_kernels.h"
@@ -22,7 +24,8 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
                                                                 const std::string& backend_name,
                                                                 const BackendOptions& backend_options,
                                                                 const FusionOptions& fusion_options,
-                                                                size_t max_memory_bytes) {
+                                                                size_t max_memory_bytes,
+                                                                std::map<std::string, SharedBuffer>* shared) {
   std::unique_ptr<Plan> p(new Plan());
   Plan& s = *p;
   s.input_shapes = shapes;
@@ -102,7 +105,7 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
     }
   }
   if (!slow.empty()) GKRT_LOG_WARNING("slow path: ", slow, " run reference-grade code (gkrt bench --profile marks them); please report this model");
-  RETURN_IF_ERROR(s.allocateTensors(referenced, workspace));
+  RETURN_IF_ERROR(s.allocateTensors(referenced, workspace, shared));
   auto data_of = [&](int t) -> void* {
     const ir::Tensor& tensor = s.graph.tensors[t];
     if (s.buffers[t]) return s.buffers[t];
@@ -129,7 +132,8 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
 // Device backends with addressable memory (cuda): the same arena on the device, and the
 // constants packed into one more allocation. Others (opencl): one allocation per
 // tensor, constants copied over. Every plan is checked against the memory cap first.
-Status Session::Plan::allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes) {
+Status Session::Plan::allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes,
+                                      std::map<std::string, SharedBuffer>* shared) {
   buffers.assign(graph.tensors.size(), nullptr);
   auto bytes_of = [&](size_t t) {
     return static_cast<size_t>(numElements(graph.tensors[t].shape)) * dtypeSize(graph.tensors[t].dtype);
@@ -151,10 +155,29 @@ Status Session::Plan::allocateTensors(const std::vector<char>& referenced, size_
     return Status::Ok();
   }
   const int num_steps = static_cast<int>(graph.nodes.size());
+  // Shared inputs (host memory): one zeroed mapping each, made by the first plan that
+  // reads the input, outside every plan's arena.
+  std::vector<char> outside(graph.tensors.size(), 0);
+  for (int t : graph.inputs) {
+    if (!shared || !backend->isHost()) break;
+    if (!referenced[size_t(t)]) continue;
+    auto it = shared->find(graph.tensors[size_t(t)].name);
+    if (it == shared->end()) continue;
+    const size_t bytes = bytes_of(size_t(t));
+    if (!it->second.data) {
+      void* m = ::mmap(nullptr, std::max<size_t>(bytes, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return makeError(StatusCode::kDeviceError, "cannot map ", bytes, " bytes for input '",
+                                            graph.tensors[size_t(t)].name, "'");
+      it->second = SharedBuffer{m, std::max<size_t>(bytes, 1)};
+    }
+    if (it->second.bytes != std::max<size_t>(bytes, 1)) continue;  // another size in this plan: its own buffer
+    buffers[size_t(t)] = it->second.data;
+    outside[size_t(t)] = 1;
+  }
   std::vector<int> request_of(graph.tensors.size(), -1);
   std::vector<BufferRequest> requests;
   for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    if (!referenced[t] || graph.tensors[t].isConstant()) continue;
+    if (!referenced[t] || graph.tensors[t].isConstant() || outside[t]) continue;
     request_of[t] = static_cast<int>(requests.size());
     requests.push_back({bytes_of(t), num_steps, -1, -1});
     tensor_bytes += bytes_of(t);

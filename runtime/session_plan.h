@@ -38,12 +38,14 @@ struct Session::Plan {
   // Specialises `model` to `shapes`, fuses, plans memory and compiles every kernel.
   static StatusOr<std::unique_ptr<Plan>> compile(const ir::Graph& model, const std::map<std::string, Shape>& shapes,
                                                  const std::string& backend_name, const BackendOptions& backend_options,
-                                                 const FusionOptions& fusion_options, size_t max_memory_bytes);
+                                                 const FusionOptions& fusion_options, size_t max_memory_bytes,
+                                                 std::map<std::string, SharedBuffer>* shared = nullptr);
   // The device/host buffer of graph input `k`.
   void* inputBuffer(size_t k) const { return buffers[graph.inputs[k]]; }
 
  private:
-  Status allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes);
+  Status allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes,
+                         std::map<std::string, SharedBuffer>* shared);
   Status copyConstantsToDevice(const std::vector<char>& referenced);
 };
 

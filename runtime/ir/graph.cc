@@ -85,8 +85,10 @@ Status checkIndex(const Graph& g, int t, const std::string& where) {
 
 Status checkNodeShape(const Graph& g, int i) {
   const Node& n = g.nodes[i];
-  const std::string who = describeNode(g, i);
-  if (!n.op) return makeError(StatusCode::kInvalidModel, who, ": op is not set");
+  // The node's description, spelled only for an error (validation runs after every
+  // pattern rewrite: formatting it for every node each time was most of a plan's compile).
+  auto who = [&g, i] { return describeNode(g, i); };
+  if (!n.op) return makeError(StatusCode::kInvalidModel, who(), ": op is not set");
   const OpDef& op = *n.op;
   const int nin = static_cast<int>(n.inputs.size());
   if (nin < op.min_inputs || (op.max_inputs != kVariadic && nin > op.max_inputs)) {
@@ -94,34 +96,38 @@ Status checkNodeShape(const Graph& g, int i) {
                        : op.min_inputs == op.max_inputs
                            ? std::to_string(op.min_inputs)
                            : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
-    return makeError(StatusCode::kInvalidModel, who, ": has ", nin, " inputs, ", op.name, " takes ", want);
+    return makeError(StatusCode::kInvalidModel, who(), ": has ", nin, " inputs, ", op.name, " takes ", want);
   }
   const int nout = static_cast<int>(n.outputs.size());
   if (nout < op.min_outputs || nout > op.max_outputs) {
-    return makeError(StatusCode::kInvalidModel, who, ": has ", nout, " outputs, ", op.name, " produces ",
+    return makeError(StatusCode::kInvalidModel, who(), ": has ", nout, " outputs, ", op.name, " produces ",
                      op.min_outputs, op.min_outputs == op.max_outputs ? "" : " to " + std::to_string(op.max_outputs));
   }
   if (n.attrs.kind() != op.attr_kind) {
-    return makeError(StatusCode::kInvalidModel, who, ": attributes are of kind ", attrKindName(n.attrs.kind()),
+    return makeError(StatusCode::kInvalidModel, who(), ": attributes are of kind ", attrKindName(n.attrs.kind()),
                      ", ", op.name, " takes ", attrKindName(op.attr_kind));
   }
   for (int k = 0; k < nin; ++k) {
     const int t = n.inputs[k];
     if (t == -1 && k >= op.min_inputs) continue;  // absent optional input
-    RETURN_IF_ERROR(checkIndex(g, t, who + " input " + std::to_string(k)));
+    if (t < 0 || t >= static_cast<int>(g.tensors.size())) RETURN_IF_ERROR(checkIndex(g, t, who() + " input " + std::to_string(k)));
   }
-  for (int k = 0; k < nout; ++k) RETURN_IF_ERROR(checkIndex(g, n.outputs[k], who + " output " + std::to_string(k)));
+  for (int k = 0; k < nout; ++k) {
+    const int t = n.outputs[k];
+    if (t < 0 || t >= static_cast<int>(g.tensors.size())) RETURN_IF_ERROR(checkIndex(g, t, who() + " output " + std::to_string(k)));
+  }
   const bool fused = std::string(op.name) == "Fused";
   if (fused != (n.subgraph != nullptr)) {
-    return makeError(StatusCode::kInvalidModel, who, fused ? ": fused node has no subgraph" : ": only Fused nodes carry a subgraph");
+    return makeError(StatusCode::kInvalidModel, who(), fused ? ": fused node has no subgraph" : ": only Fused nodes carry a subgraph");
   }
   if (fused) {
     Graph& sub = *n.subgraph;
     if (sub.inputs.size() != n.inputs.size() || sub.outputs.size() != n.outputs.size()) {
-      return makeError(StatusCode::kInvalidModel, who, ": subgraph has ", sub.inputs.size(), " inputs and ",
+      return makeError(StatusCode::kInvalidModel, who(), ": subgraph has ", sub.inputs.size(), " inputs and ",
                        sub.outputs.size(), " outputs, the node ", n.inputs.size(), " and ", n.outputs.size());
     }
-    RETURN_IF_ERROR(validateGraph(sub).withContext(who + " subgraph"));
+    Status sub_ok = validateGraph(sub);
+    if (!sub_ok.ok()) return sub_ok.withContext(who() + " subgraph");
   }
   RETURN_IF_ERROR(validateControlFlowSubgraphs(g, i));
   return Status::Ok();
