@@ -11,8 +11,14 @@ float half(const uint8_t* p) {
   return halfToFloat(h);
 }
 
-// Nibble j (0..31) of a Q4_0/Q4_1 block's 16 bytes: value j low, j + 16 high.
-inline uint8_t q4Nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4; }
+// A Q4_0/Q4_1 block's 16 bytes (value j low, j + 16 high) as gkrt's (value 2b low, 2b + 1
+// high), the top bit of each nibble flipped by `flip` (0x88: q - 8 as two's complement).
+inline void repackQ4(const uint8_t* qs, uint8_t* out, uint8_t flip) {
+  for (int b = 0; b < 8; ++b) {
+    out[b] = uint8_t(((qs[2 * b] & 15) | (qs[2 * b + 1] << 4)) ^ flip);                  // values 0..15
+    out[8 + b] = uint8_t(((qs[2 * b] >> 4) | (qs[2 * b + 1] & 0xF0)) ^ flip);           // values 16..31
+  }
+}
 
 // One 256-value Q4_K super-block's scale and min of sub-block j (6 bits each).
 void q4kScaleMin(const uint8_t* s, int j, int* sc, int* m) {
@@ -40,16 +46,14 @@ void convertRow(uint32_t type, const uint8_t* src, BlockWeight& w, int64_t n) {
     case TensorType::kQ4_0:
       for (int64_t b = 0; b < w.blocks; ++b, src += 18) {
         sc[b] = half(src);
-        for (int j = 0; j < 32; ++j) v[j] = q4Nibble(src + 2, j) ^ 8;  // q - 8 as a two's-complement nibble
-        packNibbles(v, vals + b * 16, 32);
+        repackQ4(src + 2, vals + b * 16, 0x88);  // q - 8 as a two's-complement nibble
       }
       break;
     case TensorType::kQ4_1:
       for (int64_t b = 0; b < w.blocks; ++b, src += 20) {
         sc[b] = half(src);
         off[b] = half(src + 2);
-        for (int j = 0; j < 32; ++j) v[j] = q4Nibble(src + 4, j);
-        packNibbles(v, vals + b * 16, 32);
+        repackQ4(src + 4, vals + b * 16, 0);
       }
       break;
     case TensorType::kQ8_0:
