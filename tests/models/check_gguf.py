@@ -196,13 +196,13 @@ def check_bad_files(gkrt, work, failures):
     cases["truncated"] = (data[: len(data) // 2], "truncated")
     cases["header"] = (data[:40], "truncated")
     cases["unknown_arch"] = (data.replace(b"llama", b"gpt99", 1), "architecture")
-    # a tensor shape that does not fit the hyper-parameters: blk.0.attn_k.weight [576, 192]
+    # a tensor shape that does not fit the hyper-parameters: blk.1.attn_k.weight [576, 192]
     # made [576, 128] (its bytes still lie inside the file)
-    name = b"blk.0.attn_k.weight"
+    name = b"blk.1.attn_k.weight"
     j = data.find(name) + len(name)
     patched = bytearray(data)
     patched[j + 4 + 8:j + 4 + 16] = (128).to_bytes(8, "little")
-    cases["tensor_shape"] = (bytes(patched), "'blk.0.attn_k.weight' is [576, 128]")
+    cases["tensor_shape"] = (bytes(patched), "'blk.1.attn_k.weight' is [576, 128]")
     # an unsupported tensor type: attn_q's type field set to Q5_1 (7): then its bytes do
     # not add up either, so the file is refused by type or size, naming the tensor
     name = b"blk.0.attn_q.weight"

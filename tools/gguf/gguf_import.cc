@@ -24,6 +24,12 @@ struct Hyper {
   bool qkv_bias = false;     // qwen2
 };
 
+std::string dimsText(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
 StatusOr<Hyper> hyperParameters(const GgufFile& f) {
   Hyper h;
   h.arch = f.architecture();
@@ -54,6 +60,10 @@ StatusOr<Hyper> hyperParameters(const GgufFile& f) {
     return makeError(StatusCode::kUnsupported, "GGUF ", h.arch, " with key length ", h.head_dim, ", value length ", value_dim,
                      " and rotary dims ", rope_dims, ": gkrt converts equal, even ones (rotary over the whole head)");
   }
+  if (h.head_dim <= 0) {
+    return makeError(StatusCode::kInvalidModel, "GGUF ", a, "embedding_length ", h.hidden, " over head_count ", h.heads,
+                     " leaves no head dim; give ", a, "attention.key_length");
+  }
   if (h.heads % h.kv_heads != 0) {
     return makeError(StatusCode::kInvalidModel, "GGUF ", a, "attention.head_count ", h.heads, " is not a multiple of head_count_kv ",
                      h.kv_heads);
@@ -71,16 +81,27 @@ StatusOr<Hyper> hyperParameters(const GgufFile& f) {
   if (!embd) return makeError(StatusCode::kInvalidModel, "GGUF file has no tensor 'token_embd.weight' (the token embedding)");
   if (embd->dims.size() != 2) return makeError(StatusCode::kInvalidModel, "GGUF tensor 'token_embd.weight' is not 2-D");
   h.vocab = embd->dims[1];
+  // The sizes the graph is built from must be the tensors' (checked before anything is
+  // made of them): the first layer's Q and K, and a tensor for every layer.
+  int64_t q_rows = 0, k_rows = 0;
+  const Tensor* q = f.findTensor("blk.0.attn_q.weight");
+  const Tensor* k = f.findTensor("blk.0.attn_k.weight");
+  if (__builtin_mul_overflow(h.heads, h.head_dim, &q_rows) || __builtin_mul_overflow(h.kv_heads, h.head_dim, &k_rows) || !q ||
+      !k || q->dims != std::vector<int64_t>{h.hidden, q_rows} || k->dims != std::vector<int64_t>{h.hidden, k_rows}) {
+    return makeError(StatusCode::kInvalidModel, "GGUF ", h.arch, " with hidden ", h.hidden, " and ", h.heads, " heads (", h.kv_heads,
+                     " KV) of ", h.head_dim, " needs blk.0.attn_q.weight [", h.hidden, ", heads x head dim] and attn_k.weight [",
+                     h.hidden, ", KV heads x head dim]; the file has ", q ? dimsText(q->dims) : "no attn_q", " and ",
+                     k ? dimsText(k->dims) : "no attn_k");
+  }
+  if (!f.findTensor("blk." + std::to_string(h.layers - 1) + ".attn_norm.weight")) {
+    return makeError(StatusCode::kInvalidModel, "GGUF ", a, "block_count is ", h.layers, " but the file has no tensor 'blk.",
+                     h.layers - 1, ".attn_norm.weight'");
+  }
   h.permuted_qk = h.arch == "llama";
   h.qkv_bias = h.arch == "qwen2";
   return h;
 }
 
-std::string dimsText(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 template <class T> std::shared_ptr<const ir::ConstData> own(std::vector<T> v) {
   auto held = std::make_shared<std::vector<T>>(std::move(v));
