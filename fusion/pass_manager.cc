@@ -52,6 +52,8 @@ const std::vector<PassSpec>& pipeline() {
       {0, "preprocess", 7, "rotary_embedding_fusion", level1, passes::fuseRotaryEmbedding},
       // gkrt's own: Q/K/V and gate/up projections as one GEMM + Split (opt_level 2: new constants).
       {0, "preprocess", 8, "sibling_matmul_merge", level2, passes::mergeSiblingMatMuls},
+      // gkrt's own: an embedding lookup written as a one-hot product as one row gather (a new constant).
+      {0, "preprocess", 9, "one_hot_matmul_fusion", level2, passes::fuseOneHotMatMul},
       {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
       {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
@@ -61,12 +63,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 9);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 10);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 9, p.end());
+    all.insert(all.end(), p.begin() + 10, p.end());
     return all;
   }();
   return with_patterns;

@@ -219,7 +219,11 @@ TEST(CpuBackend, ConvolutionsMatchReference) {
            // stride 1 and 2, a channel multiplier, dilation
            {{1, 6, 11, 13}, {6, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6, false, true},
            {{1, 4, 12, 9}, {8, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 4, false, false},
-           {{2, 3, 15, 14}, {3, 1, 5, 5}, {2, 2}, {4, 4, 4, 3}, {2, 2}, 3, false, true}}) {
+           {{2, 3, 15, 14}, {3, 1, 5, 5}, {2, 2}, {4, 4, 4, 3}, {2, 2}, 3, false, true},
+           // 1-D along H (maps one wide, tf2onnx's form): run along W, with stride, uneven
+           // pads, dilation and groups on H
+           {{1, 16, 40, 1}, {24, 16, 5, 1}, {2, 1}, {2, 0, 1, 0}, {3, 1}, 1, true, true},
+           {{2, 8, 31, 1}, {8, 2, 3, 1}, {1, 1}, {1, 0, 1, 0}, {1, 1}, 4, true, false}}) {
     GraphBuilder b;
     Value x = b.input("x", DType::kFloat32, c.x);
     const HostTensor wt = randomTensor(c.w, 21), bias = randomTensor({c.w[0]}, 22);
@@ -245,6 +249,130 @@ TEST(CpuBackend, ConvolutionsMatchReference) {
     std::vector<HostTensor> inputs{randomTensor(c.x, 23)};
     if (!c.const_w) inputs.push_back(wt);
     expectCpuMatchesReference(*g, inputs, 1e-4);
+  }
+}
+
+#ifdef GKRT_HAVE_DNNL
+// A convolution along H of maps one wide runs as the same bytes along W (oneDNN's jit
+// kernels vectorise along W; along H one ran 4.4x slower), its epilogue as post-ops; a
+// full-size residual operand [N, C, L, 1] keeps it along H. Both equal the reference.
+TEST(CpuBackend, OneDimensionalConvolutionAlongHeightRunsAlongWidth) {
+  for (bool residual : {false, true}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {1, 8, 50, 1});
+    const HostTensor wt = randomTensor({48, 8, 5, 1}, 41), bias = randomTensor({48}, 42);
+    Conv2DAttrs a;
+    a.strides = {1, 1};
+    a.pads = {2, 0, 2, 0};
+    a.dilations = {1, 1};
+    a.groups = 1;
+    Value y = b.op1("Conv2D", {x, b.constant("w", DType::kFloat32, {48, 8, 5, 1}, wt.data()),
+                               b.constant("b", DType::kFloat32, {48}, bias.data())}, a);
+    if (residual) y = b.add(y, b.input("r", DType::kFloat32, {1, 48, 50, 1}));
+    b.output(b.op1("ReLU", {y}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    auto k = cpu::compileOneDnnConv(*g, g->nodes[0], nullptr, /*allow_ref=*/false);
+    ASSERT_TRUE(k.ok()) << k.status().toString();
+    EXPECT_NE((*k)->detail().find("run along W"), std::string::npos) << (*k)->detail();
+    std::vector<HostTensor> inputs{randomTensor({1, 8, 50, 1}, 43)};
+    if (residual) inputs.push_back(randomTensor({1, 48, 50, 1}, 44));
+    expectCpuMatchesReference(*g, inputs, 1e-4);
+  }
+}
+#endif
+
+// Comparisons of integer tensors inside one fused loop, read as float32 where that is
+// exact: a one-hot (Equal of ids [1, S, 1] against a constant iota, then Cast) and Less
+// of int64 ids against a constant; int32 against an int32 input, or against a constant of
+// 2^24 or more, is not exact in float32 and stays off the loop (and still right).
+TEST(CpuBackend, IntegerComparisonsRunInTheFusedLoop) {
+  const int64_t S = 70, V = 37;
+  std::vector<int32_t> iota(V), ids(S), big(V), other(S * V);
+  for (int64_t v = 0; v < V; ++v) iota[v] = int32_t(v), big[v] = (1 << 24) + int32_t(v);
+  for (int64_t s = 0; s < S; ++s) ids[s] = s % 3 == 0 ? (1 << 24) + 1 : int32_t(s % 45) - 4;  // out of range too
+  for (size_t i = 0; i < other.size(); ++i) other[i] = int32_t(i % 41) - 2;
+  HostTensor ids_t(DType::kInt32, {1, S, 1}), ids64(DType::kInt64, {1, S, V}), other_t(DType::kInt32, {1, S, V});
+  for (int64_t s = 0; s < S; ++s) ids_t.as<int32_t>()[s] = ids[s];
+  for (int64_t i = 0; i < S * V; ++i) ids64.as<int64_t>()[i] = other[i] * 1000003LL, other_t.as<int32_t>()[i] = other[i];
+  std::vector<int64_t> limits(V);
+  for (int64_t v = 0; v < V; ++v) limits[v] = v * 1000003LL % 16777213 - 8000000;  // below 2^24
+  struct Case { const char* name; bool fused_loop; };
+  for (const Case c : {Case{"one_hot", true}, Case{"less_int64", true}, Case{"input_vs_input", false},
+                       Case{"big_constant", false}}) {
+    GraphBuilder b;
+    std::vector<HostTensor> inputs;
+    Value e;
+    const std::string name = c.name;
+    if (name == "less_int64") {
+      Value x = b.input("x", DType::kInt64, {1, S, V});
+      e = b.op1("Less", {x, b.constant("c", DType::kInt64, {V}, limits.data())});
+      inputs.push_back(ids64);
+    } else {
+      Value x = b.input("x", DType::kInt32, {1, S, 1});
+      inputs.push_back(ids_t);
+      if (name == "input_vs_input") {
+        e = b.op1("Equal", {x, b.input("o", DType::kInt32, {1, S, V})});
+        inputs.push_back(other_t);
+      } else {
+        e = b.op1("Equal", {x, b.constant("c", DType::kInt32, {V}, name == "one_hot" ? iota.data() : big.data())});
+      }
+    }
+    CastAttrs to_float;
+    b.output(b.mul(b.op1("Cast", {e}, to_float), 0.5f), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    ir::Graph fused = ir::cloneGraph(*g);
+    ASSERT_TRUE(ir::inferShapes(fused).ok());
+    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+    ASSERT_EQ(fused.nodes.size(), 1u) << name;
+    EXPECT_EQ(cpu::canRunElementwise(fused, fused.nodes[0]), c.fused_loop) << name;
+    expectCpuMatchesReference(*g, inputs, 0.0);
+  }
+}
+
+// int32 Add/Sub before a Cast to float32 (a ConvInteger's bias and dequantization, as
+// onnxruntime's quantizer writes it) in one fused loop, exactly: the sums of values past
+// 2^24 equal the integer ones (float32 operands would round them first); an int32 result
+// read by anything but a Cast keeps its cluster off the loop.
+TEST(CpuBackend, Int32ArithmeticBeforeACastRunsInTheFusedLoop) {
+  const Shape xs{2, 6, 5, 7};
+  HostTensor x(DType::kInt32, xs), bias(DType::kInt32, {1, 6, 1, 1});
+  for (int64_t i = 0; i < numElements(xs); ++i) x.as<int32_t>()[i] = int32_t((i * 7919) % 2000001) * 50 - 50000001;
+  for (int64_t c = 0; c < 6; ++c) bias.as<int32_t>()[c] = 50000000 - int32_t(c) * 16777217;
+  std::vector<int32_t> offsets(7);
+  for (int k = 0; k < 7; ++k) offsets[k] = 33554431 * (k - 3);
+  for (const char* name : {"add_input", "sub_constant", "add_then_compare"}) {
+    GraphBuilder b;
+    Value xv = b.input("x", DType::kInt32, xs);
+    std::vector<HostTensor> inputs{x};
+    const std::string n = name;
+    Value sum;
+    if (n == "sub_constant") {
+      sum = b.op1("Sub", {xv, b.constant("o", DType::kInt32, {7}, offsets.data())});
+    } else {
+      sum = b.add(xv, b.input("bias", DType::kInt32, {1, 6, 1, 1}));
+      inputs.push_back(bias);
+    }
+    CastAttrs to_float;
+    Value f = n == "add_then_compare" ? b.op1("Cast", {b.op1("Greater", {sum, xv})}, to_float) : b.op1("Cast", {sum}, to_float);
+    b.output(b.mul(f, 0.5f), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    ir::Graph fused = ir::cloneGraph(*g);
+    ASSERT_TRUE(ir::inferShapes(fused).ok());
+    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+    if (n != "add_then_compare") {  // (that one: fusion's clusters, whichever they are, must stay right)
+      ASSERT_EQ(fused.nodes.size(), 1u) << name;
+      EXPECT_TRUE(cpu::canRunElementwise(fused, fused.nodes[0])) << name;
+    }
+    for (const ir::Node& node : fused.nodes) {  // no loop reads an int32 step's value but a Cast
+      if (n == "add_then_compare" && node.subgraph && node.subgraph->nodes.size() > 1 &&
+          std::string(node.subgraph->nodes[1].op->name) == "Greater") {
+        EXPECT_FALSE(cpu::canRunElementwise(fused, node));
+      }
+    }
+    expectCpuMatchesReference(*g, inputs, 0.0);
   }
 }
 

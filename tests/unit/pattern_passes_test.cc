@@ -14,6 +14,7 @@ namespace {
 
 using testing::compareTensors;
 using testing::randomTensor;
+using testing::optLevel;
 using testing::runGraph;
 
 struct Fused {
@@ -435,6 +436,45 @@ TEST(PatternOpenCl, PatternOpsRunOnTheDevice) {
       auto on = testing::backendsRunning(g, op, "opencl", "--fusion_profile=ascend");
       ASSERT_TRUE(on.ok()) << on.status().message();
       EXPECT_EQ(*on, std::vector<std::string>{"opencl"}) << op;
+    }
+  }
+}
+
+// one_hot_matmul_fusion: MatMul(Cast(Equal(ids [1, S, 1], iota [V])), W) becomes a row
+// gather of W with a zero row for ids outside [0, V), equal to the product (one term of
+// the one-hot sum is the row itself, so exactly); switched off, the product stays; a
+// constant that is not 0..V-1 is left alone.
+TEST(OwnPasses, OneHotProductBecomesARowGather) {
+  const int64_t S = 40, V = 11, D = 6;
+  for (bool iota : {true, false}) {
+    GraphBuilder b;
+    Value ids = b.input("ids", DType::kInt64, {1, S, 1});
+    std::vector<int64_t> cols(V);
+    for (int64_t v = 0; v < V; ++v) cols[v] = iota ? v : (v * 3) % V;
+    const HostTensor w = randomTensor({V, D}, 7);
+    CastAttrs to_float;
+    Value onehot = b.op1("Cast", {b.op1("Equal", {ids, b.constant("iota", DType::kInt64, {V}, cols.data())})}, to_float);
+    b.output(b.op1("BatchMatMul", {onehot, b.constant("w", DType::kFloat32, {V, D}, w.data())}, MatMulAttrs{}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    ir::Graph fused = *g;
+    ASSERT_TRUE(ir::inferShapes(fused).ok());
+    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu).ok());
+    EXPECT_EQ(testing::countOpsDeep(fused, "Gather"), iota ? 1 : 0);
+    EXPECT_EQ(testing::countOpsDeep(fused, "BatchMatMul"), iota ? 0 : 1);
+    ir::Graph kept = *g;
+    ASSERT_TRUE(ir::inferShapes(kept).ok());
+    ASSERT_TRUE(runFusionPipeline(kept, *parseFusionFlags("--disable_pass=one_hot_matmul_fusion"), FusionColumn::kCpu).ok());
+    EXPECT_EQ(testing::countOpsDeep(kept, "Gather"), 0);
+    HostTensor in(DType::kInt64, {1, S, 1});
+    for (int64_t s = 0; s < S; ++s) in.as<int64_t>()[s] = s % 5 == 0 ? (s % 2 ? -1 - s : V + s) : s % V;  // out of range too
+    auto want = runGraph(*g, {in}, "reference", optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    for (const std::string& backend : availableBackends()) {
+      if (backend != "cpu" && backend != "reference") continue;
+      auto got = runGraph(*g, {in}, backend, optLevel(2));
+      ASSERT_TRUE(got.ok()) << got.status().toString();
+      EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 0, 0), "") << backend << (iota ? " iota" : " permuted");
     }
   }
 }

@@ -40,7 +40,38 @@ bool ewOpFor(const char* name, int num_inputs, EwOp* op) {
   return false;
 }
 
+bool ewCompareFor(const char* name, EwOp* op) {
+  static const struct { const char* name; EwOp op; } kOps[] = {
+      {"Equal", EwOp::kEqual}, {"NotEqual", EwOp::kNotEqual}, {"Greater", EwOp::kGreater},
+      {"GreaterEqual", EwOp::kGreaterEqual}, {"Less", EwOp::kLess}, {"LessEqual", EwOp::kLessEqual},
+  };
+  for (const auto& e : kOps) {
+    if (std::string(e.name) == name) {
+      *op = e.op;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ewInt32For(const char* name, EwOp* op) {
+  const std::string n = name;
+  if (n == "Add") *op = EwOp::kAddInt32;
+  else if (n == "Sub") *op = EwOp::kSubInt32;
+  else if (n == "Mul") *op = EwOp::kMulInt32;
+  else return false;
+  return true;
+}
+
 namespace {
+
+template <class F> inline void int32Binary(float* y, const float* a, const float* b, int64_t n, F f) {
+  const int32_t* ia = reinterpret_cast<const int32_t*>(a);
+  const int32_t* ib = reinterpret_cast<const int32_t*>(b);
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<float>(static_cast<int32_t>(f(static_cast<uint32_t>(ia[i]), static_cast<uint32_t>(ib[i]))));
+  }
+}
 
 template <class F> inline void unary(float* y, const float* a, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) y[i] = f(a[i]);
@@ -110,6 +141,15 @@ GKRT_EW_CLONES void runEwOp(EwOp op, float* y, const float* a, const float* b, i
       return unary(y, a, n, [](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; });
     case EwOp::kHSigmoid:
       return unary(y, a, n, [](float x) { return std::min(std::max(x / 6.0f + 0.5f, 0.0f), 1.0f); });
+    case EwOp::kEqual: return binary(y, a, b, n, [](float p, float q) { return p == q ? 1.0f : 0.0f; });
+    case EwOp::kNotEqual: return binary(y, a, b, n, [](float p, float q) { return p != q ? 1.0f : 0.0f; });
+    case EwOp::kGreater: return binary(y, a, b, n, [](float p, float q) { return p > q ? 1.0f : 0.0f; });
+    case EwOp::kGreaterEqual: return binary(y, a, b, n, [](float p, float q) { return p >= q ? 1.0f : 0.0f; });
+    case EwOp::kLess: return binary(y, a, b, n, [](float p, float q) { return p < q ? 1.0f : 0.0f; });
+    case EwOp::kLessEqual: return binary(y, a, b, n, [](float p, float q) { return p <= q ? 1.0f : 0.0f; });
+    case EwOp::kAddInt32: return int32Binary(y, a, b, n, [](uint32_t p, uint32_t q) { return p + q; });
+    case EwOp::kSubInt32: return int32Binary(y, a, b, n, [](uint32_t p, uint32_t q) { return p - q; });
+    case EwOp::kMulInt32: return int32Binary(y, a, b, n, [](uint32_t p, uint32_t q) { return p * q; });
   }
 }
 

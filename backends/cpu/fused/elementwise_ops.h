@@ -15,10 +15,20 @@ enum class EwOp : uint8_t {
   kClip,       // min(max(x, c), c2)
   kLeakyReLU,  // x < 0 ? c x : x
   kHSwish, kHSigmoid,
+  // Comparisons: 1.0f where true, 0.0f where false (a bool value inside a fused loop).
+  kEqual, kNotEqual, kGreater, kGreaterEqual, kLess, kLessEqual,
+  // int32 arithmetic (two's complement wrap, as the reference kernels) on operands read as
+  // raw int32 bits; the result is the float32 of the int32 value (a Cast after it copies).
+  kAddInt32, kSubInt32, kMulInt32,
 };
 
 // Returns the op for a gkrt op name; false when the executor has no loop for it.
 bool ewOpFor(const char* name, int num_inputs, EwOp* op);
+
+// The comparison op for a gkrt op name (Equal, Greater, ...); false for other ops.
+bool ewCompareFor(const char* name, EwOp* op);
+// The int32 arithmetic op for Add, Sub or Mul; false for other ops.
+bool ewInt32For(const char* name, EwOp* op);
 
 // `c` and `c2`: the compile-time parameters of kPowConst, kClip and kLeakyReLU.
 void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2 = 0.0f);

@@ -69,6 +69,7 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
   for (int t : kernel_outputs) if (tensors[t].shape != shape) return false;
   const int64_t total = numElements(shape);
   std::vector<int> input_of(tensors.size(), -1), output_of(tensors.size(), -1), producer(tensors.size(), -1);
+  std::vector<char> int_value(tensors.size(), 0);  // an int32 step's result, held as its float32
   for (size_t k = 0; k < kernel_inputs.size(); ++k) if (kernel_inputs[k] >= 0) input_of[kernel_inputs[k]] = int(k);
   for (size_t k = 0; k < kernel_outputs.size(); ++k) {
     if (output_of[kernel_outputs[k]] >= 0) return false;  // one tensor as two outputs
@@ -91,11 +92,34 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
       continue;
     }
     Instr in;
-    const int operands = instrFor(tensors, n, total, &in);
+    const int operands = instrFor(tensors, n, total, &in, true);
     if (operands == 0) return false;
     const Shape& consumer = tensors[n.outputs[0]].shape;
-    if (!operand(n.inputs[0], consumer, &in.a, std::string(n.op->name) == "Cast")) return false;
-    if (operands == 2 && !operand(n.inputs[1], consumer, &in.b)) return false;
+    // The float32 of an int32 step's value is exact only for a Cast to float32 to read.
+    for (int t : n.inputs) {
+      if (t >= 0 && int_value[t] && !(std::string(n.op->name) == "Cast" && tensors[n.outputs[0]].dtype == DType::kFloat32)) {
+        return false;
+      }
+    }
+    if (tensors[n.outputs[0]].dtype == DType::kInt32) {  // int32 Add/Sub/Mul of int32 inputs and constants
+      if (output_of[n.outputs[0]] >= 0 || producer[n.inputs[0]] >= 0 || producer[n.inputs[1]] >= 0) return false;
+      for (int k = 0; k < 2; ++k) {
+        const int t = n.inputs[k];
+        if (!int32Operand(tensors[t], input_of[t], consumer, total, k == 0 ? &in.a : &in.b)) return false;
+      }
+      int_value[n.outputs[0]] = 1;
+    } else if (tensors[n.outputs[0]].dtype == DType::kBool) {  // a comparison: its 0/1 value stays inside the loop
+      if (output_of[n.outputs[0]] >= 0) return false;
+      const int a = n.inputs[0], b = n.inputs[1];
+      if (producer[a] >= 0 || producer[b] >= 0) {  // a float32 step's result, or a bool (0/1) one
+        if (!operand(a, consumer, &in.a) || !operand(b, consumer, &in.b)) return false;
+      } else if (!compareOperands(tensors[a], input_of[a], tensors[b], input_of[b], consumer, total, &in.a, &in.b)) {
+        return false;
+      }
+    } else {
+      if (!operand(n.inputs[0], consumer, &in.a, std::string(n.op->name) == "Cast")) return false;
+      if (operands == 2 && !operand(n.inputs[1], consumer, &in.b)) return false;
+    }
     in.output = output_of[n.outputs[0]];
     producer[n.outputs[0]] = static_cast<int>(p.code.size());
     p.code.push_back(std::move(in));
@@ -117,7 +141,18 @@ class ElementwiseKernel final : public Kernel {
  public:
   ElementwiseKernel(ElementwiseProgram p, ThreadPool& pool)
       : p_(std::move(p.p)), total_(p.total), prologue_(std::move(p.prologue)), pool_(pool) {
-    if (!prologue_.empty()) all_inputs_.resize(p.num_inputs + prologue_.size());  // launch allocates nothing
+    // Integer inputs read through broadcast strides: converted to float32 whole at launch,
+    // then read as float32 inputs.
+    for (Instr& in : p_.code) {
+      for (Operand* o : {&in.a, &in.b}) {
+        if (o->kind != Operand::kGather || o->from == DType::kFloat32 || o->input < 0) continue;
+        bool seen = false;
+        for (const Converted& c : converted_) seen = seen || c.input == o->input;
+        if (!seen) converted_.push_back({o->input, o->from, std::vector<float>(size_t(o->elements))});
+        o->from = DType::kFloat32;
+      }
+    }
+    if (!prologue_.empty() || !converted_.empty()) all_inputs_.resize(p.num_inputs + prologue_.size());  // launch allocates nothing
     for (PrologueStep& st : prologue_) {
       MutableTensorView y;
       y.shape = st.shape;
@@ -142,8 +177,13 @@ class ElementwiseKernel final : public Kernel {
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& outputs, void*) override {
     const std::vector<TensorView>* inputs = &in;
-    if (!prologue_.empty()) {  // the kernel inputs, then each step's result
+    if (!prologue_.empty() || !converted_.empty()) {  // the kernel inputs, then each step's result
       std::copy(in.begin(), in.end(), all_inputs_.begin());
+      for (Converted& c : converted_) {
+        integersToFloats(c.from, in[c.input].data, int64_t(c.values.size()), c.values.data());
+        all_inputs_[c.input].data = c.values.data();
+        all_inputs_[c.input].dtype = DType::kFloat32;
+      }
       for (size_t k = 0; k < prologue_.size(); ++k) {
         PrologueStep& st = prologue_[k];
         for (size_t i = 0; i < st.in.size(); ++i) if (st.source[i] >= 0) st.in[i].data = all_inputs_[st.source[i]].data;
@@ -181,8 +221,15 @@ class ElementwiseKernel final : public Kernel {
     return -1;
   }
 
+  struct Converted {
+    int input;
+    DType from;
+    std::vector<float> values;
+  };
+
   Program p_;
   int64_t total_;
+  std::vector<Converted> converted_;
   std::vector<PrologueStep> prologue_;
   std::vector<std::vector<MutableTensorView>> prologue_out_;
   std::vector<TensorView> all_inputs_;

@@ -1,6 +1,7 @@
 #include "backends/cpu/fused/tile_program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -73,9 +74,94 @@ template <class T> void convertTile(const T* __restrict x, int64_t n, float* __r
 
 }  // namespace
 
+void integersToFloats(DType from, const void* x, int64_t n, float* out) {
+  switch (from) {
+    case DType::kInt32: return convertTile(static_cast<const int32_t*>(x), n, out);
+    case DType::kInt64: return convertTile(static_cast<const int64_t*>(x), n, out);
+    case DType::kInt8: return convertTile(static_cast<const int8_t*>(x), n, out);
+    default: return convertTile(static_cast<const uint8_t*>(x), n, out);  // uint8, bool
+  }
+}
+
+namespace {
+
+bool convertible(DType d) {
+  return d == DType::kInt32 || d == DType::kInt64 || d == DType::kInt8 || d == DType::kUInt8 || d == DType::kBool;
+}
+
+// The values of an integer or bool constant as float32.
+std::shared_ptr<std::vector<float>> constantAsFloat(const ir::Tensor& t) {
+  auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(numElements(t.shape)));
+  integersToFloats(t.dtype, t.constant->data, int64_t(v->size()), v->data());
+  return v;
+}
+
+bool wideInt(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
+
+// Every value of the constant below 2^24 in magnitude: exact in float32, and no other
+// integer rounds to it.
+bool smallConstant(const ir::Tensor& t, const std::vector<float>& v) {
+  if (!t.isConstant()) return false;
+  for (float x : v) if (!(std::fabs(x) < 16777216.0f)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool compareOperands(const ir::Tensor& a, int a_input, const ir::Tensor& b, int b_input, const Shape& consumer,
+                     int64_t total, Operand* oa, Operand* ob) {
+  if (a.dtype != b.dtype) return false;
+  if (a.dtype == DType::kFloat32) {
+    return sourceOperand(a, a_input, consumer, total, oa) && sourceOperand(b, b_input, consumer, total, ob);
+  }
+  if (!convertible(a.dtype)) return false;
+  const ir::Tensor* ts[2] = {&a, &b};
+  const int inputs[2] = {a_input, b_input};
+  Operand* os[2] = {oa, ob};
+  std::shared_ptr<std::vector<float>> values[2];
+  for (int k = 0; k < 2; ++k) {
+    const ir::Tensor& t = *ts[k];
+    if (t.isConstant()) {
+      values[k] = constantAsFloat(t);
+      ir::Tensor as_float;
+      as_float.dtype = DType::kFloat32;
+      as_float.shape = t.shape;
+      as_float.constant = t.constant;  // for isConstant(); the data read is `owned`
+      if (!sourceOperand(as_float, -1, consumer, total, os[k])) return false;
+      os[k]->owned = values[k];
+      os[k]->constant = values[k]->data();
+    } else if (inputs[k] >= 0 && numElements(t.shape) == total) {
+      os[k]->kind = Operand::kFull;
+      os[k]->input = inputs[k];
+      os[k]->from = t.dtype;
+    } else if (inputs[k] >= 0) {  // read through broadcast strides: the kernel converts it whole first
+      ir::Tensor as_float;
+      as_float.dtype = DType::kFloat32;
+      as_float.shape = t.shape;
+      if (!sourceOperand(as_float, inputs[k], consumer, total, os[k])) return false;
+      os[k]->from = t.dtype;
+      os[k]->elements = numElements(t.shape);
+    } else {
+      return false;
+    }
+  }
+  if (!wideInt(a.dtype)) return true;
+  return (values[1] && smallConstant(b, *values[1])) || (values[0] && smallConstant(a, *values[0]));
+}
+
+bool int32Operand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o) {
+  if (t.dtype != DType::kInt32 || (input < 0 && !t.isConstant())) return false;
+  ir::Tensor bits;  // the same 4-byte values, placed as float32 operands are
+  bits.dtype = DType::kFloat32;
+  bits.shape = t.shape;
+  bits.constant = t.constant;
+  if (!sourceOperand(bits, input, consumer, total, o)) return false;
+  o->raw_int32 = true;
+  return true;
+}
+
 bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o, bool cast) {
-  const bool convert = cast && input >= 0 && numElements(t.shape) == total &&
-                       (t.dtype == DType::kInt32 || t.dtype == DType::kInt8 || t.dtype == DType::kUInt8);
+  const bool convert = cast && input >= 0 && numElements(t.shape) == total && convertible(t.dtype);
   if (convert) {
     o->input = input;
     o->kind = Operand::kFull;
@@ -98,10 +184,19 @@ bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_
   return true;
 }
 
-int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in) {
+int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in, bool compares) {
   if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs.size() > 2) return 0;
   for (int t : n.inputs) if (t < 0) return 0;
   const ir::Tensor& out = tensors[n.outputs[0]];
+  if (compares && out.dtype == DType::kBool && n.inputs.size() == 2 && numElements(out.shape) == total &&
+      ewCompareFor(n.op->name, &in->op)) {
+    return 2;
+  }
+  if (compares && out.dtype == DType::kInt32 && n.inputs.size() == 2 && numElements(out.shape) == total &&
+      tensors[n.inputs[0]].dtype == DType::kInt32 && tensors[n.inputs[1]].dtype == DType::kInt32 &&
+      ewInt32For(n.op->name, &in->op)) {
+    return 2;
+  }
   if (out.dtype != DType::kFloat32 || numElements(out.shape) != total) return 0;
   const std::string op = n.op->name;
   if (op == "Cast") {  // to float32: a copy (of a float tile, or of an integer input converted as it loads)
@@ -160,13 +255,11 @@ const float* TileRunner::load(const Operand& o) {
   switch (o.kind) {
     case Operand::kTemp: return results_[o.temp];
     case Operand::kFull: {
+      if (o.raw_int32) return (o.constant ? o.constant : static_cast<const float*>(inputs_[o.input].data)) + s_;
       if (o.from == DType::kFloat32) return base(o) + s_;
       float* buf = gather_;
       gather_ += tile_;
-      const void* raw = inputs_[o.input].data;
-      if (o.from == DType::kInt32) convertTile(static_cast<const int32_t*>(raw) + s_, n_, buf);
-      else if (o.from == DType::kInt8) convertTile(static_cast<const int8_t*>(raw) + s_, n_, buf);
-      else convertTile(static_cast<const uint8_t*>(raw) + s_, n_, buf);
+      integersToFloats(o.from, static_cast<const char*>(inputs_[o.input].data) + s_ * int64_t(dtypeSize(o.from)), n_, buf);
       return buf;
     }
     case Operand::kRow:

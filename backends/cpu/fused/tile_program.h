@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -29,8 +30,15 @@ struct Operand {
   int row = -1;                     // kRow: which row value
   // kGather: broadcast strides (elements) over `dims`, the consumer's output shape.
   std::vector<int64_t> dims, strides;
-  // kFull of a kernel input that a Cast reads: int32, int8 or uint8 converted on load.
+  // A kernel input that a Cast or a comparison reads as float32: int32, int64, int8,
+  // uint8 or bool; kFull converted as each tile loads, kGather converted whole by the
+  // kernel before its loops (convertedInputs) and then read as float32.
   DType from = DType::kFloat32;
+  int64_t elements = 0;  // kGather with `from` not float32: the input's element count
+  bool raw_int32 = false;  // an int32 input or constant read as its bits (the kAddInt32 family)
+  // An integer or bool constant a comparison reads, converted to float32 at compile
+  // (`constant` points into it).
+  std::shared_ptr<const std::vector<float>> owned;
 };
 
 struct Instr {
@@ -60,10 +68,30 @@ struct Program {
 // taken too (converted as each tile loads).
 bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o, bool cast = false);
 
+// out[i] = float(x[i]) for n values of an int32, int64, int8, uint8 or bool array.
+void integersToFloats(DType from, const void* x, int64_t n, float* out);
+
+// An operand of a comparison (Equal, Less, ...) inside a fused loop, read as float32:
+// a float32 operand as sourceOperand reads it; an integer or bool kernel input of the
+// whole shape converted as it loads; an integer or bool constant converted at compile.
+// False where the comparison could differ from the integer one: an int32/int64 value
+// compared in float32 is exact only against a constant below 2^24 in magnitude (float
+// rounding is monotonic and keeps such a constant), or against int8/uint8/bool values.
+bool compareOperands(const ir::Tensor& a, int a_input, const ir::Tensor& b, int b_input, const Shape& consumer,
+                     int64_t total, Operand* oa, Operand* ob);
+
+// An int32 kernel input or constant read as raw int32 bits by an int32 arithmetic op:
+// whole, one value or through broadcast strides (copies move the bits unchanged).
+bool int32Operand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o);
+
 // The loop of node `n` (one float32 output of `total` elements): an elementwise op, a
 // reshape or a Cast to float32 as a copy, Pow by a scalar constant as kPowConst. Sets in->op and in->c and
 // returns how many of n.inputs are operands (0: no loop runs this node).
-int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in);
+// `compares`: a comparison with a bool output is taken too (its value 1.0f/0.0f; the
+// caller reads its operands with compareOperands and keeps it from the outputs), and
+// int32 Add/Sub/Mul of two int32 operands (the caller reads them with int32Operand and
+// lets only a Cast to float32 read the result).
+int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in, bool compares = false);
 
 // Gives every instruction writing neither an output nor a row value a tile buffer;
 // a buffer is free again after the last reader of its value. `extra_reads` are

@@ -87,6 +87,19 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
 
 namespace {
 
+// Whether a convolution reads and writes maps one wide with a kernel one wide along W
+// (and no full-size operand after it): then it is the same computation over the same
+// bytes with H and W exchanged, in every activation layout (a dim of 1 moves no stride).
+bool alongHeightOnly(const Shape& x, const Shape& y, const Shape& w, const Conv2DAttrs& a, const std::vector<PostOp>& posts) {
+  if (x.size() != 4 || y.size() != 4 || w.size() != 4) return false;
+  if (x[3] != 1 || y[3] != 1 || w[3] != 1 || x[2] == 1 || a.strides[1] != 1 || a.pads[1] != 0 || a.pads[3] != 0) return false;
+  for (const PostOp& post : posts) {
+    const Shape& s = post.t ? post.t->shape : Shape{};
+    if (post.binary && s.size() >= 2 && s[s.size() - 2] != 1) return false;
+  }
+  return true;
+}
+
 // `layout`'s block for s (0 without a plan).
 dnnl::memory::desc actDesc(const Shape& s, bool blocked, const LayoutPlan* layout) {
   const int block = layout ? layout->blockOf(s[1]) : 0;
@@ -101,18 +114,31 @@ class OneDnnConvKernel final : public Kernel {
   OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false)
       : p_(std::move(plan)), stream_(oneDnnEngine()) {
     repointFolded(&p_);
-    const auto& a = p_.conv->attrs.get<Conv2DAttrs>();
-    const Shape& x = g.tensors[p_.x_tensor].shape;
-    const Shape& y = g.tensors[p_.output].shape;
-    const ir::Tensor& w = p_.body->tensors[p_.conv->inputs[1]];
+    Conv2DAttrs a = p_.conv->attrs.get<Conv2DAttrs>();
+    Shape x = g.tensors[p_.x_tensor].shape;
+    Shape y = g.tensors[p_.output].shape;
+    Shape ws = p_.body->tensors[p_.conv->inputs[1]].shape;
+    // A convolution along H of maps one wide (tf2onnx's 1-D convolution, [N, C, L, 1] with a
+    // [k, 1] kernel) runs as the same bytes along W ([N, C, 1, L], [1, k]): oneDNN's jit
+    // kernels vectorise along W, and along H they ran 4.4x slower (magika's first layer).
+    if (alongHeightOnly(x, y, ws, a, p_.posts)) {
+      std::swap(x[2], x[3]);
+      std::swap(y[2], y[3]);
+      std::swap(ws[2], ws[3]);
+      std::swap(a.strides[0], a.strides[1]);
+      std::swap(a.dilations[0], a.dilations[1]);
+      std::swap(a.pads[0], a.pads[1]);
+      std::swap(a.pads[2], a.pads[3]);
+      along_width_ = true;
+    }
     const int block = layout ? layout->blockOf(y[1]) : 0;
     const bool x_blocked = layout && layout->isBlocked(p_.x_tensor);
     const auto x_md = actDesc(x, x_blocked, layout);
     const bool y_blocked = layout && layout->isBlocked(p_.output);
     const auto y_md = actDesc(y, y_blocked, layout);
     const int64_t G = a.groups;
-    const dims w_dims = G == 1 ? dims{w.shape[0], w.shape[1], w.shape[2], w.shape[3]}
-                               : dims{G, w.shape[0] / G, w.shape[1], w.shape[2], w.shape[3]};
+    const dims w_dims = G == 1 ? dims{ws[0], ws[1], ws[2], ws[3]}
+                               : dims{G, ws[0] / G, ws[1], ws[2], ws[3]};
     const dnnl::memory::desc w_plain(w_dims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
     const dnnl::memory::desc w_any(w_dims, dt::f32, tag::any);
     const dnnl::memory::desc b_md({y[1]}, dt::f32, tag::x);
@@ -143,7 +169,7 @@ class OneDnnConvKernel final : public Kernel {
     };
     // Winograd where it applies (compileOneDnnConv); else, or where oneDNN declines, direct.
     const bool wino = winograd && x_blocked && y_blocked && layout && !layout->channels_last && block == 16 && G == 1 &&
-                      w.shape[2] == 3 && w.shape[3] == 3 && a.strides[0] == 1 && a.strides[1] == 1 &&
+                      ws[2] == 3 && ws[3] == 3 && a.strides[0] == 1 && a.strides[1] == 1 &&
                       a.dilations[0] == 1 && a.dilations[1] == 1 && x[1] >= 16 && y[1] >= 16;
     const auto isWino = [](const dnnl::convolution_forward::primitive_desc& d) {
       const std::string impl = d.impl_info_str();
@@ -224,6 +250,7 @@ class OneDnnConvKernel final : public Kernel {
   bool slowPath() const override { return isReferenceImpl(impl_); }
   std::string detail() const override {
     std::string d = "oneDNN " + impl_;
+    if (along_width_) d += " (1-D, run along W)";
     if (!after_.empty()) d += ", then " + std::to_string(after_.size()) + " in-place eltwise pass" + (after_.size() > 1 ? "es" : "");
     else if (!p_.posts.empty()) d += ", " + std::to_string(p_.posts.size()) + " post-op" + (p_.posts.size() > 1 ? "s" : "");
     if (reorders()) d += ", " + std::to_string(reorders()) + " reorder" + (reorders() > 1 ? "s" : "");
@@ -267,6 +294,7 @@ class OneDnnConvKernel final : public Kernel {
   size_t x_bytes_ = 0, y_bytes_ = 0;
   std::vector<dnnl::memory> post_mems_;
   std::string impl_;
+  bool along_width_ = false;  // H and W exchanged (alongHeightOnly)
   std::optional<dnnl::convolution_forward::primitive_desc> winograd_pd_;
   std::vector<dnnl::eltwise_forward> after_;  // a Winograd convolution's unary epilogue, in place
 };
