@@ -54,6 +54,8 @@ const std::vector<PassSpec>& pipeline() {
       {0, "preprocess", 8, "sibling_matmul_merge", level2, passes::mergeSiblingMatMuls},
       // gkrt's own: an embedding lookup written as a one-hot product as one row gather (a new constant).
       {0, "preprocess", 9, "one_hot_matmul_fusion", level2, passes::fuseOneHotMatMul},
+      // gkrt's own: a max/min/sum over a stack of slices as an elementwise chain.
+      {0, "preprocess", 10, "stacked_reduce_fusion", level1, passes::fuseStackedReduce},
       {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
       {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
@@ -63,12 +65,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 10);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 11);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 10, p.end());
+    all.insert(all.end(), p.begin() + 11, p.end());
     return all;
   }();
   return with_patterns;

@@ -479,5 +479,37 @@ TEST(OwnPasses, OneHotProductBecomesARowGather) {
   }
 }
 
+// stacked_reduce_fusion: ReduceMax/ReduceSum over the axis a Concat of size-1 slices
+// builds becomes a Maximum/Add chain (no Concat left), equal to the reduction, NaN
+// included; slices two wide are left alone.
+TEST(OwnPasses, ReductionOverAStackBecomesAnElementwiseChain) {
+  struct Case { const char* reduce; int64_t width; bool keep_dims; bool fused; };
+  for (const Case& c : {Case{"ReduceMax", 1, false, true}, Case{"ReduceSum", 1, true, true},
+                        Case{"ReduceMin", 1, false, true}, Case{"ReduceMax", 2, false, false}}) {
+    GraphBuilder b;
+    const Shape part{2, 5, c.width, 7};
+    std::vector<Value> parts;
+    std::vector<HostTensor> in;
+    for (int k = 0; k < 3; ++k) {
+      parts.push_back(b.input("x" + std::to_string(k), DType::kFloat32, part));
+      in.push_back(randomTensor(part, 60 + k));
+    }
+    in[1].as<float>()[3] = std::nanf("");
+    Value stacked = b.op1("Concat", {b.relu(parts[0]), parts[1], parts[2]}, AxisAttrs{2, false});
+    b.output(b.op1(c.reduce, {stacked}, AxesAttrs{{-2}, c.keep_dims}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    ir::Graph fused = *g;
+    ASSERT_TRUE(ir::inferShapes(fused).ok());
+    ASSERT_TRUE(runFusionPipeline(fused, optLevel(1), FusionColumn::kCpu).ok());
+    EXPECT_EQ(testing::countOpsDeep(fused, "Concat"), c.fused ? 0 : 1) << c.reduce;
+    auto want = runGraph(*g, in, "reference", optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    auto got = runGraph(*g, in, "cpu", optLevel(2));
+    ASSERT_TRUE(got.ok()) << got.status().toString();
+    EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 1e-6, 1e-6), "") << c.reduce;
+  }
+}
+
 }  // namespace
 }  // namespace gkrt
