@@ -36,6 +36,7 @@ class CpuBackend : public Backend {
   bool own_winograd_ = true;  // GKRT_CPU_WINOGRAD=onednn: oneDNN's Winograd only (comparisons)
   bool own_gemv_ = true;  // GKRT_CPU_GEMV=off: one-row matmuls on oneDNN
   cpu::Int8Path int8_path_ = cpu::Int8Path::kAuto;  // from cpu_int8_float / cpu_int8_saturating
+  bool own_int8_matmul_ = false;  // exact int8 matmuls on the own GEMM first (AVX2 tier, no VNNI)
   std::unique_ptr<cpu::ThreadPool> pool_;
   const ir::Graph* layout_graph_ = nullptr;  // the graph layout_ was planned for
   cpu::LayoutPlan layout_;

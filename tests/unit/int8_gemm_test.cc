@@ -9,6 +9,7 @@
 
 #include <random>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/quantization/int8_gemm.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
@@ -137,7 +138,11 @@ TEST(Int8Gemm, TheCpuBackendRunsQuantBatchMatMul) {
     ASSERT_TRUE(s.ok()) << s.status().message();
     bool found = false;
 #ifdef GKRT_HAVE_DNNL
-    const std::string path = "oneDNN";
+    // The AVX2 tier without VNNI runs exact int8 matmuls on the own GEMM's int16 pairs
+    // first (oneDNN's exact path multiplies in float32 there); other tiers on oneDNN.
+    const cpu::CpuTier& tier = cpu::cpuTier();
+    const bool own_first = tier.has(cpu::CpuIsa::kAvx2) && !tier.has(cpu::CpuIsa::kAvx512) && !tier.avx_vnni;
+    const std::string path = own_first ? "own int8 GEMM (avx2 pairs)" : "oneDNN";
 #else
     // aarch64 cores with the dot-product instructions (qemu's default cpu has them) take SDOT.
     const std::string path = cpu::cpuHasDotProd() && symmetric ? "own int8 GEMM (sdot)" : "own int8 GEMM";

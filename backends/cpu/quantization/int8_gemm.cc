@@ -5,9 +5,14 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/isa/vector_math.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
+
+#ifdef GKRT_X86_TIERS
+#include <immintrin.h>
+#endif
 
 namespace gkrt::cpu {
 namespace {
@@ -43,6 +48,67 @@ GKRT_INT8_CLONES void microKernel(const int16_t* a, int64_t rows, int64_t K, con
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, acc[r], static_cast<size_t>(cols) * sizeof(int32_t));
 }
 
+// y[j] = clamp(rint(acc[j] * scale[j]) + yzp, lo, hi), rint half to even, NaN as 0: the
+// reference kernel's rounding. The product is clamped to [lo - yzp, hi - yzp] before it is
+// rounded (the same for integer bounds) and rounded by adding and taking away 1.5 * 2^52
+// (round to nearest even in the default rounding mode): no libm call, and the loop
+// vectorises.
+template <class T>
+void requantizeRow(const int32_t* acc, const double* scale, int64_t n, int64_t yzp, int64_t lo, int64_t hi, T* y) {
+  constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
+  const double dlo = static_cast<double>(lo - yzp), dhi = static_cast<double>(hi - yzp);
+  for (int64_t j = 0; j < n; ++j) {
+    double v = static_cast<double>(acc[j]) * scale[j];
+    v = v == v ? v : 0.0;
+    v = v < dlo ? dlo : v;
+    v = v > dhi ? dhi : v;
+    const double r = (v + kRound) - kRound;
+    y[j] = static_cast<T>(static_cast<int32_t>(r) + static_cast<int32_t>(yzp));
+  }
+}
+
+#ifdef GKRT_X86_TIERS
+// c[r][0:cols] = sum_k a[r][k] * b[k][0:16] for `rows` <= kRows rows: a as int16 pairs
+// (lda = Kp, even), the panel as pairs (packInt8B), vpmaddwd into 8 int32 lanes twice.
+GKRT_TARGET_AVX2 void pairKernelAvx2(const int16_t* a, int64_t rows, int64_t Kp, const int16_t* panel, int32_t* c,
+                                     int64_t ldc, int64_t cols) {
+  __m256i acc[kRows][2];
+  for (int64_t r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  const int64_t pairs = Kp / 2;
+  if (rows == kRows) {
+    for (int64_t k = 0; k < pairs; ++k) {
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32 + 16));
+      for (int64_t r = 0; r < kRows; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, a + r * Kp + 2 * k, sizeof(pair));
+        const __m256i av = _mm256_set1_epi32(pair);
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < pairs; ++k) {
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32 + 16));
+      for (int64_t r = 0; r < rows; ++r) {
+        int32_t pair;
+        std::memcpy(&pair, a + r * Kp + 2 * k, sizeof(pair));
+        const __m256i av = _mm256_set1_epi32(pair);
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    alignas(32) int32_t out[kInt8PanelWidth];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), acc[r][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8), acc[r][1]);
+    std::memcpy(c + r * ldc, out, static_cast<size_t>(cols) * sizeof(int32_t));
+  }
+}
+#endif
+
 }  // namespace
 
 void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vector<int32_t>& bzp, PackedInt8B* out) {
@@ -61,6 +127,25 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
   }
   out->dot = fits && cpuHasDotProd();
   if (out->dot) packDotProdB(shifted.data(), K, N, &out->dot_b);
+#ifdef GKRT_X86_TIERS
+  if (cpuTier().has(CpuIsa::kAvx2)) {
+    const int64_t pairs = (K + 1) / 2;
+    out->pairs.assign(static_cast<size_t>(panels * pairs * 2 * kInt8PanelWidth), 0);
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t j = 0; j < kInt8PanelWidth && p * kInt8PanelWidth + j < N; ++j) {
+          const int64_t col = p * kInt8PanelWidth + j;
+          const int32_t zp = bzp.size() == 1 ? bzp[0] : bzp[col];
+          out->pairs[static_cast<size_t>(((p * pairs + k / 2) * kInt8PanelWidth + j) * 2 + k % 2)] =
+              static_cast<int16_t>(loadInt8(b, type, k * N + col) - zp);
+        }
+      }
+    }
+    out->panels.clear();  // the pairs replace them
+    out->panels.shrink_to_fit();
+    return;
+  }
+#endif
   for (int64_t p = 0; p < panels; ++p) {
     for (int64_t k = 0; k < K; ++k) {
       for (int64_t j = 0; j < kInt8PanelWidth && p * kInt8PanelWidth + j < N; ++j) {
@@ -72,10 +157,11 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
   }
 }
 
-Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads) {
+Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads, int64_t M) {
   Int8GemmScratch s;
   const size_t n = static_cast<size_t>(std::max(threads, 1));
   if (b.dot) s.a_pack.assign(n, std::vector<int8_t>(static_cast<size_t>(16 * b.dot_b.k_groups)));
+  else if (!b.pairs.empty()) s.a_pairs.assign(static_cast<size_t>(M * ((b.K + 1) / 2 * 2)), 0);
   else s.a16.assign(n, std::vector<int16_t>(static_cast<size_t>(kRows * b.K)));
   return s;
 }
@@ -85,6 +171,27 @@ void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt
   const int64_t K = b.K, N = b.N, panels = (N + kInt8PanelWidth - 1) / kInt8PanelWidth;
   const int64_t blocks = (M + kRows - 1) / kRows;
   const int64_t work_per_block = kRows * K * N;
+#ifdef GKRT_X86_TIERS
+  if (!b.pairs.empty()) {  // every row of a - azp once, then panels over the threads
+    const int64_t Kp = (K + 1) / 2 * 2;
+    int16_t* a16 = scratch.a_pairs.data();
+    for (int64_t r = 0; r < M; ++r) {
+      for (int64_t k = 0; k < K; ++k) a16[r * Kp + k] = static_cast<int16_t>(loadInt8(a, type, r * K + k) - azp);
+      if (Kp > K) a16[r * Kp + K] = 0;
+    }
+    pool.parallelFor(panels, 1, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(M * K * kInt8PanelWidth, 1)),
+                     [&](int, int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const int16_t* panel = b.pairs.data() + p * (Kp / 2) * 2 * kInt8PanelWidth;
+        const int64_t cols = std::min(kInt8PanelWidth, N - p * kInt8PanelWidth);
+        for (int64_t r0 = 0; r0 < M; r0 += kRows) {
+          pairKernelAvx2(a16 + r0 * Kp, std::min(kRows, M - r0), Kp, panel, c + r0 * N + p * kInt8PanelWidth, N, cols);
+        }
+      }
+    });
+    return;
+  }
+#endif
   pool.parallelFor(blocks, 1, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(work_per_block, 1)),
                    [&](int thread, int64_t begin, int64_t end) {
     if (b.dot) {  // SDOT: a enters as int8 (uint8 shifted by 128), corrected by the column sums
@@ -147,7 +254,7 @@ class Int8GemmKernel final : public Kernel {
       for (size_t j = 0; j < bzp.size(); ++j) bzp[j] = loadInt8(z->constant->data, z->dtype, static_cast<int64_t>(j));
     }
     packInt8B(b.constant->data, b.dtype, K_, N_, bzp, &packed_);
-    scratch_ = makeInt8GemmScratch(packed_, pool_.size());
+    scratch_ = makeInt8GemmScratch(packed_, pool_.size(), M_);
     if (op_ != Int8Op::kMatMulInteger) sums_.resize(static_cast<size_t>(M_ * N_)), scale_.resize(static_cast<size_t>(N_));
     const std::string name = n.op->name;
     if (name == "MatMulIntegerToFloatRelu") act_ = Act::kRelu;
@@ -178,28 +285,33 @@ class Int8GemmKernel final : public Kernel {
       const int32_t* bias = in_.bias < static_cast<int>(in.size()) && in[in_.bias].present() ? in[in_.bias].as<int32_t>()
                                                                                              : nullptr;
       float* y = static_cast<float*>(out[0].data);
-      for (int64_t i = 0; i < M_ * N_; ++i) {
-        const int64_t j = i % N_;
-        y[i] = static_cast<float>(static_cast<int64_t>(sums[i]) + (bias ? bias[j] : 0)) * static_cast<float>(scale[j]);
-      }
+      pool_.parallelFor(M_, 1, std::max<int64_t>(1, 8192 / std::max<int64_t>(N_, 1)), [&](int, int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t j = 0; j < N_; ++j) {
+            const int64_t i = r * N_ + j;
+            y[i] = static_cast<float>(static_cast<int64_t>(sums[i]) + (bias ? bias[j] : 0)) * static_cast<float>(scale[j]);
+          }
+        }
+      });
       return Status::Ok();
     }
     const MutableTensorView& y = out[0];
     const int64_t yzp = loadInt8(in[in_.yzp].data, in[in_.yzp].dtype, 0);
     const int64_t lo = y.dtype == DType::kInt8 ? -128 : 0, hi = y.dtype == DType::kInt8 ? 127 : 255;
     pool_.parallelFor(M_, 1, std::max<int64_t>(1, 8192 / std::max<int64_t>(N_, 1)), [&](int, int64_t r0, int64_t r1) {
-      for (int64_t i = r0 * N_; i < r1 * N_; ++i) {
-        const double v = static_cast<double>(sums[i]) * scale[i % N_];
-        const double r = std::isnan(v) ? 0.0 : std::nearbyint(std::clamp(v, -9.0e15, 9.0e15));  // half to even
-        const int64_t q = std::clamp<int64_t>(static_cast<int64_t>(r) + yzp, lo, hi);
-        if (y.dtype == DType::kInt8) static_cast<int8_t*>(y.data)[i] = static_cast<int8_t>(q);
-        else static_cast<uint8_t*>(y.data)[i] = static_cast<uint8_t>(q);
+      for (int64_t row = r0; row < r1; ++row) {
+        if (y.dtype == DType::kInt8) {
+          requantizeRow(sums + row * N_, scale.data(), N_, yzp, lo, hi, static_cast<int8_t*>(y.data) + row * N_);
+        } else {
+          requantizeRow(sums + row * N_, scale.data(), N_, yzp, lo, hi, static_cast<uint8_t*>(y.data) + row * N_);
+        }
       }
     });
     return Status::Ok();
   }
   std::string detail() const override {
-    return std::string("own int8 GEMM (") + (packed_.dot ? "sdot" : "portable") + "), K=" + std::to_string(K_) +
+    return std::string("own int8 GEMM (") + (packed_.dot ? "sdot" : !packed_.pairs.empty() ? "avx2 pairs" : "portable") +
+           "), K=" + std::to_string(K_) +
            " N=" + std::to_string(N_);
   }
 

@@ -9,8 +9,10 @@
 // int16 (b - bzp) panels of 16 columns. The int32 sums are exact and the rescale is the
 // reference kernel's (runtime/ir/ops/quant_linear.cc), so the results are bit-identical.
 // The inner loop widens int16 products into int32 lanes: the compiler's vector MACs
-// (NEON smlal, AVX2 vpmulld); on aarch64 cores with the dot-product instructions SDOT
-// instead (int8_gemm_dotprod.cc, picked at run time); rows over the threads.
+// (NEON smlal); on aarch64 cores with the dot-product instructions SDOT instead
+// (int8_gemm_dotprod.cc, picked at run time), rows over the threads; at the AVX2 tier
+// vpmaddwd on k pairs (16 products an instruction, exact), 16-column panels over the
+// threads with every row of a against a panel while it is in cache.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,9 @@ struct PackedInt8B {
   std::vector<int16_t> panels;  // ceil(N / 16) panels of K x 16 (b - bzp), zero-padded columns
   bool dot = false;             // aarch64 SDOT path: the CPU has it and every b - bzp fits int8
   DotProdB dot_b;
+  // x86 AVX2 path (the tier has it): ceil(N / 16) panels of ceil(K / 2) x 16 pairs
+  // (b[2k][j], b[2k+1][j]) - bzp, for vpmaddwd: exact int16 products summed in pairs.
+  std::vector<int16_t> pairs;
 };
 
 // b: K x N row-major of `type` (int8 or uint8); bzp: one value or N.
@@ -39,8 +44,10 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
 struct Int8GemmScratch {
   std::vector<std::vector<int16_t>> a16;    // portable path: a block of rows of a - azp
   std::vector<std::vector<int8_t>> a_pack;  // SDOT path: one row group of a, packed
+  std::vector<int16_t> a_pairs;             // AVX2 path: every row of a - azp, K padded to even
 };
-Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads);
+// `M`: the rows int8Gemm will be given (the AVX2 path converts them all at once).
+Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads, int64_t M);
 
 // c (M x N, ldc = N) = (a - azp) @ B'; a: M x K row-major of `type`. `scratch` from
 // makeInt8GemmScratch(b, pool.size()).
