@@ -167,7 +167,11 @@ TEST(DecodeKernels, SlicesAndReshapeCastClustersMatchReference) {
   auto x = b.input("x", DType::kFloat32, {2, 5, 6, 7});
   b.output(b.op1("StridedSlice", {x}, StridedSliceAttrs{{1, 0, 2}, {5, 6, 7}, {1, 2, 3}, {2, 1, 1}}), "a");
   b.output(b.op1("StridedSlice", {x}, StridedSliceAttrs{{1}, {2}, {0}, {1}}), "b");
+  // innermost steps of 2 (YOLOX's Focus: x[..., ::2, 1::2]) and 3, and on 8-byte values
+  b.output(b.op1("StridedSlice", {x}, StridedSliceAttrs{{0, 1}, {6, 7}, {2, 3}, {2, 2}}), "d");
+  b.output(b.op1("StridedSlice", {x}, StridedSliceAttrs{{1}, {7}, {3}, {3}}), "e");
   auto ids = b.input("ids", DType::kInt64, {1, 3});
+  b.output(b.op1("StridedSlice", {ids}, StridedSliceAttrs{{0}, {3}, {1}, {2}}), "f");
   b.output(b.op1("Reshape", {b.op1("Cast", {ids}, CastAttrs{DType::kFloat32})}, ShapeAttrs{{3, 1}}), "c");
   auto g = b.finish();
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -175,6 +179,7 @@ TEST(DecodeKernels, SlicesAndReshapeCastClustersMatchReference) {
   for (int k = 0; k < 3; ++k) static_cast<int64_t*>(i.data())[k] = 1000 + 7 * k;
   const auto ops = expectCpuMatchesReference(*g, {randomTensor({2, 5, 6, 7}, 1), i}, "slices", 0);
   EXPECT_TRUE(has(ops, "{gkrt slice copy}"));
+  EXPECT_TRUE(has(ops, "{gkrt strided slice copy}"));
 }
 
 TEST(DecodeKernels, TheGeneratorNamesWhatIsMissing) {

@@ -1,6 +1,7 @@
 #include "backends/cpu/tensor/slice_kernel.h"
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/ir/op_def.h"
@@ -19,6 +20,8 @@ class SliceKernel final : public Kernel {
     int64_t s = 1;
     for (size_t d = r; d-- > 0;) in_stride[d] = s, s *= x[d];
     // The innermost dims copied as one run: full windows of step 1, then one of step 1.
+    // An innermost window of a larger step (YOLOX's Focus, x[..., ::2]) is a strided run:
+    // copied element by element, each row at once, not one memcpy per element.
     size_t k = r;
     int64_t run = 1;
     while (k > 0 && w[k - 1].step == 1) {
@@ -26,6 +29,12 @@ class SliceKernel final : public Kernel {
       run *= w[k].count;
       if (w[k].start != 0 || w[k].count != x[k]) break;
     }
+    if (k == r && r > 0) {
+      --k;
+      run = w[k].count;
+      inner_step_ = w[k].step;
+    }
+    elem_ = elem;
     run_bytes_ = size_t(run) * elem;
     base_ = 0;
     for (size_t d = 0; d < r; ++d) base_ += w[d].start * in_stride[d];
@@ -38,7 +47,7 @@ class SliceKernel final : public Kernel {
       rows_ *= w[d].count;
     }
   }
-  std::string detail() const override { return "gkrt slice copy"; }
+  std::string detail() const override { return inner_step_ > 1 ? "gkrt strided slice copy" : "gkrt slice copy"; }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const char* x = static_cast<const char*>(in[0].data) + base_;
@@ -51,15 +60,40 @@ class SliceKernel final : public Kernel {
           off += (rem % count_[d]) * step_bytes_[d];
           rem /= count_[d];
         }
-        std::memcpy(y + size_t(row) * run_bytes_, x + off, run_bytes_);
+        if (inner_step_ > 1) {
+          stridedRun(x + off, y + size_t(row) * run_bytes_);
+        } else {
+          std::memcpy(y + size_t(row) * run_bytes_, x + off, run_bytes_);
+        }
       }
     });
     return Status::Ok();
   }
 
  private:
+  // One output row of a strided innermost window: run_bytes_ / elem_ values, inner_step_ apart.
+  void stridedRun(const char* x, char* y) const {
+    const int64_t n = int64_t(run_bytes_ / elem_), st = inner_step_;
+    switch (elem_) {
+      case 4: return copyStrided(reinterpret_cast<const uint32_t*>(x), reinterpret_cast<uint32_t*>(y), n, st);
+      case 8: return copyStrided(reinterpret_cast<const uint64_t*>(x), reinterpret_cast<uint64_t*>(y), n, st);
+      case 2: return copyStrided(reinterpret_cast<const uint16_t*>(x), reinterpret_cast<uint16_t*>(y), n, st);
+      case 1: return copyStrided(reinterpret_cast<const uint8_t*>(x), reinterpret_cast<uint8_t*>(y), n, st);
+      default:
+        for (int64_t i = 0; i < n; ++i) std::memcpy(y + size_t(i) * elem_, x + size_t(i * st) * elem_, elem_);
+    }
+  }
+  template <class T> static void copyStrided(const T* __restrict x, T* __restrict y, int64_t n, int64_t step) {
+    if (step == 2) {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[2 * i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i * step];
+    }
+  }
+
   ThreadPool& pool_;
-  size_t run_bytes_ = 0, dims_ = 0;
+  size_t run_bytes_ = 0, dims_ = 0, elem_ = 1;
+  int64_t inner_step_ = 1;
   int64_t base_ = 0, rows_ = 1;
   std::array<int64_t, kMaxRank> count_{}, step_bytes_{};
 };
