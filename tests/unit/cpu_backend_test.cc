@@ -376,6 +376,53 @@ TEST(CpuBackend, Int32ArithmeticBeforeACastRunsInTheFusedLoop) {
   }
 }
 
+// Select in the fused loop: the NaN guard after a softmax (PyTorch's SDPA export:
+// Select(IsNan(p), 0, p); the cpu column clusters no IsNan, so its bool result is read
+// whole), a bool mask input broadcast over the heads, and a condition from a comparison
+// inside the cluster; each equal to the reference, NaN too. IsNan inside a cluster (as
+// the gpu column makes them) runs in the loop as well.
+TEST(CpuBackend, SelectAndIsNanRunInTheFusedLoop) {
+  const Shape s{2, 3, 40, 33};
+  HostTensor p = randomTensor(s, 71), mask(DType::kBool, {1, 1, 40, 33});
+  for (int64_t i = 0; i < numElements(s); i += 17) p.as<float>()[i] = std::nanf("");
+  for (int64_t i = 0; i < 40 * 33; ++i) mask.as<uint8_t>()[i] = (i * 7) % 5 < 3;
+  for (const char* name : {"nan_guard", "bool_mask", "compare"}) {
+    GraphBuilder b;
+    Value x = b.input("p", DType::kFloat32, s);
+    std::vector<HostTensor> inputs{p};
+    const std::string n = name;
+    Value y;
+    if (n == "nan_guard") {
+      y = b.op1("Select", {b.op1("IsNan", {x}), b.scalar(0.0f, x), x});
+    } else if (n == "bool_mask") {
+      y = b.op1("Select", {b.input("mask", DType::kBool, {1, 1, 40, 33}), x, b.scalar(-3.0e38f, x)});
+      inputs.push_back(mask);
+    } else {
+      y = b.op1("Select", {b.op1("Less", {x, b.scalar(0.25f, x)}), x, b.op1("Exp", {x})});
+    }
+    b.output(b.mul(y, 2.0f), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    ir::Graph fused = ir::cloneGraph(*g);
+    ASSERT_TRUE(ir::inferShapes(fused).ok());
+    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+    ASSERT_EQ(fused.nodes.size(), n == "nan_guard" ? 2u : 1u) << name;
+    EXPECT_TRUE(cpu::canRunElementwise(fused, fused.nodes.back())) << name;
+    if (n == "nan_guard") {  // the gpu column's cluster of both
+      ir::Graph gpu = ir::cloneGraph(*g);
+      ASSERT_TRUE(ir::inferShapes(gpu).ok());
+      ASSERT_TRUE(runFusionPipeline(gpu, optLevel(2), FusionColumn::kGpu, [](const ir::Node&) { return true; }).ok());
+      ASSERT_EQ(gpu.nodes.size(), 1u);
+      EXPECT_TRUE(cpu::canRunElementwise(gpu, gpu.nodes[0]));
+      auto want = testing::runGraph(*g, inputs, "reference", optLevel(0));
+      auto got = testing::runGraph(*g, inputs, "cpu", *parseFusionFlags("--fusion_profile=gpu"));
+      ASSERT_TRUE(want.ok() && got.ok());
+      EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-6, 1e-6), "");
+    }
+    expectCpuMatchesReference(*g, inputs, 1e-6);
+  }
+}
+
 TEST(CpuBackend, PoolingMatchesReference) {
   for (const char* op : {"MaxPool", "AvgPool"}) {
     for (bool include_pad : {false, true}) {

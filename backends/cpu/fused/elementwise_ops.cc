@@ -150,7 +150,13 @@ GKRT_EW_CLONES void runEwOp(EwOp op, float* y, const float* a, const float* b, i
     case EwOp::kAddInt32: return int32Binary(y, a, b, n, [](uint32_t p, uint32_t q) { return p + q; });
     case EwOp::kSubInt32: return int32Binary(y, a, b, n, [](uint32_t p, uint32_t q) { return p - q; });
     case EwOp::kMulInt32: return int32Binary(y, a, b, n, [](uint32_t p, uint32_t q) { return p * q; });
+    case EwOp::kIsNan: return unary(y, a, n, [](float x) { return x != x ? 1.0f : 0.0f; });
+    case EwOp::kSelect: return;  // runSelect
   }
+}
+
+GKRT_EW_CLONES void runSelect(float* y, const float* cond, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = cond[i] != 0.0f ? a[i] : b[i];
 }
 
 namespace {

@@ -20,6 +20,8 @@ enum class EwOp : uint8_t {
   // int32 arithmetic (two's complement wrap, as the reference kernels) on operands read as
   // raw int32 bits; the result is the float32 of the int32 value (a Cast after it copies).
   kAddInt32, kSubInt32, kMulInt32,
+  kIsNan,   // 1.0f where x is NaN (a bool value inside a fused loop)
+  kSelect,  // cond ? a : b, the condition a third operand (runSelect)
 };
 
 // Returns the op for a gkrt op name; false when the executor has no loop for it.
@@ -29,6 +31,9 @@ bool ewOpFor(const char* name, int num_inputs, EwOp* op);
 bool ewCompareFor(const char* name, EwOp* op);
 // The int32 arithmetic op for Add, Sub or Mul; false for other ops.
 bool ewInt32For(const char* name, EwOp* op);
+
+// y = cond != 0 ? a : b (Select with its bool condition as 0/1 floats).
+void runSelect(float* y, const float* cond, const float* a, const float* b, int64_t n);
 
 // `c` and `c2`: the compile-time parameters of kPowConst, kClip and kLeakyReLU.
 void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2 = 0.0f);

@@ -108,6 +108,16 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
         if (!int32Operand(tensors[t], input_of[t], consumer, total, k == 0 ? &in.a : &in.b)) return false;
       }
       int_value[n.outputs[0]] = 1;
+    } else if (in.op == EwOp::kSelect) {  // Select(cond, a, b): the condition as 0/1 floats
+      const int c = n.inputs[0];
+      if (producer[c] >= 0) {
+        if (!operand(c, consumer, &in.cond)) return false;
+      } else if (!convertedOperand(tensors[c], input_of[c], consumer, total, &in.cond)) {
+        return false;
+      }
+      if (!operand(n.inputs[1], consumer, &in.a) || !operand(n.inputs[2], consumer, &in.b)) return false;
+    } else if (in.op == EwOp::kIsNan) {  // its 0/1 value stays inside the loop
+      if (output_of[n.outputs[0]] >= 0 || !operand(n.inputs[0], consumer, &in.a)) return false;
     } else if (tensors[n.outputs[0]].dtype == DType::kBool) {  // a comparison: its 0/1 value stays inside the loop
       if (output_of[n.outputs[0]] >= 0) return false;
       const int a = n.inputs[0], b = n.inputs[1];
@@ -144,7 +154,7 @@ class ElementwiseKernel final : public Kernel {
     // Integer inputs read through broadcast strides: converted to float32 whole at launch,
     // then read as float32 inputs.
     for (Instr& in : p_.code) {
-      for (Operand* o : {&in.a, &in.b}) {
+      for (Operand* o : {&in.a, &in.b, &in.cond}) {
         if (o->kind != Operand::kGather || o->from == DType::kFloat32 || o->input < 0) continue;
         bool seen = false;
         for (const Converted& c : converted_) seen = seen || c.input == o->input;
@@ -214,8 +224,8 @@ class ElementwiseKernel final : public Kernel {
   static int inPlaceCandidate(const Program& p) {
     if (!onlyLastWrites(p)) return -1;
     for (const Instr& in : p.code) {
-      for (const Operand* o : {&in.a, &in.b}) {
-        if (o->kind == Operand::kFull && o->input >= 0 && o->from == DType::kFloat32) return o->input;
+      for (const Operand* o : {&in.a, &in.b, &in.cond}) {
+        if (o->kind == Operand::kFull && o->input >= 0 && o->from == DType::kFloat32 && !o->raw_int32) return o->input;
       }
     }
     return -1;
@@ -283,7 +293,7 @@ StatusOr<std::unique_ptr<Kernel>> compileElementwise(const ir::Graph& g, const i
       return true;
     };
     bool ok = true;
-    for (Instr& in : p.p.code) ok = ok && reblock(in.a) && reblock(in.b);
+    for (Instr& in : p.p.code) ok = ok && reblock(in.a) && reblock(in.b) && reblock(in.cond);
     for (auto& c : p.p.copies) ok = ok && reblock(c.second);
     if (!ok) return makeError(StatusCode::kInternal, "cpu: ", node.name, " has a broadcast operand that is not 4-D");
   }

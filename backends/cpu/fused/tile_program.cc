@@ -108,45 +108,40 @@ bool smallConstant(const ir::Tensor& t, const std::vector<float>& v) {
 
 }  // namespace
 
+bool convertedOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o) {
+  if (!convertible(t.dtype)) return false;
+  ir::Tensor as_float;
+  as_float.dtype = DType::kFloat32;
+  as_float.shape = t.shape;
+  if (t.isConstant()) {
+    auto values = constantAsFloat(t);
+    as_float.constant = t.constant;  // for isConstant(); the data read is `owned`
+    if (!sourceOperand(as_float, -1, consumer, total, o)) return false;
+    o->owned = values;
+    o->constant = values->data();
+  } else if (input >= 0 && numElements(t.shape) == total) {
+    o->kind = Operand::kFull;
+    o->input = input;
+    o->from = t.dtype;
+  } else if (input >= 0) {  // read through broadcast strides: the kernel converts it whole first
+    if (!sourceOperand(as_float, input, consumer, total, o)) return false;
+    o->from = t.dtype;
+    o->elements = numElements(t.shape);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool compareOperands(const ir::Tensor& a, int a_input, const ir::Tensor& b, int b_input, const Shape& consumer,
                      int64_t total, Operand* oa, Operand* ob) {
   if (a.dtype != b.dtype) return false;
   if (a.dtype == DType::kFloat32) {
     return sourceOperand(a, a_input, consumer, total, oa) && sourceOperand(b, b_input, consumer, total, ob);
   }
-  if (!convertible(a.dtype)) return false;
-  const ir::Tensor* ts[2] = {&a, &b};
-  const int inputs[2] = {a_input, b_input};
-  Operand* os[2] = {oa, ob};
-  std::shared_ptr<std::vector<float>> values[2];
-  for (int k = 0; k < 2; ++k) {
-    const ir::Tensor& t = *ts[k];
-    if (t.isConstant()) {
-      values[k] = constantAsFloat(t);
-      ir::Tensor as_float;
-      as_float.dtype = DType::kFloat32;
-      as_float.shape = t.shape;
-      as_float.constant = t.constant;  // for isConstant(); the data read is `owned`
-      if (!sourceOperand(as_float, -1, consumer, total, os[k])) return false;
-      os[k]->owned = values[k];
-      os[k]->constant = values[k]->data();
-    } else if (inputs[k] >= 0 && numElements(t.shape) == total) {
-      os[k]->kind = Operand::kFull;
-      os[k]->input = inputs[k];
-      os[k]->from = t.dtype;
-    } else if (inputs[k] >= 0) {  // read through broadcast strides: the kernel converts it whole first
-      ir::Tensor as_float;
-      as_float.dtype = DType::kFloat32;
-      as_float.shape = t.shape;
-      if (!sourceOperand(as_float, inputs[k], consumer, total, os[k])) return false;
-      os[k]->from = t.dtype;
-      os[k]->elements = numElements(t.shape);
-    } else {
-      return false;
-    }
-  }
+  if (!convertedOperand(a, a_input, consumer, total, oa) || !convertedOperand(b, b_input, consumer, total, ob)) return false;
   if (!wideInt(a.dtype)) return true;
-  return (values[1] && smallConstant(b, *values[1])) || (values[0] && smallConstant(a, *values[0]));
+  return (ob->owned && smallConstant(b, *ob->owned)) || (oa->owned && smallConstant(a, *oa->owned));
 }
 
 bool int32Operand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o) {
@@ -185,12 +180,22 @@ bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_
 }
 
 int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, Instr* in, bool compares) {
+  if (compares && n.outputs.size() == 1 && n.inputs.size() == 3 && std::string(n.op->name) == "Select" &&
+      tensors[n.outputs[0]].dtype == DType::kFloat32 && numElements(tensors[n.outputs[0]].shape) == total) {
+    in->op = EwOp::kSelect;  // operands: a, b the values, cond the condition (read by the caller)
+    return 3;
+  }
   if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs.size() > 2) return 0;
   for (int t : n.inputs) if (t < 0) return 0;
   const ir::Tensor& out = tensors[n.outputs[0]];
   if (compares && out.dtype == DType::kBool && n.inputs.size() == 2 && numElements(out.shape) == total &&
       ewCompareFor(n.op->name, &in->op)) {
     return 2;
+  }
+  if (compares && out.dtype == DType::kBool && n.inputs.size() == 1 && numElements(out.shape) == total &&
+      std::string(n.op->name) == "IsNan" && tensors[n.inputs[0]].dtype == DType::kFloat32) {
+    in->op = EwOp::kIsNan;
+    return 1;
   }
   if (compares && out.dtype == DType::kInt32 && n.inputs.size() == 2 && numElements(out.shape) == total &&
       tensors[n.inputs[0]].dtype == DType::kInt32 && tensors[n.inputs[1]].dtype == DType::kInt32 &&
@@ -228,7 +233,7 @@ int instrFor(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t 
 void assignSlots(Program& p, const std::vector<std::pair<int, int>>& extra_reads) {
   std::vector<int> last_use(p.code.size(), -1);
   for (size_t i = 0; i < p.code.size(); ++i) {
-    for (const Operand* o : {&p.code[i].a, &p.code[i].b}) {
+    for (const Operand* o : {&p.code[i].a, &p.code[i].b, &p.code[i].cond}) {
       if (o->kind == Operand::kTemp && o->temp >= 0) last_use[o->temp] = static_cast<int>(i);
     }
   }
@@ -291,6 +296,12 @@ void TileRunner::runRange(int64_t s, int64_t n, size_t begin, size_t end, bool c
                : in.row >= 0  ? rows_[in.row]
                               : scratch_ + in.slot * tile_;
     results_[i] = y;
+    if (in.op == EwOp::kSelect) {
+      const float* cond = load(in.cond);
+      const float* a = load(in.a);
+      runSelect(y, cond, a, load(in.b), n);
+      continue;
+    }
     const bool unary = in.b.kind == Operand::kTemp && in.b.temp < 0;
     // A scalar operand stays a register when the op has a loop for it.
     if (!unary && isScalar(in.a) != isScalar(in.b)) {

@@ -44,6 +44,7 @@ struct Operand {
 struct Instr {
   EwOp op;
   Operand a, b;
+  Operand cond;     // kSelect: the condition (0/1 floats)
   float c = 0;      // kPowConst exponent; kClip min; kLeakyReLU alpha
   float c2 = 0;     // kClip max
   int output = -1;  // kernel output index
@@ -70,6 +71,11 @@ bool sourceOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_
 
 // out[i] = float(x[i]) for n values of an int32, int64, int8, uint8 or bool array.
 void integersToFloats(DType from, const void* x, int64_t n, float* out);
+
+// An integer or bool tensor read as float32: a kernel input of the whole shape converted
+// as each tile loads, one read through broadcast strides converted whole by the kernel, a
+// constant converted at compile. False for other dtypes and for other tensors.
+bool convertedOperand(const ir::Tensor& t, int input, const Shape& consumer, int64_t total, Operand* o);
 
 // An operand of a comparison (Equal, Less, ...) inside a fused loop, read as float32:
 // a float32 operand as sourceOperand reads it; an integer or bool kernel input of the
