@@ -251,6 +251,28 @@ TEST(ConvFusion, ExportedHardSwishJoinsItsConvolution) {
   }
 }
 
+// PP-LCNet's learnable affine around HSwish (x * a + b, HSwish, x * c + d, scalar a..d):
+// the first affine folds into the weights and bias, so the activation and the second
+// affine are the convolution's post-ops (two linears as post-ops would share oneDNN
+// 2.6's parameters): one primitive in the blocked layout, no elementwise loop.
+TEST(ConvFusion, LearnableAffineAroundAnActivationIsOnePrimitive) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 8, 12, 12});
+  Value y = b.add(b.mul(conv(b, x, 8, 16, 3, 57), 1.9f), 0.8f);
+  y = b.op1("HSwish", {y});
+  b.output(b.add(b.mul(y, 0.63f), -0.55f), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const std::vector<HostTensor> in{randomTensor({1, 8, 12, 12}, 59)};
+  const SessionRun run = runOn(*g, in, "cpu", 2, true, 1);
+  EXPECT_EQ(run.kernels, 1u);
+#ifdef GKRT_HAVE_DNNL
+  EXPECT_NE(run.details.find("2 post-ops"), std::string::npos) << run.details;
+  EXPECT_EQ(run.details.find("elementwise loop"), std::string::npos) << run.details;
+#endif
+  expectMatchesReference(*g, in);
+}
+
 // A DenseNet block as Caffe exports it: BatchNormalization then Scale (two per-channel
 // Mul+Add pairs) and ReLU before each convolution, each layer's features concatenated to
 // the block's. The affine pairs fold into one Mul and one Add (fusion/passes/

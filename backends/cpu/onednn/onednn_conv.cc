@@ -51,8 +51,26 @@ bool planConv(const ir::Graph& g, const ir::Node& node, ConvPlan* p) {
   p->output = node.outputs[0];
   p->x_tensor = node.inputs[p->x.input];
   if (!node.subgraph) return node.outputs.size() == 1;
-  if (!planPostOps(*body, 1, conv.outputs[0], yt.shape, source, &p->posts)) return false;
+  const bool bias_constant = !p->has_bias || p->bias.constant;
+  if (!planPostOps(*body, 1, conv.outputs[0], yt.shape, source, &p->posts, bias_constant)) return false;
   const int64_t C = yt.shape[1];
+  // A scalar x * a + b first (PP-LCNet's learnable affine before its activation, which
+  // a second linear after it would share oneDNN's parameters with): into the weights
+  // and the bias.
+  if (bias_constant && !p->posts.empty() && !p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::eltwise_linear) {
+    const float alpha = p->posts[0].alpha, beta = p->posts[0].beta;
+    const float* w0 = static_cast<const float*>(p->weights);
+    const int64_t n = numElements(w.shape);
+    p->folded_weights.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) p->folded_weights[i] = w0[i] * alpha;
+    p->weights = p->folded_weights.data();
+    const float* b = p->has_bias ? static_cast<const float*>(p->bias.constant) : nullptr;
+    p->folded_bias.resize(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) p->folded_bias[c] = (b ? b[c] * alpha : 0.0f) + beta;
+    p->has_bias = true;
+    p->bias = Source{-1, p->folded_bias.data()};
+    p->posts.erase(p->posts.begin());
+  }
   // A constant per-channel Mul first: into the weights (per output channel) and the bias.
   if (!p->posts.empty() && p->posts[0].binary && p->posts[0].alg == dnnl::algorithm::binary_mul &&
       p->posts[0].src.constant && isPerChannel(p->posts[0].t->shape, C) && (!p->has_bias || p->bias.constant)) {

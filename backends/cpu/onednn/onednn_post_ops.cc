@@ -84,7 +84,7 @@ SourceFn operandSource(const ir::Graph& g, const ir::Node& node) {
 }
 
 bool planPostOps(const ir::Graph& body, size_t first, int chain, const Shape& y, const SourceFn& source,
-                 std::vector<PostOp>* posts) {
+                 std::vector<PostOp>* posts, bool leading_linear_folded) {
   for (size_t i = first; i < body.nodes.size(); ++i) {
     const ir::Node& n = body.nodes[i];
     if (n.outputs.size() != 1 || body.tensors[n.outputs[0]].shape != y || !isFloat32(body.tensors[n.outputs[0]])) return false;
@@ -116,8 +116,10 @@ bool planPostOps(const ir::Graph& body, size_t first, int chain, const Shape& y,
   }
   // oneDNN 2.6 gives every eltwise post-op of one algorithm the first one's parameters
   // (seen here: linear(0.5), exp, linear(1, -0.25) computed 0.5 exp(.)): one each.
-  for (size_t i = 0; i < posts->size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
+  const size_t from = leading_linear_folded && !posts->empty() && !(*posts)[0].binary &&
+                      (*posts)[0].alg == alg::eltwise_linear ? 1 : 0;
+  for (size_t i = from; i < posts->size(); ++i) {
+    for (size_t j = from; j < i; ++j) {
       if (!(*posts)[i].binary && !(*posts)[j].binary && (*posts)[i].alg == (*posts)[j].alg) return false;
     }
   }

@@ -45,9 +45,11 @@ SourceFn operandSource(const ir::Graph& g, const ir::Node& node);
 // The post-ops for body nodes [first, end): each takes the previous one's value (the
 // first takes `chain`) once and yields one float32 tensor of shape `y`; the last one's
 // value must be the body's only output. Also x * Sigmoid(x) as one swish. False when
-// a node has no oneDNN post-op.
+// a node has no oneDNN post-op, or when two eltwise post-ops share an algorithm (oneDNN
+// 2.6 gives them the first one's parameters) unless `leading_linear_folded`: the caller
+// folds a scalar linear first post-op into its weights (then only the rest must differ).
 bool planPostOps(const ir::Graph& body, size_t first, int chain, const Shape& y, const SourceFn& source,
-                 std::vector<PostOp>* posts);
+                 std::vector<PostOp>* posts, bool leading_linear_folded = false);
 
 // The oneDNN layout of a 4-D activation in a layout plan (blocked_layout.h): plain nchw;
 // nChw8c/nChw16c; nhwc in a channels-last plan — for every channel count, also 16 or 8,
