@@ -9,6 +9,7 @@
 #include "backends/cpu/quantization/block_quant_matmul_kernel.h"
 #include "backends/cpu/nn/blocked_pool.h"
 #include "backends/cpu/tensor/reshape_cluster_kernel.h"
+#include "backends/cpu/tensor/pad_kernel.h"
 #include "backends/cpu/tensor/slice_kernel.h"
 #include "backends/cpu/tensor/channel_gather_kernel.h"
 #include "backends/cpu/layout/int8_layout.h"
@@ -240,6 +241,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (cpu::canRunBlockQuantMatMul(g, node)) return cpu::compileBlockQuantMatMul(g, node, *pool_);
     if (cpu::canRunReshapeCluster(g, node)) return cpu::compileReshapeCluster(g, node);
     if (cpu::canRunSlice(g, node)) return cpu::compileSlice(g, node, *pool_);
+    if (cpu::canRunPad(g, node)) return cpu::compilePad(g, node, *pool_);
     if (cpu::canRunMatMul(g, node) && cpu::isTinyMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);  // below oneDNN's call cost
   }
   if (cpu::canRunPattern(g, node)) return cpu::compilePattern(g, node, *pool_, options_);

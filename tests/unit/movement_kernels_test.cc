@@ -142,7 +142,10 @@ TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
                                          {"Pad", DType::kFloat32, {1, 2, 4, 5}, {0, 0, 1, 2, 0, 0, 3, 1}, PadMode::kReflect},
                                          {"Pad", DType::kFloat16, {3, 6}, {2, 5, 2, 5}, PadMode::kReflect},
                                          {"Pad", DType::kInt32, {4, 5}, {0, -1, 3, 2}, PadMode::kEdge},  // a crop, too
-                                         {"Pad", DType::kFloat32, {1, 3, 8, 8}, {0, 0, 4, 4, 0, 0, 4, 4}, PadMode::kEdge}}) {
+                                         {"Pad", DType::kFloat32, {1, 3, 8, 8}, {0, 0, 4, 4, 0, 0, 4, 4}, PadMode::kEdge},
+                                         // constant (1.5) around and a crop, rows outside too; one dim
+                                         {"Pad", DType::kFloat32, {2, 3, 7}, {1, 0, -2, 2, 1, 3}, PadMode::kConstant},
+                                         {"Pad", DType::kFloat32, {9}, {4, 3}, PadMode::kReflect}}) {
     GraphBuilder b;
     Value x = b.input("x", c.t, c.s);
     const std::string op = c.op;
@@ -150,13 +153,22 @@ TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
       b.output(b.op1("Tile", {x}, TileAttrs{c.ints}), "y");
     } else {
       PadAttrs a;
-      a.pads = c.ints, a.mode = c.mode;
+      a.pads = c.ints, a.mode = c.mode, a.value = 1.5f;
       b.output(b.op1("Pad", {x}, a), "y");
     }
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
     expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 13)}, c.op, true, 0,
                               op + " " + dtypeName(c.t) + " " + shapeToString(c.s) + " " + shapeToString(c.ints));
+    if (op == "Pad") {  // on cpu: the row-copy kernel, not the reference one
+      SessionOptions o;
+      o.backend = "cpu";
+      auto session = Session::create(*g, o);
+      ASSERT_TRUE(session.ok()) << session.status().message();
+      bool own = false;
+      for (const auto& k : (*session)->kernelInfos()) own = own || k.detail == "gkrt pad copy";
+      EXPECT_TRUE(own) << shapeToString(c.s);
+    }
   }
 }
 
