@@ -56,6 +56,8 @@ const std::vector<PassSpec>& pipeline() {
       {0, "preprocess", 9, "one_hot_matmul_fusion", level2, passes::fuseOneHotMatMul},
       // gkrt's own: a max/min/sum over a stack of slices as an elementwise chain.
       {0, "preprocess", 10, "stacked_reduce_fusion", level1, passes::fuseStackedReduce},
+      // gkrt's own: a convolution's Squeeze below its bias/activation, for its epilogue.
+      {0, "preprocess", 11, "squeeze_sink", level1, passes::sinkSqueezes},
       {1, "cluster", 0, "GraphKernelExpander", level1, passes::expandOps},
       {1, "cluster", 1, "ArithmeticSimplify", level2, passes::simplifyArithmetic},
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
@@ -65,12 +67,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 11);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 12);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 11, p.end());
+    all.insert(all.end(), p.begin() + 12, p.end());
     return all;
   }();
   return with_patterns;

@@ -23,6 +23,7 @@ PassResult splitClusters(FusionContext& ctx);           // pattern rules, limits
 PassResult fuseParallel(FusionContext& ctx);            // independent clusters sharing inputs
 PassResult fuseQuantDqOpQ(FusionContext& ctx);
 PassResult fuseMatMulIntegerToFloat(FusionContext& ctx);
+PassResult sinkSqueezes(FusionContext& ctx);  // Conv2D -> Squeeze -> elementwise as Conv2D -> elementwise -> Squeeze
 PassResult fuseStackedReduce(FusionContext& ctx);  // ReduceMax/Min/Sum over a Concat of size-1 slices -> Maximum/Minimum/Add chain
 PassResult fuseOneHotMatMul(FusionContext& ctx);  // MatMul(Cast(Equal(ids, iota)), W) -> Gather of W's rows
 PassResult fuseChannelShuffle(FusionContext& ctx);  // Reshape -> Transpose -> Reshape channel shuffle -> Gather  // dynamic quantization's dequant chain -> MatMulIntegerToFloat          // QDQ around Conv/MatMul/Add/Mul -> QLinear ops

@@ -511,5 +511,41 @@ TEST(OwnPasses, ReductionOverAStackBecomesAnElementwiseChain) {
   }
 }
 
+// squeeze_sink: tf2onnx's Conv1D (Conv2D over [N, C, 1, W], Squeeze, bias Add of a [C, 1]
+// constant, ReLU as Maximum with 0) ends with the Squeeze, so the bias and the ReLU join
+// the convolution's cluster; equal to the unmoved graph; switched off, they stay apart.
+TEST(OwnPasses, SqueezeOfAConvolutionSinksBelowItsBiasAndActivation) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {2, 4, 1, 9});
+  const HostTensor w = randomTensor({6, 4, 1, 3}, 81), bias = randomTensor({6, 1}, 82);
+  Conv2DAttrs a;
+  a.strides = {1, 1};
+  a.pads = {0, 0, 0, 0};
+  a.dilations = {1, 1};
+  a.groups = 1;
+  Value y = b.op1("Conv2D", {x, b.constant("w", DType::kFloat32, {6, 4, 1, 3}, w.data())}, a);
+  y = b.op1("Squeeze", {y}, AxesAttrs{{2}, false});
+  y = b.add(y, b.constant("bias", DType::kFloat32, {6, 1}, bias.data()));
+  b.output(b.op1("Maximum", {y, b.scalar(0.0f, y)}), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  auto clusterOf = [&](const char* flags) {
+    ir::Graph f = *g;
+    EXPECT_TRUE(ir::inferShapes(f).ok());
+    EXPECT_TRUE(runFusionPipeline(f, *parseFusionFlags(flags), FusionColumn::kCpu).ok());
+    for (const ir::Node& n : f.nodes) {
+      if (n.subgraph && testing::countOps(*n.subgraph, "Conv2D") == 1) return int(n.subgraph->nodes.size());
+    }
+    return 1;  // the convolution alone
+  };
+  EXPECT_EQ(clusterOf("--opt_level=2"), 3);  // Conv2D, Add, Maximum
+  EXPECT_EQ(clusterOf("--opt_level=2 --disable_pass=squeeze_sink"), 1);
+  const std::vector<HostTensor> in{randomTensor({2, 4, 1, 9}, 83)};
+  auto want = runGraph(*g, in, "reference", optLevel(0));
+  auto got = runGraph(*g, in, "cpu", optLevel(2));
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 1e-5, 1e-6), "");
+}
+
 }  // namespace
 }  // namespace gkrt
