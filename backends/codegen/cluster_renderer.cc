@@ -114,7 +114,7 @@ class Renderer {
   Status checkType(int t) const {
     if (!d_.typeName(tensors_[t].dtype)) {
       return unsupported("tensor '" + tensors_[t].name + "' is " + dtypeName(tensors_[t].dtype) +
-                         " (float32, bool, int32 and int64 only)");
+                         " (float32, bool, int8, uint8, int32 and int64 only)");
     }
     return Status::Ok();
   }

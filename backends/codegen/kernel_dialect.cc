@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace gkrt::codegen {
 
@@ -30,6 +31,8 @@ const char* KernelDialect::typeName(DType t) const {
   switch (t) {
     case DType::kFloat32: return "float";
     case DType::kBool: return uchar_type;
+    case DType::kUInt8: return uchar_type;
+    case DType::kInt8: return std::strcmp(name, "opencl") == 0 ? "char" : "signed char";
     case DType::kInt32: return "int";
     case DType::kInt64: return long_type;
     default: return nullptr;

@@ -32,7 +32,9 @@ struct KernelDialect {
 
   // A float math function by its C name ("exp", "erf", "rsqrt", "fmod", ...).
   std::string math(const char* fn) const { return float_suffix ? std::string(fn) + "f" : std::string(fn); }
-  // The C type of an element type the renderer handles (float32, bool, int32, int64); null otherwise.
+  // The C type of an element type the renderer handles (float32, bool, int8, uint8, int32,
+  // int64); null otherwise. 8-bit values are moved, compared, selected and cast (to any
+  // type; from integers and bool only), never computed on (op_expressions.cc).
   const char* typeName(DType t) const;
 };
 

@@ -179,7 +179,7 @@ StatusOr<RenderedKernel> argExtreme(const ir::Graph& g, const ir::Node& node, co
 StatusOr<RenderedKernel> cumSum(const ir::Graph& g, const ir::Node& node, const std::string& name, const KernelDialect& d) {
   const ir::Tensor& x = g.tensors[node.inputs[0]];
   const char* type = d.typeName(x.dtype);
-  if (!type || x.dtype == DType::kBool) return unsupported("CumSum of " + std::string(dtypeName(x.dtype)) + " (float32, int32, int64 only)");
+  if (!type || x.dtype == DType::kBool || dtypeSize(x.dtype) == 1) return unsupported("CumSum of " + std::string(dtypeName(x.dtype)) + " (float32, int32, int64 only)");
   const auto& a = node.attrs.get<CumSumAttrs>();
   ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(a.axis, static_cast<int64_t>(x.shape.size())));
   const ops::AxisSplit at = ops::splitAtAxis(x.shape, axis);

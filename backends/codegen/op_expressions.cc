@@ -161,6 +161,7 @@ std::optional<std::string> typedExpression(const std::string& op, const Args& a,
       if (std::string(d.name) == "opencl") return std::string(out == DType::kInt32 ? "convert_int_sat_rtz(" : "convert_long_sat_rtz(") + a[0] + ")";
       return std::nullopt;
     }
+    if (from == DType::kFloat32 && (out == DType::kInt8 || out == DType::kUInt8)) return std::nullopt;  // (saturation)
     return "(" + to_t + ")" + a[0];
   }
   const bool same_int = isIntType(out) && std::all_of(types.begin(), types.end(), [out](DType t) { return t == out; });
@@ -197,6 +198,8 @@ std::string scalarLiteral(DType t, const void* data) {
   switch (t) {
     case DType::kFloat32: return floatLiteral(*static_cast<const float*>(data));
     case DType::kBool: return *static_cast<const uint8_t*>(data) ? "1" : "0";
+    case DType::kInt8: return "(" + std::to_string(*static_cast<const int8_t*>(data)) + ")";
+    case DType::kUInt8: return "(" + std::to_string(*static_cast<const uint8_t*>(data)) + ")";
     case DType::kInt32: return "(" + std::to_string(*static_cast<const int32_t*>(data)) + ")";
     case DType::kInt64: {
       const int64_t v = *static_cast<const int64_t*>(data);

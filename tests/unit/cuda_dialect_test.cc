@@ -18,6 +18,7 @@
 #include "fusion/pass_manager.h"
 #include "runtime/builder.h"
 #include "runtime/ir/op_def.h"
+#include "tests/unit/eight_bit_graph.h"
 
 namespace gkrt {
 namespace {
@@ -96,6 +97,30 @@ TEST(CudaDialect, RenderedClustersCompileWithNvrtc) {
   EXPECT_GE(rendered, 4);
   EXPECT_GE(reduce, 1);
   EXPECT_EQ(gemm, 1);
+}
+
+// 8-bit values (int8/uint8 gathered, compared, selected, cast) render in the CUDA dialect
+// for every cluster of the gpu column's graph and compile; OpenClBackend.EightBitValues-
+// RunOnOpenCl runs the OpenCL twin against the reference.
+TEST(CudaDialect, EightBitValuesRenderAndCompile) {
+  auto g = testing::eightBitValuesGraph();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  auto report = runFusionPipeline(*g, *parseFusionFlags("--opt_level=2"), FusionColumn::kGpu, nullptr);
+  ASSERT_TRUE(report.ok()) << report.status().toString();
+  int clusters = 0;
+  for (size_t n = 0; n < g->nodes.size(); ++n) {
+    if (std::string(g->nodes[n].op->name) == "Gather") {
+      auto k = codegen::renderGatherKernel(*g, g->nodes[n], "gk" + std::to_string(n), codegen::cudaDialect(), 0);
+      ASSERT_TRUE(k.ok()) << k.status().message();
+      expectCompilesForSm80And90(k->source);
+      continue;
+    }
+    auto k = codegen::renderCluster(*g, g->nodes[n], "gk" + std::to_string(n), codegen::cudaDialect());
+    ASSERT_TRUE(k.ok()) << g->nodes[n].op->name << ": " << k.status().message();
+    ++clusters;
+    expectCompilesForSm80And90(k->source);
+  }
+  EXPECT_GE(clusters, 2);
 }
 
 // The pattern kernels (AddLayerNorm/AddRmsNorm with and without gamma/beta, SwiGLU,

@@ -11,6 +11,7 @@
 #include "backends/opencl/opencl_backend.h"
 #endif
 #include "runtime/model_io.h"
+#include "tests/unit/eight_bit_graph.h"
 #include "tests/unit/test_support.h"
 #include "tools/array_print.h"
 #include "tools/npy.h"
@@ -162,6 +163,25 @@ TEST(OpenClBackend, BoolAndIntegerOpsMatchReference) {
     for (const auto& k : (*s)->kernelInfos()) EXPECT_EQ(k.backend, "opencl") << k.name;
   }
   for (int level : {0, 2}) expectMatchesReference(*g, {xin, iin}, 1e-6, level);
+}
+
+// 8-bit values on the GPU dialects: a quantized embedding gathered in its int8 values and
+// widened after the gather (the GGUF importer's form), uint8 compared with a constant and
+// selected, int32 narrowed to int8; every kernel on opencl, equal to the reference.
+// Arithmetic on 8-bit values and float-to-8-bit casts stay off the GPU (not checked here).
+TEST(OpenClBackend, EightBitValuesRunOnOpenCl) {
+  SKIP_WITHOUT_OPENCL();
+  auto g = testing::eightBitValuesGraph();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  HostTensor ids(DType::kInt32, {5}), q(DType::kUInt8, {5, 6});
+  for (int k = 0; k < 5; ++k) ids.as<int32_t>()[k] = (k * 13) % 32;
+  for (int k = 0; k < 30; ++k) q.as<uint8_t>()[k] = static_cast<uint8_t>(k * 41 % 256);
+  for (int level : {0, 2}) {
+    auto s = openclSession(*g, level);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    for (const auto& k : (*s)->kernelInfos()) EXPECT_EQ(k.backend, "opencl") << k.name;
+    expectMatchesReference(*g, {ids, q}, 0.0, level);
+  }
 }
 
 // A cluster whose outputs differ in shape (an intermediate of a broadcast operand is an
