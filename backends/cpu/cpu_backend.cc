@@ -135,6 +135,7 @@ const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
         return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
       }
       if (cpu::canRunByteLookup(g, n)) return t == n.inputs[1] || t == n.outputs[0];
+      if (cpu::canRunBytePool(g, n)) return t == n.inputs[0] || t == n.outputs[0];
       return cpu::quantTakesLayouts(g, n);
     });
     layout_graph_ = &g;
@@ -225,6 +226,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);
   }
   if (cpu::canRunByteLookup(g, node)) return cpu::compileByteLookup(g, node, *pool_);
+  if (cpu::canRunBytePool(g, node)) return cpu::compileBytePool(g, node, *pool_, layout.isNhwc(node.inputs[0]));
   if (cpu::canRunChannelGather(g, node)) {
     const auto blockOf = [&](int t) { return layout.isBlocked(t) ? layout.blockOf(g.tensors[t].shape[1]) : 1; };
     return cpu::compileChannelGather(g, node, *pool_, blockOf(node.inputs[0]), blockOf(node.outputs[0]));

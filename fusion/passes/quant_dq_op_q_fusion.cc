@@ -5,10 +5,12 @@
 //   Q(Conv2D(DQ(x), DQ(w), [DQ(b) | b]))          -> QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, b_int32)
 //   Q(MatMul | BatchMatMul(DQ(a), DQ(b)))         -> QLinearMatMul(a, as, azp, b, bs, bzp, ys, yzp)
 //   Q(Add | Mul(DQ(a), DQ(b)))                    -> QLinearAdd | QLinearMul(a, as, azp, b, bs, bzp, ys, yzp)
-//   Q(M1(...Mk(DQ(x)))), Mi Reshape/Transpose/Squeeze/Unsqueeze/Flatten, Q's scale and
-//   zero point equal to DQ's (one element each)   -> M1(...Mk(x)) on the integers
-//   (onnxruntime's QOperator files put DQ ... Q around the attention's reshapes; the
-//   round trip is exact: round((x - z) * s / s) + z = x)
+//   Q(M1(...Mk(DQ(x)))), Mi Reshape/Transpose/Squeeze/Unsqueeze/Flatten or MaxPool
+//   (one output), Q's scale and zero point equal to DQ's (one element each; a positive
+//   scale with a MaxPool)                          -> M1(...Mk(x)) on the integers
+//   (onnxruntime's QOperator files put DQ ... Q around the attention's reshapes, its QDQ
+//   files around each MaxPool; the round trip is exact: round((x - z) * s / s) + z = x,
+//   and a max commutes with DQ's increasing map)
 //   Q(f(DQ(x))), f a chain of elementwise float ops on x's shape, each reading the
 //   chain's value and one-element constants (GeLU, HardSwish, Sigmoid, ... between int8
 //   layers)                                       -> Gather(table, x)
@@ -150,7 +152,10 @@ StatusOr<bool> integerMovementOnce(FusionContext& ctx) {
     if (!quantizes(g, i, &q)) continue;
     std::vector<int> chain;  // movement nodes, from Q's side
     int t = q.y;
-    for (const ir::Node* m; pg.singleUse(t) && (m = pg.producer(t, {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"}));) {
+    bool pools = false;
+    for (const ir::Node* m;
+         pg.singleUse(t) && (m = pg.producer(t, {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "MaxPool"}));) {
+      pools = pools || std::strcmp(m->op->name, "MaxPool") == 0;
       bool other_inputs_const = true;
       for (size_t k = 1; k < m->inputs.size(); ++k) other_inputs_const = other_inputs_const && (m->inputs[k] < 0 || isConst(g, m->inputs[k]));
       if (!other_inputs_const || m->outputs.size() != 1) break;
@@ -163,6 +168,7 @@ StatusOr<bool> integerMovementOnce(FusionContext& ctx) {
     if (type != g.nodes[i].attrs.get<QuantAttrs>().to || (d.zp >= 0 && g.tensors[d.zp].dtype != type)) continue;
     const auto zpValue = [&](int z) { return z < 0 ? 0.0 : ops::loadF(g.tensors[z].constant->data, g.tensors[z].dtype, 0); };
     if (constFloat(g, d.scale, 0) != constFloat(g, q.scale, 0) || zpValue(d.zp) != zpValue(q.zp)) continue;
+    if (pools && !(constFloat(g, d.scale, 0) > 0.0f)) continue;  // (a max of the integers is DQ's max only then)
     const int dq = pg.producerIndex(t);
     for (int n : chain) g.tensors[g.nodes[n].outputs[0]].dtype = type;
     g.nodes[chain.back()].inputs[0] = d.x;

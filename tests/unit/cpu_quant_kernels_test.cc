@@ -254,9 +254,9 @@ TEST(CpuQuantKernels, ActivationTimesActivationQLinearMatMulEqualsTheReference) 
 // Two QDQ convolutions with a MaxPool (float, on the blocked layout) or a ReLU between,
 // as onnxruntime's QDQ files have them: after quant_dq_op_q_fusion the int8 tensors
 // between the convolutions are stored NHWC (what oneDNN's int8 convolutions take,
-// int8_layout.h); around the MaxPool the Q/DQ loops convert between NHWC and the blocked
-// float layout, the ReLU becomes a 256-entry lookup reading and writing NHWC; results as
-// with plain layouts (GKRT_CPU_LAYOUT=plain).
+// int8_layout.h); the MaxPool between equal Q/DQ pools the integers in NHWC, the ReLU
+// becomes a 256-entry lookup reading and writing NHWC; results as with plain layouts
+// (GKRT_CPU_LAYOUT=plain).
 void int8ActivationsStayNhwc(bool pool) {
 #ifndef GKRT_HAVE_DNNL
   GTEST_SKIP() << "no oneDNN in this build";
@@ -305,12 +305,32 @@ void int8ActivationsStayNhwc(bool pool) {
   EXPECT_EQ(plain->countDetail("nhwc"), 0) << plain->details;
   if (cpu::preferredBlock() == 0 || C % cpu::preferredBlock() != 0) GTEST_SKIP() << "no blocked layout on this CPU";
   EXPECT_GE(blocked->countDetail(", nhwc"), 2) << blocked->details;
-  if (pool) EXPECT_GE(blocked->countDetail("to nhwc"), 1) << blocked->details;
+  if (pool) EXPECT_EQ(blocked->countDetail("own int8 max pool, nhwc"), 1) << blocked->details;
+  if (pool) EXPECT_EQ(blocked->countDetail("own int8 loop"), 2) << blocked->details;  // the input Q and output DQ only
   else EXPECT_EQ(blocked->countDetail("int8 lookup"), 1) << blocked->details;
   EXPECT_EQ(testing::compareTensors(blocked->outputs[0], plain->outputs[0], 0, 0), "") << blocked->details;
 }
 
 TEST(CpuQuantKernels, Int8ActivationsBetweenConvolutionsStayNhwc) { int8ActivationsStayNhwc(true); }
+
+// MaxPool of uint8 and int8 values (a QOperator network's pools) on the own int8 pool,
+// byte for byte the reference's: padded and unpadded windows, strides 1 and 2, ceil mode,
+// a window wider than tall.
+TEST(CpuQuantKernels, Int8MaxPoolEqualsTheReference) {
+  struct Case { PoolAttrs a; };
+  PoolAttrs ceil{{3, 3}, {2, 2}, {0, 0, 0, 0}};
+  ceil.ceil_mode = true;
+  for (DType t : {DType::kUInt8, DType::kInt8}) {
+    for (const PoolAttrs& a : {PoolAttrs{{3, 3}, {2, 2}, {1, 1, 1, 1}}, PoolAttrs{{2, 3}, {1, 2}, {0, 1, 0, 1}}, ceil}) {
+      GraphBuilder b;
+      b.output(b.op1("MaxPool", {b.input("x", t, {2, 5, 11, 9})}, a), "y");
+      auto g = b.finish();
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      const std::string details = expectCpuEqualsReference(*g, {randomBytes(t, {2, 5, 11, 9}, 41)});
+      EXPECT_NE(details.find("own int8 max pool"), std::string::npos) << details;
+    }
+  }
+}
 TEST(CpuQuantKernels, Int8LookupBetweenConvolutionsKeepsNhwc) { int8ActivationsStayNhwc(false); }
 
 }  // namespace

@@ -8,8 +8,9 @@
 //   - its producer and every consumer take it NHWC (`takes_nhwc`: a QLinearConv on
 //     oneDNN as its x or y; a per-tensor QuantizeLinear as y or DequantizeLinear as x
 //     on the own loops, quant_kernels.h, which convert between NHWC and the float
-//     side's layout; a 256-entry byte lookup, x and y in one layout), and at least one
-//     of them is a QLinearConv;
+//     side's layout; a 256-entry byte lookup or an int8 MaxPool, x and y in one
+//     layout), and at least one of them is a QLinearConv (or is tied through such a
+//     lookup or pool to a tensor beside one);
 //   - the float side of each of those Q/DQ is channel-blocked in the float plan, so each
 //     conversion moves contiguous runs of channels.
 #pragma once

@@ -117,4 +117,11 @@ StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, co
 bool canRunByteLookup(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compileByteLookup(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
 
+// MaxPool of uint8/int8 activations (QOperator and QDQ networks pool their quantized
+// values: max commutes with the monotonic quantization), 4-D, undilated, in their own
+// type: NCHW a plane at a time, or NHWC (int8_layout.h keeps x and y in one layout) as
+// the elementwise max of the window's channel rows. Padding never wins, as the reference.
+bool canRunBytePool(const ir::Graph& g, const ir::Node& node);
+StatusOr<std::unique_ptr<Kernel>> compileBytePool(const ir::Graph& g, const ir::Node& node, ThreadPool& pool, bool nhwc);
+
 }  // namespace gkrt::cpu
