@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -248,8 +249,14 @@ class QuantElementwiseKernel final : public Kernel {
   // One channel group between NHWC (pixel stride `ips`) and nChw{B}c, B a constant.
   template <class T, bool kQuantize, int B>
   static void fastBlock(const T* qi, T* qo, const float* fi, float* fo, int64_t HW, int64_t ips, float s, int zp) {
-    if constexpr (kQuantize) {
-      for (int64_t p = 0; p < HW; ++p) quantize(fi + p * B, s, zp, qo + p * ips, B);
+    if constexpr (kQuantize) {  // the group's run of floats is contiguous: quantized in long
+      constexpr int64_t kChunk = 256;  // stretches (one call per B values cost 4x), then B bytes a pixel
+      alignas(16) T buf[kChunk * B];
+      for (int64_t p0 = 0; p0 < HW; p0 += kChunk) {
+        const int64_t np = std::min(kChunk, HW - p0);
+        quantize(fi + p0 * B, s, zp, buf, np * B);
+        for (int64_t p = 0; p < np; ++p) std::memcpy(qo + (p0 + p) * ips, buf + p * B, B * sizeof(T));
+      }
     } else {
       for (int64_t p = 0; p < HW; ++p) {
         const T* a = qi + p * ips;
