@@ -25,9 +25,10 @@ APT_PACKAGES=(
   python3-venv python3-dev
   graphviz
 )
-# The tests, the boards' cross builds under qemu, the clang sanitizer build, the .deb.
+# The tests, the boards' cross builds under qemu, the clang sanitizer build, the .deb,
+# Open MPI (gkrt_mpi: tensor-parallel ranks as processes, ctest mpi_tensor_parallel_2).
 TEST_APT_PACKAGES=(
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
   g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   clang libomp-14-dev dpkg-dev
 )
