@@ -381,6 +381,28 @@ TEST(CpuBackend, Int32ArithmeticBeforeACastRunsInTheFusedLoop) {
   }
 }
 
+// A cluster with outputs of two shapes (an attention mask's Select, which later layers
+// read too, and its Add to the scores: ONNX exports of BERT): the smaller output is
+// computed once before the loop and copied out, the loop runs over the larger one; both
+// equal to the reference.
+TEST(CpuBackend, ClusterWithASmallerOutputRunsTheLoopOverTheLargerOne) {
+  const Shape s{2, 3, 40, 33}, ms{1, 1, 40, 33};
+  HostTensor scores = randomTensor(s, 72), mask(DType::kBool, ms);
+  for (int64_t i = 0; i < numElements(ms); ++i) mask.as<uint8_t>()[i] = (i * 5) % 7 < 4;
+  GraphBuilder b;
+  Value x = b.input("scores", DType::kFloat32, s);
+  Value m = b.input("mask", DType::kBool, ms);
+  Value bias = b.op1("Select", {m, b.scalar(0.0f, x), b.scalar(-3.0e38f, x)});
+  b.output(bias, "bias");
+  b.output(b.add(x, bias), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const ir::Graph fused = fusedFor(*g, FusionColumn::kCpu);
+  ASSERT_EQ(fused.nodes.size(), 1u);
+  EXPECT_TRUE(cpu::canRunElementwise(fused, fused.nodes[0]));
+  expectCpuMatchesReference(*g, {scores, mask}, 0.0);
+}
+
 // Select in the fused loop: the NaN guard after a softmax (PyTorch's SDPA export:
 // Select(IsNan(p), 0, p); the cpu column clusters no IsNan, so its bool result is read
 // whole), a bool mask input broadcast over the heads, and a condition from a comparison

@@ -29,19 +29,27 @@ struct ElementwiseProgram {
   int64_t total = 0;
   std::vector<PrologueStep> prologue;
   size_t num_inputs = 0;  // the kernel's inputs (prologue results are read after them)
+  std::vector<std::pair<size_t, int>> prologue_outputs;  // (step, kernel output) copied out at launch
 };
 
-// At most this share of the outputs' size for a prologue step (it runs unvectorised).
+// At most this share of the outputs' size for a prologue step (it runs unvectorised);
+// a step whose value is itself a kernel output of a smaller shape (a mask's Select that
+// later layers read too, beside its Add to the scores) at most half: it is computed once
+// either way.
 constexpr int64_t kPrologueRatio = 16;
+constexpr int64_t kOutputPrologueRatio = 2;
 
 bool prologueStep(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, const std::vector<int>& input_of,
                   const std::vector<int>& output_of, PrologueStep* st) {
   EwOp op;
-  if (n.outputs.size() != 1 || !n.op || !n.op->reference || !ewOpFor(n.op->name, static_cast<int>(n.inputs.size()), &op)) {
+  const bool select = n.op && std::string(n.op->name) == "Select" && n.inputs.size() == 3;  // (by its reference kernel too)
+  if (n.outputs.size() != 1 || !n.op || !n.op->reference ||
+      !(select || ewOpFor(n.op->name, static_cast<int>(n.inputs.size()), &op))) {
     return false;
   }
   const ir::Tensor& y = tensors[n.outputs[0]];
-  if (y.dtype != DType::kFloat32 || output_of[n.outputs[0]] >= 0 || numElements(y.shape) * kPrologueRatio > total) return false;
+  const bool is_output = output_of[n.outputs[0]] >= 0;
+  if (y.dtype != DType::kFloat32 || numElements(y.shape) * (is_output ? kOutputPrologueRatio : kPrologueRatio) > total) return false;
   for (int t : n.inputs) {
     if (t < 0 || !(input_of[t] >= 0 || tensors[t].isConstant())) return false;
     TensorView v;
@@ -65,8 +73,10 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
   const std::vector<int>& kernel_outputs = node.subgraph ? body->outputs : node.outputs;
   const std::vector<ir::Tensor>& tensors = body->tensors;
   if (kernel_outputs.empty()) return false;
-  const Shape& shape = tensors[kernel_outputs[0]].shape;
-  for (int t : kernel_outputs) if (tensors[t].shape != shape) return false;
+  // The loop runs over the largest output; a smaller one must come from a prologue step.
+  int largest = kernel_outputs[0];
+  for (int t : kernel_outputs) if (numElements(tensors[t].shape) > numElements(tensors[largest].shape)) largest = t;
+  const Shape& shape = tensors[largest].shape;
   const int64_t total = numElements(shape);
   std::vector<int> input_of(tensors.size(), -1), output_of(tensors.size(), -1), producer(tensors.size(), -1);
   std::vector<char> int_value(tensors.size(), 0);  // an int32 step's result, held as its float32
@@ -87,6 +97,7 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
   for (const ir::Node& n : nodes) {
     PrologueStep st;
     if (prologueStep(tensors, n, total, input_of, output_of, &st)) {
+      if (output_of[n.outputs[0]] >= 0) out->prologue_outputs.emplace_back(out->prologue.size(), output_of[n.outputs[0]]);
       input_of[n.outputs[0]] = num_inputs + static_cast<int>(out->prologue.size());
       out->prologue.push_back(std::move(st));
       continue;
@@ -131,12 +142,17 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
       if (operands == 2 && !operand(n.inputs[1], consumer, &in.b)) return false;
     }
     in.output = output_of[n.outputs[0]];
+    if (in.output >= 0 && tensors[n.outputs[0]].shape != shape) return false;  // the loop writes whole outputs only
     producer[n.outputs[0]] = static_cast<int>(p.code.size());
     p.code.push_back(std::move(in));
   }
   for (size_t k = 0; k < kernel_outputs.size(); ++k) {  // outputs no instruction writes
     const int t = kernel_outputs[k];
     if (producer[t] >= 0) continue;
+    bool from_prologue = false;
+    for (const auto& po : out->prologue_outputs) from_prologue = from_prologue || po.second == static_cast<int>(k);
+    if (from_prologue) continue;
+    if (tensors[t].shape != shape) return false;
     Operand o;
     if (!operand(t, shape, &o)) return false;
     p.copies.push_back({static_cast<int>(k), o});
@@ -150,7 +166,8 @@ bool buildProgram(const ir::Graph& g, const ir::Node& node, ElementwiseProgram* 
 class ElementwiseKernel final : public Kernel {
  public:
   ElementwiseKernel(ElementwiseProgram p, ThreadPool& pool)
-      : p_(std::move(p.p)), total_(p.total), prologue_(std::move(p.prologue)), pool_(pool) {
+      : p_(std::move(p.p)), total_(p.total), prologue_(std::move(p.prologue)),
+        prologue_outputs_(std::move(p.prologue_outputs)), pool_(pool) {
     // Integer inputs read through broadcast strides: converted to float32 whole at launch,
     // then read as float32 inputs.
     for (Instr& in : p_.code) {
@@ -202,6 +219,10 @@ class ElementwiseKernel final : public Kernel {
         r.shape = st.shape;
         r.data = st.result.data();
       }
+      for (const auto& [step, k] : prologue_outputs_) {
+        const std::vector<float>& v = prologue_[step].result;
+        std::copy(v.begin(), v.end(), static_cast<float*>(outputs[size_t(k)].data));
+      }
       inputs = &all_inputs_;
     }
     pool_.parallelFor(total_, kTile, 32 * 1024, [&](int thread, int64_t begin, int64_t end) {
@@ -241,6 +262,7 @@ class ElementwiseKernel final : public Kernel {
   int64_t total_;
   std::vector<Converted> converted_;
   std::vector<PrologueStep> prologue_;
+  std::vector<std::pair<size_t, int>> prologue_outputs_;  // (step, kernel output): copied out after the steps
   std::vector<std::vector<MutableTensorView>> prologue_out_;
   std::vector<TensorView> all_inputs_;
   ThreadPool& pool_;
@@ -263,6 +285,7 @@ bool elementwiseTakesBlocked(const ir::Graph& g, const ir::Node& node) {
   if (outs.empty()) return false;
   const Shape& y = body->tensors[outs[0]].shape;
   if (y.size() != 4) return false;
+  for (int t : outs) if (body->tensors[t].shape != y) return false;  // (a smaller prologue output stays plain)
   if (node.subgraph) {  // smaller ones are prologue steps on plain broadcast operands (their results read as such)
     for (const ir::Node& n : body->nodes) {
       const Shape& s = body->tensors[n.outputs[0]].shape;
