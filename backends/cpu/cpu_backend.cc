@@ -16,6 +16,7 @@
 #include "backends/cpu/nn/conv_epilogue_kernel.h"
 #include "backends/cpu/nn/conv_kernel.h"
 #include "backends/cpu/isa/cpu_precision.h"
+#include "backends/cpu/fused/float_class_kernel.h"
 #include "backends/cpu/fused/fused_elementwise.h"
 #include "backends/cpu/fused/fused_reduce.h"
 #include "backends/cpu/math/matmul_kernel.h"
@@ -244,6 +245,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (cpu::canRunReshapeCluster(g, node)) return cpu::compileReshapeCluster(g, node);
     if (cpu::canRunSlice(g, node)) return cpu::compileSlice(g, node, *pool_);
     if (cpu::canRunPad(g, node)) return cpu::compilePad(g, node, *pool_);
+    if (cpu::canRunFloatClass(g, node)) return cpu::compileFloatClass(g, node, *pool_);
     if (cpu::canRunMatMul(g, node) && cpu::isTinyMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);  // below oneDNN's call cost
   }
   if (cpu::canRunPattern(g, node)) return cpu::compilePattern(g, node, *pool_, options_);

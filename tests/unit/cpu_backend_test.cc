@@ -403,6 +403,30 @@ TEST(CpuBackend, ClusterWithASmallerOutputRunsTheLoopOverTheLargerOne) {
   expectCpuMatchesReference(*g, {scores, mask}, 0.0);
 }
 
+// IsNan, IsInf and IsFinite on their own (the cpu column clusters none of them) run the
+// own bit-test loop: NaNs of both signs and payloads, infinities, the largest finite and
+// denormal values, each equal to the reference.
+TEST(CpuBackend, FloatClassTestsRunTheOwnLoop) {
+  HostTensor x = randomTensor({3, 37, 29}, 73);
+  const uint32_t special[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0x00000001u, 0x80000000u};
+  for (size_t k = 0; k < sizeof special / sizeof special[0]; ++k) std::memcpy(x.as<float>() + k * 97, &special[k], 4);
+  for (const char* op : {"IsNan", "IsInf", "IsFinite"}) {
+    GraphBuilder b;
+    b.output(b.op1(op, {b.input("x", DType::kFloat32, {3, 37, 29})}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    auto want = testing::runGraph(*g, {x}, "reference", optLevel(0));
+    ASSERT_TRUE(want.ok());
+    SessionOptions o;
+    o.backend = "cpu";
+    o.backend_options.num_threads = 2;
+    auto got = testing::runWithKernels(*g, {x}, o);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got->countDetail("own float class loop"), 1) << op << ": " << got->details;
+    EXPECT_EQ(testing::compareTensors(got->outputs[0], (*want)[0], 0, 0), "") << op;
+  }
+}
+
 // Select in the fused loop: the NaN guard after a softmax (PyTorch's SDPA export:
 // Select(IsNan(p), 0, p); the cpu column clusters no IsNan, so its bool result is read
 // whole), a bool mask input broadcast over the heads, and a condition from a comparison
