@@ -133,6 +133,30 @@ def gkrt_bench(gkrt, model, iterations, warmup, inputs=(), flags=None):
         return row, ""
 
 
+def print_profile(gkrt, model, inputs, top=12):
+    """The `top` most expensive kernels of `gkrt bench --profile` on cuda, and the sums by kind."""
+    cmd = [gkrt, "bench", model, "--backend", "cuda", "--profile", "--iterations", "20", "--warmup", "3"]
+    for name_file in inputs:
+        cmd += ["--input", name_file]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    rows = []
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[4] in ("cuda", "cpu") and parts[1].endswith("%"):
+            try:
+                rows.append((float(parts[0]), line.strip()))
+            except ValueError:
+                pass
+    if not rows:
+        print("  profile: none (" + (r.stdout + r.stderr).strip()[-300:] + ")")
+        return
+    total = sum(t for t, _ in rows)
+    conv = sum(t for t, l in rows if "Conv2D" in l)
+    print(f"  profile ({len(rows)} kernels, {total:.3f} ms summed, convolutions with their epilogues {conv:.3f} ms):")
+    for _, line in sorted(rows, reverse=True)[:top]:
+        print("    " + line[:200])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--export-weights", metavar="NPZ", help="write the block's weights (needs onnx) and stop")
@@ -231,6 +255,13 @@ def main():
         inputs = [(f[len(os.path.basename(stem) + "_input_"):-4], os.path.join(os.path.dirname(stem), f)) for f in files]
         row, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs])
         print(f"\n{name}, batch 1: gkrt cuda " + (f"{row['p50_ms']:.4f} ms ({row['kernels']} kernels)" if row else "failed: " + why))
+        if name != "MiniLM":
+            # The convolution epilogues (gkrt's own Conv2D row of the gpu column) against
+            # the convolutions alone with their chains as separate kernels; where the time goes.
+            prow, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs], "--disable_cluster_ops=Conv2D")
+            print("  gkrt cuda without convolution epilogues (--disable_cluster_ops=Conv2D): " +
+                  (f"{prow['p50_ms']:.4f} ms ({prow['kernels']} kernels)" if prow else "failed: " + why))
+            print_profile(a.gkrt, gkm, [f"{n}={p}" for n, p in inputs])
         if name == "MiniLM":
             for label, flags in (("the attention/add-norm passes", "--enable_pass=" + PATTERNS),
                                  ("opt 3 + epilogues + attention/add-norm", "--opt_level=3 " + epilogues + "," + PATTERNS)):

@@ -175,7 +175,7 @@ const std::vector<FusionTableEntry>& ownClusterRows() {
       {"LeakyReLU",      false, true,  true,  1},
       {"Sigmoid",        false, true,  false, 1},  // CPU expands no Sigmoid: SiLU = x * sigmoid(x)
       {"SiLU",           false, true,  false, 1},  // nor SiLU (RecognizeExportedPatterns makes it)
-      {"Conv2D",         false, true,  false, 1},  // conv epilogues: one oneDNN conv with post-ops
+      {"Conv2D",         false, true,  true,  1},  // conv epilogues: one oneDNN conv with post-ops; cuDNN conv-bias-ReLU
   };
   return t;
 }

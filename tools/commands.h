@@ -32,5 +32,6 @@ Command addBenchCommand(CLI::App& app);
 Command addBisectCommand(CLI::App& app);
 Command addGenerateCommand(CLI::App& app);
 Command addTokenizeCommand(CLI::App& app);
+Command addShardCommand(CLI::App& app);
 
 }  // namespace gkrt::tools

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(gkrt::tools::addBisectCommand);
   add(gkrt::tools::addGenerateCommand);
   add(gkrt::tools::addTokenizeCommand);
+  add(gkrt::tools::addShardCommand);
   add(gkrt::tools::addConvertCommand);  // .gguf always; .onnx with ONNX import
 #ifdef GKRT_HAVE_ONNX
   add(gkrt::tools::addCompareCommand);

@@ -29,6 +29,9 @@ struct KernelDialect {
   bool float_suffix;          // math functions spelled expf, erff, ... (CUDA)
   const char* program_constant;  // qualifier of a read-only array at program (file) scope
   const char* ulong_type;        // 64-bit unsigned integer type
+  const char* schar_type;        // 8-bit signed ("char" is signed in OpenCL C only)
+  const char* ushort_type;       // 16-bit unsigned
+  const char* uint_type;         // 32-bit unsigned
 
   // A float math function by its C name ("exp", "erf", "rsqrt", "fmod", ...).
   std::string math(const char* fn) const { return float_suffix ? std::string(fn) + "f" : std::string(fn); }
@@ -36,6 +39,9 @@ struct KernelDialect {
   // int64); null otherwise. 8-bit values are moved, compared, selected and cast (to any
   // type; from integers and bool only), never computed on (op_expressions.cc).
   const char* typeName(DType t) const;
+  // The C type of any integer element type (8 to 64 bits, signed or not), float32 and
+  // bool; null otherwise. For values the kernels only move or index with.
+  const char* cTypeName(DType t) const;
 };
 
 const KernelDialect& openclDialect();

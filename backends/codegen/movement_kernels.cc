@@ -21,11 +21,10 @@ const char* bitsType(DType t, const KernelDialect& d) {
     default:
       break;
   }
-  const bool cl = std::strcmp(d.name, "opencl") == 0;
   switch (dtypeSize(t)) {
-    case 1: return cl ? "uchar" : "unsigned char";
-    case 2: return cl ? "ushort" : "unsigned short";
-    case 4: return cl ? "uint" : "unsigned int";
+    case 1: return d.uchar_type;
+    case 2: return d.ushort_type;
+    case 4: return d.uint_type;
     case 8: return d.ulong_type;
     default: return nullptr;
   }
@@ -278,18 +277,7 @@ StatusOr<RenderedKernel> resize(const ir::Graph& g, const ir::Node& node, const 
 
 // A C type for Gather's indices.
 const char* indexType(DType t, const KernelDialect& d) {
-  const bool cl = std::strcmp(d.name, "opencl") == 0;
-  switch (t) {
-    case DType::kInt8: return cl ? "char" : "signed char";
-    case DType::kUInt8: return cl ? "uchar" : "unsigned char";
-    case DType::kInt16: return "short";
-    case DType::kUInt16: return cl ? "ushort" : "unsigned short";
-    case DType::kInt32: return "int";
-    case DType::kUInt32: return cl ? "uint" : "unsigned int";
-    case DType::kInt64: return d.long_type;
-    case DType::kUInt64: return d.ulong_type;
-    default: return nullptr;
-  }
+  return t == DType::kFloat32 || t == DType::kBool ? nullptr : d.cTypeName(t);
 }
 
 }  // namespace

@@ -1,19 +1,13 @@
 #include "backends/codegen/pattern_parts.h"
 
-#include <cstring>
-
 #include "runtime/ir/op_def.h"
 
 namespace gkrt::codegen {
 
 // The C type of an element type the pattern kernels read or write.
 std::string cType(DType t, const KernelDialect& d) {
-  const bool cl = std::strcmp(d.name, "opencl") == 0;
   switch (t) {
-    case DType::kInt64: return d.long_type;
-    case DType::kInt8: return cl ? "char" : "signed char";
-    case DType::kUInt8: return cl ? "uchar" : "unsigned char";
-    case DType::kInt32: return "int";
+    case DType::kInt64: case DType::kInt8: case DType::kUInt8: case DType::kInt32: return d.typeName(t);
     default: return "float";
   }
 }

@@ -208,7 +208,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (k.ok()) return k;
     // A slow epilogue (e.g. a residual in plain layout): the convolution alone, in the
     // layout plan's input layout, then the chain as one loop.
-    if (cpu::isConvEpilogue(node)) {
+    if (isConvEpilogue(node)) {
       auto seq = compileConvEpilogueInLayout(g, node, layout);
       if (seq.ok()) return seq;
     }
@@ -245,7 +245,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (cpu::canRunReshapeCluster(g, node)) return cpu::compileReshapeCluster(g, node);
     if (cpu::canRunSlice(g, node)) return cpu::compileSlice(g, node, *pool_);
     if (cpu::canRunPad(g, node)) return cpu::compilePad(g, node, *pool_);
-    if (cpu::canRunFloatClass(g, node)) return cpu::compileFloatClass(g, node, *pool_);
+    if (cpu::canRunFloatClass(g, node)) return cpu::compileFloatClass(node, *pool_);
     if (cpu::canRunMatMul(g, node) && cpu::isTinyMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);  // below oneDNN's call cost
   }
   if (cpu::canRunPattern(g, node)) return cpu::compilePattern(g, node, *pool_, options_);
@@ -274,7 +274,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     }
     if (k.ok()) return k;  // else our own GEMM / convolution
   }
-  if (cpu::isConvEpilogue(node)) {
+  if (isConvEpilogue(node)) {
     auto k = compileConvEpilogueInLayout(g, node, layout);
     if (k.ok()) return k;  // else the reference kernel of the whole chain
   }

@@ -2,6 +2,7 @@
 // with or without cuDNN's headers.
 #include <cstring>
 
+#include "backends/conv_epilogue.h"
 #include "backends/cuda/cudnn_conv.h"
 #include "runtime/ir/op_def.h"
 
@@ -37,6 +38,48 @@ StatusOr<ConvPlan> convPlanFor(const ir::Graph& g, const ir::Node& node) {
   p.bias = node.inputs.size() > 2 && node.inputs[2] >= 0;
   if (p.n == 0 || p.k == 0 || p.oh == 0 || p.ow == 0) return unsupported("an empty convolution");
   return p;
+}
+
+StatusOr<ConvEpiloguePlan> convEpiloguePlanFor(const ir::Node& node) {
+  if (!isConvEpilogue(node)) return unsupported("not a convolution");
+  ASSIGN_OR_RETURN(ConvEpilogueSplit split, splitConvEpilogue(node));
+  const ir::Graph& body = *split.body;
+  ConvEpiloguePlan e;
+  ASSIGN_OR_RETURN(e.conv, convPlanFor(body, *split.conv));
+  for (const ConvEpilogueSplit::Operand& o : split.conv_operands) {
+    if (o.constant && o.constant->dtype != DType::kFloat32) return unsupported("cuDNN runs float32 convolutions only here");
+  }
+  // cuDNN's fused call: ReLU(t) or ReLU(Add(t, r)), t the convolution's output, r an input
+  // of the node shaped as the output (a residual), the ReLU's value the body's output.
+  auto is = [](const ir::Node& n, const char* op) { return std::strcmp(n.op->name, op) == 0; };
+  const std::vector<ir::Node>& chain = split.rest_body->nodes;
+  const int t = split.conv->outputs[0];
+  const Shape& y = body.tensors[t].shape;
+  int from = t, residual = -1;
+  size_t at = 0;
+  if (chain.size() == 2 && is(chain[0], "Add") && chain[0].inputs.size() == 2) {
+    const int r = chain[0].inputs[0] == t ? chain[0].inputs[1] : chain[0].inputs[1] == t ? chain[0].inputs[0] : -1;
+    for (size_t i = 0; r >= 0 && i < body.inputs.size(); ++i) if (body.inputs[i] == r) residual = int(i);
+    if (residual < 0 || r == t || body.tensors[r].shape != y || body.tensors[r].dtype != DType::kFloat32) return e;
+    from = chain[0].outputs[0];
+    at = 1;
+  }
+  // ReLU, or Maximum with a constant 0 (the gpu column expands ReLU so).
+  auto zero = [&](int c) {
+    const ir::Tensor& z = body.tensors[c];
+    return z.isConstant() && z.dtype == DType::kFloat32 && numElements(z.shape) == 1 && *reinterpret_cast<const float*>(z.constant->data) == 0.0f;
+  };
+  auto relu = [&](const ir::Node& n) {
+    if (is(n, "ReLU")) return n.inputs.size() == 1 && n.inputs[0] == from;
+    return is(n, "Maximum") && n.inputs.size() == 2 && ((n.inputs[0] == from && zero(n.inputs[1])) || (n.inputs[1] == from && zero(n.inputs[0])));
+  };
+  if (chain.size() != at + 1 || !relu(chain[at]) || body.outputs.size() != 1 || body.outputs[0] != chain[at].outputs[0]) return e;
+  e.whole = true;
+  e.residual_input = residual;
+  e.conv.relu = true;
+  e.conv.residual = residual >= 0;
+  e.conv.bias = true;  // the kernel passes zeros when the convolution has none
+  return e;
 }
 
 }  // namespace gkrt::cuda

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/conv_epilogue.h"
+#include "backends/cuda/conv_epilogue_kernel.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
 #include "runtime/base/communicator.h"
@@ -45,6 +47,7 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt
   auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
   backend->precision_ = options.precision;
   if (options.communicator) backend->ranks_ = options.communicator->size();
+  if (options.communicator && options.communicator->onDevice()) backend->device_comm_ = options.communicator;
   return std::unique_ptr<Backend>(std::move(backend));
 }
 
@@ -86,6 +89,18 @@ Status CudaBackend::takeFault() {
 }
 
 cuda::CudaKernelKind CudaBackend::kindOf(const ir::Graph& g, const ir::Node& node, std::string* why) const {
+  // AllReduce and MatMulAllReduce across ranks sum on the device where the communicator can.
+  const bool collective = node.op && !node.subgraph && (std::strcmp(node.op->name, "AllReduce") == 0 || std::strcmp(node.op->name, "MatMulAllReduce") == 0);
+  if (collective && device_comm_) {
+    if (std::strcmp(node.op->name, "MatMulAllReduce") == 0) return cuda::cudaKernelKind(g, node, why, true);  // its GEMM (cuBLASLt)
+    for (int t : node.inputs) {
+      if (t < 0 || g.tensors[t].dtype != DType::kFloat32) {
+        if (why) *why = "AllReduce over NCCL sums float32 only here";
+        return cuda::CudaKernelKind::kNone;
+      }
+    }
+    return cuda::CudaKernelKind::kCopy;  // compile() makes it the NCCL AllReduce
+  }
   if (std::string refusal = deviceCollectiveRefusal(node, ranks_); !refusal.empty()) {
     if (why) *why = refusal;
     return cuda::CudaKernelKind::kNone;
@@ -109,6 +124,7 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
   switch (kindOf(g, node)) {
     case cuda::CudaKernelKind::kCudnnConv: {
 #ifdef GKRT_HAVE_CUDNN
+      if (isConvEpilogue(node)) return compileConvEpilogue(g, node);
       ASSIGN_OR_RETURN(cuda::ConvPlan plan, cuda::convPlanFor(g, node));
       return cuda::makeCudnnConv(cudnn_, stream_, plan, describe(g, node), precision_);
 #else
@@ -138,13 +154,21 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
       return cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot), std::move(extra));
     }
     case cuda::CudaKernelKind::kCopy:
+      if (device_comm_ && std::strcmp(node.op->name, "AllReduce") == 0) return cuda::makeAllReduceKernel(stream_, device_comm_);
       return cuda::makeCopyKernel(stream_);
     case cuda::CudaKernelKind::kCublasLt: {
       if (!cublaslt_) {
         ASSIGN_OR_RETURN(cublaslt_, cuda::openCublasLt(stream_->dev));
       }
       ASSIGN_OR_RETURN(cuda::GemmPlan plan, cuda::gemmPlanFor(g, node));
+      // MatMulAllReduce across ranks: the bias once in the sum (rank 0 adds it).
+      if (device_comm_ && std::strcmp(node.op->name, "MatMulAllReduce") == 0 && device_comm_->rank() != 0) {
+        plan.bias_input = -1;
+      }
       ASSIGN_OR_RETURN(auto gemm, cuda::makeCublasLtMatmul(cublaslt_, stream_, plan, describe(g, node), precision_));
+      if (device_comm_ && std::strcmp(node.op->name, "MatMulAllReduce") == 0) {
+        return cuda::makeKernelWithEpilogue(std::move(gemm), cuda::makeAllReduceKernel(stream_, device_comm_));
+      }
       if (plan.activation != cuda::GemmPlan::Activation::kGeluErf) return gemm;
       auto slot = std::make_shared<cuda::KernelSlot>();
       slot->entry = "gk" + std::to_string(next_kernel_++);
@@ -168,6 +192,31 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
       break;
   }
   return makeError(StatusCode::kUnsupported, "cuda: cannot run ", describe(g, node), ": ", unsupportedReason(g, node));
+}
+
+// A convolution and its epilogue: one cuDNN call where its fused form covers the chain,
+// else the convolution and a generated kernel over its output.
+StatusOr<std::unique_ptr<Kernel>> CudaBackend::compileConvEpilogue(const ir::Graph& g, const ir::Node& node) {
+#ifndef GKRT_HAVE_CUDNN
+  return makeError(StatusCode::kUnsupported, "cuda: this build has no cuDNN for ", describe(g, node));
+#else
+  ASSIGN_OR_RETURN(ConvEpilogueSplit split, splitConvEpilogue(node));
+  ASSIGN_OR_RETURN(cuda::ConvEpiloguePlan plan, cuda::convEpiloguePlanFor(node));
+  ASSIGN_OR_RETURN(auto conv, cuda::makeCudnnConv(cudnn_, stream_, plan.conv, describe(g, node), precision_));
+  std::unique_ptr<Kernel> rest;
+  if (!plan.whole) {
+    auto slot = std::make_shared<cuda::KernelSlot>();
+    slot->entry = "gk" + std::to_string(next_kernel_++);
+    slot->what = describe(g, node) + " (its epilogue)";
+    ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, split.rest, slot->entry, codegen::cudaDialect()));
+    slot->source = k.source;
+    pending_.push_back(slot);
+    ASSIGN_OR_RETURN(rest, cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot)));
+  }
+  const bool has_bias = split.conv_operands.size() > 2 && (split.conv_operands[2].input >= 0 || split.conv_operands[2].constant);
+  return cuda::makeConvEpilogueKernel(stream_, split, std::move(conv), std::move(rest), plan.whole && !has_bias ? plan.conv.k : 0,
+                                      plan.residual_input);
+#endif
 }
 
 // The module image of `source`: from the cache, else compiled by NVRTC and stored.

@@ -61,6 +61,7 @@ class CudaBackend : public Backend {
       : stream_(std::move(stream)), cache_(std::move(cache_dir), "cuda", ".cubin"), graphs_(graphs) {}
   StatusOr<std::vector<unsigned char>> moduleImage(const std::string& source, const std::vector<cuda::SourcePart>& parts);
   Status stage(size_t bytes);
+  StatusOr<std::unique_ptr<Kernel>> compileConvEpilogue(const ir::Graph& g, const ir::Node& node);
   // cuDNN, opened at the first convolution; false (reason logged once) when it cannot be.
   bool cudnnUsable() const;
   // How this backend runs `node` (cuda_support.h), with cuDNN's availability settled.
@@ -86,6 +87,7 @@ class CudaBackend : public Backend {
   CUgraphExec graph_ = nullptr;
   Precision precision_ = Precision::kFloat32;  // BackendOptions::precision, for the cuBLASLt kernels
   int ranks_ = 1;  // tensor-parallel ranks (BackendOptions::communicator)
+  std::shared_ptr<Communicator> device_comm_;  // the communicator, where it sums device memory (NCCL)
 };
 
 }  // namespace gkrt

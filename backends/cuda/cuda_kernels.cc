@@ -124,7 +124,31 @@ class KernelWithEpilogue final : public Kernel {
   std::unique_ptr<Kernel> first_, epilogue_;
 };
 
+class AllReduceKernel final : public Kernel {
+ public:
+  AllReduceKernel(std::shared_ptr<CudaStream> s, std::shared_ptr<Communicator> comm) : s_(std::move(s)), comm_(std::move(comm)) {}
+  std::string detail() const override { return "NCCL AllReduce over " + std::to_string(comm_->size()) + " ranks"; }
+  int inPlaceInput() const override { return 0; }
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    const size_t count = static_cast<size_t>(out[0].size());
+    s_->beforeLaunch();
+    CUresult r = CUDA_SUCCESS;
+    if (in[0].data != out[0].data && count) r = s_->dev->cu->memcpyDtoDAsync(ptr(out[0].data), ptr(in[0].data), count * sizeof(float), s_->stream);
+    Status st = r == CUDA_SUCCESS ? comm_->allReduceSumOnDevice(out[0].data, count, s_->stream) : Status::Ok();
+    RETURN_IF_ERROR(s_->afterLaunch(r, "an AllReduce's copy"));
+    return st;
+  }
+
+ private:
+  std::shared_ptr<CudaStream> s_;
+  std::shared_ptr<Communicator> comm_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> makeAllReduceKernel(std::shared_ptr<CudaStream> stream, std::shared_ptr<Communicator> comm) {
+  return std::make_unique<AllReduceKernel>(std::move(stream), std::move(comm));
+}
 
 std::unique_ptr<Kernel> makeKernelWithEpilogue(std::unique_ptr<Kernel> first, std::unique_ptr<Kernel> epilogue) {
   return std::make_unique<KernelWithEpilogue>(std::move(first), std::move(epilogue));

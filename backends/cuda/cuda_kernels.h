@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/cuda/cuda_device.h"
+#include "runtime/base/communicator.h"
 
 namespace gkrt::cuda {
 
@@ -51,5 +52,8 @@ std::unique_ptr<Kernel> makeCopyKernel(std::shared_ptr<CudaStream> stream);
 // `first`, then `epilogue` over first's output 0 in place (its only input and output):
 // a cuBLASLt GEMM and the activation cuBLASLt has no epilogue for.
 std::unique_ptr<Kernel> makeKernelWithEpilogue(std::unique_ptr<Kernel> first, std::unique_ptr<Kernel> epilogue);
+// AllReduce across the ranks of a device communicator (NCCL): input 0 copied to output 0
+// (unless they share memory), then summed over the ranks in place on the stream.
+std::unique_ptr<Kernel> makeAllReduceKernel(std::shared_ptr<CudaStream> stream, std::shared_ptr<Communicator> comm);
 
 }  // namespace gkrt::cuda

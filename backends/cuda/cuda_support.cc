@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_support.h"
 
 #include "backends/codegen/cluster_renderer.h"
+#include "backends/conv_epilogue.h"
 #include "backends/cuda/cublaslt_matmul.h"
 #include "backends/cuda/cuda_library_kernels.h"
 #include "backends/cuda/cudnn_conv.h"
@@ -31,6 +32,17 @@ CudaKernelKind cudaKernelKind(const ir::Graph& g, const ir::Node& node, std::str
   }
   auto gemm = gemmPlanFor(g, node);
   if (gemm.ok()) return CudaKernelKind::kCublasLt;
+  if (auto e = convEpiloguePlanFor(node); e.status().message() != "not a convolution") {
+    if (!e.ok()) return no(e.status().message());
+    if (!with_cudnn) return no(cudnnBuilt() ? "cuDNN could not be loaded" : "this build has no cuDNN (the CUDA toolkit had no cudnn.h)");
+    if (!e->whole) {
+      auto split = splitConvEpilogue(node);
+      if (!split.ok()) return no(split.status().message());
+      auto rest = codegen::renderCluster(g, split->rest, "probe", codegen::cudaDialect());
+      if (!rest.ok()) return no("the epilogue of the convolution: " + rest.status().message());
+    }
+    return CudaKernelKind::kCudnnConv;
+  }
   auto conv = convPlanFor(g, node);
   if (conv.ok()) {
     if (with_cudnn) return CudaKernelKind::kCudnnConv;

@@ -36,6 +36,11 @@ struct Cudnn {
   decltype(&::cudnnGetConvolutionForwardWorkspaceSize) workspaceSize;
   decltype(&::cudnnConvolutionForward) forward;
   decltype(&::cudnnAddTensor) addTensor;
+  decltype(&::cudnnCreateActivationDescriptor) activationCreate;
+  decltype(&::cudnnSetActivationDescriptor) activationSet;
+  decltype(&::cudnnDestroyActivationDescriptor) activationDestroy;
+  decltype(&::cudnnActivationForward) activationForward;
+  decltype(&::cudnnConvolutionBiasActivationForward) forwardFused;
   cudnnHandle_t handle = nullptr;
   CUstream stream = nullptr;  // the stream the handle was last set to
   std::mutex mutex;           // one handle, shared by the device's sessions
@@ -87,6 +92,11 @@ StatusOr<std::shared_ptr<Cudnn>> openCudnn(const std::shared_ptr<CudaDevice>& de
   sym(d->workspaceSize, "cudnnGetConvolutionForwardWorkspaceSize");
   sym(d->forward, "cudnnConvolutionForward");
   sym(d->addTensor, "cudnnAddTensor");
+  sym(d->activationCreate, "cudnnCreateActivationDescriptor");
+  sym(d->activationSet, "cudnnSetActivationDescriptor");
+  sym(d->activationDestroy, "cudnnDestroyActivationDescriptor");
+  sym(d->activationForward, "cudnnActivationForward");
+  sym(d->forwardFused, "cudnnConvolutionBiasActivationForward");
   if (!sym.missing.empty()) return unsupported("cuda: " + name + " lacks " + sym.missing + "; install cuDNN 9");
   if (d->getVersion() / 10000 != CUDNN_MAJOR) {
     return unsupported("cuda: " + name + " is version " + std::to_string(d->getVersion()) + ", built against " + std::to_string(CUDNN_VERSION));
@@ -107,6 +117,7 @@ class CudnnConv final : public Kernel {
   ~CudnnConv() override {
     for (cudnnTensorDescriptor_t t : {x_, y_, b_}) if (t) d_->tensorDestroy(t);
     if (w_) d_->filterDestroy(w_);
+    if (act_) d_->activationDestroy(act_);
     if (conv_) d_->convDestroy(conv_);
   }
 
@@ -133,12 +144,18 @@ class CudnnConv final : public Kernel {
       RETURN_IF_ERROR(dnnCheck(d, d.tensorCreate(&b_), "creating a tensor descriptor"));
       RETURN_IF_ERROR(dnnCheck(d, d.tensorSet(b_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, p_.k, 1, 1), "describing the bias of " + what_));
     }
+    if (p_.relu) {
+      RETURN_IF_ERROR(dnnCheck(d, d.activationCreate(&act_), "creating an activation descriptor"));
+      RETURN_IF_ERROR(dnnCheck(d, d.activationSet(act_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0), "describing the ReLU of " + what_));
+    }
     return chooseAlgorithm();
   }
 
   size_t workspaceBytes() const override { return workspace_; }
   std::string detail() const override {
-    return "cuDNN algo " + std::to_string(static_cast<int>(algo_)) + (math_ == CUDNN_FMA_MATH ? " fp32" : " tensor-op");
+    return "cuDNN algo " + std::to_string(static_cast<int>(algo_)) + (math_ == CUDNN_FMA_MATH ? " fp32" : " tensor-op") +
+           (!p_.relu ? "" : fused_ ? (p_.residual ? ", bias+residual+ReLU in the call" : ", bias+ReLU in the call")
+                                   : ", bias/residual/ReLU as cuDNN calls after it");
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* workspace) override {
@@ -149,10 +166,23 @@ class CudnnConv final : public Kernel {
       d.stream = s_->stream;
     }
     const float one = 1.0f, zero = 0.0f;
+    void* ws = workspace_ ? workspace : nullptr;
     s_->beforeLaunch();
-    cudnnStatus_t r = d.forward(d.handle, &one, x_, in[0].data, w_, in[1].data, conv_, algo_, workspace_ ? workspace : nullptr,
-                                workspace_, &zero, y_, out[0].data);
-    if (r == CUDNN_STATUS_SUCCESS && p_.bias) r = d.addTensor(d.handle, &one, b_, in[2].data, &one, y_, out[0].data);
+    cudnnStatus_t r = CUDNN_STATUS_NOT_SUPPORTED;
+    if (p_.relu && fused_) {
+      // z is the residual, or the output itself with alpha2 = 0 (cuDNN allows z == y).
+      const void* z = p_.residual ? in[3].data : out[0].data;
+      const float alpha2 = p_.residual ? 1.0f : 0.0f;
+      r = d.forwardFused(d.handle, &one, x_, in[0].data, w_, in[1].data, conv_, algo_, ws, workspace_, &alpha2, y_, z, b_,
+                         in[2].data, act_, y_, out[0].data);
+      if (r == CUDNN_STATUS_NOT_SUPPORTED) fused_ = false;  // this algorithm has no fused form: the calls below from now on
+    }
+    if (!(p_.relu && fused_)) {
+      r = d.forward(d.handle, &one, x_, in[0].data, w_, in[1].data, conv_, algo_, ws, workspace_, &zero, y_, out[0].data);
+      if (r == CUDNN_STATUS_SUCCESS && p_.bias) r = d.addTensor(d.handle, &one, b_, in[2].data, &one, y_, out[0].data);
+      if (r == CUDNN_STATUS_SUCCESS && p_.residual) r = d.addTensor(d.handle, &one, y_, in[3].data, &one, y_, out[0].data);
+      if (r == CUDNN_STATUS_SUCCESS && p_.relu) r = d.activationForward(d.handle, act_, &one, y_, out[0].data, &zero, y_, out[0].data);
+    }
     RETURN_IF_ERROR(s_->afterLaunch(CUDA_SUCCESS, "cuDNN " + what_));
     return dnnCheck(d, r, "convolution " + what_);
   }
@@ -194,6 +224,8 @@ class CudnnConv final : public Kernel {
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnActivationDescriptor_t act_ = nullptr;
+  bool fused_ = true;  // cleared when cuDNN refuses the fused call for the chosen algorithm
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace_ = 0;
 };

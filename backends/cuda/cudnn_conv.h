@@ -1,5 +1,6 @@
 // Conv2D through cuDNN's convolution API (float32 NCHW activations, OIHW weights, any
-// group count, dilation and stride), the bias added by cudnnAddTensor. libcudnn is
+// group count, dilation and stride), the bias added by cudnnAddTensor, or with its
+// epilogue ReLU(conv + bias [+ residual]) in one cudnnConvolutionBiasActivationForward. libcudnn is
 // opened with dlopen when a cuda session first meets a convolution, so gkrt starts and
 // runs without it: the convolutions then fall back to the cpu backend, with the reason
 // logged once. Algorithms are chosen at compile by cuDNN's own timing
@@ -25,8 +26,22 @@ struct ConvPlan {
   int oh = 0, ow = 0;                    // output
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, groups = 1;
   bool bias = false;                     // input 2
+  // The epilogue cuDNN applies in the same call (cudnnConvolutionBiasActivationForward):
+  // y = ReLU(conv(x) + bias + z), z being input 3 when `residual`. Needs the bias.
+  bool relu = false, residual = false;
 };
 StatusOr<ConvPlan> convPlanFor(const ir::Graph& g, const ir::Node& node);
+
+// A convolution epilogue (backends/conv_epilogue.h): the convolution's plan, and whether
+// cuDNN's fused call covers the whole chain (ReLU(conv + bias) or ReLU(conv + bias + r)
+// with r one of the node's inputs, `residual_input`); else the chain runs as a generated
+// kernel over the convolution's output. Needs no device.
+struct ConvEpiloguePlan {
+  ConvPlan conv;
+  bool whole = false;
+  int residual_input = -1;
+};
+StatusOr<ConvEpiloguePlan> convEpiloguePlanFor(const ir::Node& node);
 
 // cuDNN for one device; opened once per process. kUnsupported (with the reason) when
 // the library cannot be loaded.

@@ -7,6 +7,8 @@
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/codegen/movement_kernels.h"
 #include "backends/codegen/pattern_kernels.h"
+#include "backends/conv_epilogue.h"
+#include "backends/opencl/conv_epilogue_kernel.h"
 #include "backends/opencl/library_kernels.h"
 #include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
@@ -72,6 +74,7 @@ Status OpenClBackend::takeFault() {
 
 bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
   if (!node.op || !deviceCollectiveRefusal(node, ranks_).empty()) return false;
+  if (isConvEpilogue(node)) return convEpilogueRefusal(g, node).empty();
   auto shared = renderNodeKernel(g, node, "probe");
   if (!codegen::notAMovementKernel(shared.status())) {
     return shared.ok() && static_cast<size_t>(shared->local_size) <= dev_->max_work_group_size;
@@ -84,6 +87,7 @@ bool OpenClBackend::supports(const ir::Graph& g, const ir::Node& node) const {
 std::string OpenClBackend::unsupportedReason(const ir::Graph& g, const ir::Node& node) const {
   if (!node.op) return "no op";
   if (std::string why = deviceCollectiveRefusal(node, ranks_); !why.empty()) return why;
+  if (isConvEpilogue(node)) return convEpilogueRefusal(g, node);
   auto shared = renderNodeKernel(g, node, "probe");
   auto k = codegen::notAMovementKernel(shared.status()) ? codegen::renderCluster(g, node, "probe", codegen::openclDialect())
                                                         : std::move(shared);
@@ -92,7 +96,36 @@ std::string OpenClBackend::unsupportedReason(const ir::Graph& g, const ir::Node&
          std::to_string(dev_->max_work_group_size);
 }
 
+// Why a convolution epilogue cannot run as the library convolution and a generated
+// kernel over its output; empty when it can.
+std::string OpenClBackend::convEpilogueRefusal(const ir::Graph& g, const ir::Node& node) const {
+  auto split = splitConvEpilogue(node);
+  if (!split.ok()) return split.status().message();
+  if (!opencl::libraryRuns(*split->body, *split->conv)) return "the library convolution does not take " + node.name + "'s Conv2D";
+  auto k = codegen::renderCluster(g, split->rest, "probe", codegen::openclDialect());
+  if (!k.ok()) return "the epilogue of the convolution: " + k.status().message();
+  if (static_cast<size_t>(k->local_size) > dev_->max_work_group_size) return "the epilogue's work-group exceeds the device's";
+  return "";
+}
+
+StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compileConvEpilogue(const ir::Graph& g, const ir::Node& node) {
+  ASSIGN_OR_RETURN(ConvEpilogueSplit split, splitConvEpilogue(node));
+  auto conv_slot = std::make_shared<opencl::KernelSlot>();
+  conv_slot->what = node.name + " (Conv2D)";
+  ASSIGN_OR_RETURN(auto conv, opencl::makeLibraryKernel(dev_, *split.body, *split.conv, conv_slot));
+  auto rest_slot = std::make_shared<opencl::KernelSlot>();
+  rest_slot->what = node.name + " (the convolution's epilogue)";
+  rest_slot->entry = "gk" + std::to_string(next_kernel_++);
+  ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, split.rest, rest_slot->entry, codegen::openclDialect()));
+  rest_slot->source = k.source;
+  ASSIGN_OR_RETURN(auto rest, opencl::makeGeneratedKernel(dev_, std::move(k), rest_slot));
+  pending_.push_back(std::move(conv_slot));
+  pending_.push_back(std::move(rest_slot));
+  return opencl::makeConvEpilogueKernel(dev_, split, std::move(conv), std::move(rest));
+}
+
 StatusOr<std::unique_ptr<Kernel>> OpenClBackend::compile(const ir::Graph& g, const ir::Node& node) {
+  if (isConvEpilogue(node)) return compileConvEpilogue(g, node);
   auto slot = std::make_shared<opencl::KernelSlot>();
   slot->what = node.name + " (" + node.op->name + ")";
   std::unique_ptr<Kernel> kernel;

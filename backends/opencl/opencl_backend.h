@@ -56,6 +56,9 @@ class OpenClBackend : public Backend {
   OpenClBackend(std::shared_ptr<opencl::ClDevice> dev, std::string cache_dir)
       : dev_(std::move(dev)), cache_(std::move(cache_dir), "opencl", ".clbin") {}
   StatusOr<cl_program> programFor(const std::string& source, const std::vector<SourcePart>& parts);
+  // A convolution epilogue: the library convolution, then a generated kernel over its output.
+  std::string convEpilogueRefusal(const ir::Graph& g, const ir::Node& node) const;
+  StatusOr<std::unique_ptr<Kernel>> compileConvEpilogue(const ir::Graph& g, const ir::Node& node);
 
   std::shared_ptr<opencl::ClDevice> dev_;
   ProgramCache cache_;

@@ -6,10 +6,9 @@
 //   o.communicator = group.communicator(rank);      // one per rank's session
 //   ... each thread runs its session; AllReduce sums over the 4.
 //
-// The NCCL seam: a multi-GPU backend implements Communicator with NCCL (the CUDA toolkit
-// ships it): ncclCommInitRank(rank, size, id) at construction, allReduceSum() as
-// ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, stream) on the backend's
-// stream. Kernels only see this interface, so nothing else changes.
+// Device ranks: backends/cuda/nccl_communicator.h implements it with NCCL (dlopen'ed);
+// its onDevice() is true and the cuda backend sums device memory on its stream through
+// allReduceSumOnDevice, so AllReduce and MatMulAllReduce stay on the GPU.
 #pragma once
 
 #include <condition_variable>
@@ -30,6 +29,12 @@ class Communicator {
   // Every rank calls it with `count` floats; each ends with the element-wise sum over
   // all ranks. Blocks until every rank has called it.
   virtual Status allReduceSum(float* data, size_t count) = 0;
+  // A device communicator: `data` is device memory of the backend that holds it, summed in
+  // place in the order of `stream` (the backend's stream handle). Host ones refuse it.
+  virtual bool onDevice() const { return false; }
+  virtual Status allReduceSumOnDevice(void* data, size_t count, void* stream) {
+    return makeError(StatusCode::kUnsupported, "this communicator sums host memory only");
+  }
 };
 
 // N ranks in one process, each on its own thread: a shared buffer and a barrier.

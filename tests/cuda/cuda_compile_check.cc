@@ -23,6 +23,8 @@
 
 #include "backends/codegen/cluster_renderer.h"
 #include "backends/codegen/pattern_kernels.h"
+#include "backends/conv_epilogue.h"
+#include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/cuda_library_kernels.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
@@ -74,13 +76,14 @@ std::string structureKey(const std::string& source) {
   return key;
 }
 
-struct Kernel {
+struct KernelSource {
   std::string source;  // with kPlaceholder as its name
   std::string where;   // the first model and node that produced it
 };
 
 struct Counts {
   int models = 0, not_loaded = 0, rendered = 0, cublaslt = 0, cudnn = 0;
+  int cudnn_fused = 0, cudnn_epilogue = 0;  // convolution epilogues: in cuDNN's call / a generated kernel after it
   std::map<std::string, int> declined;  // op -> nodes the cuda backend leaves to the cpu fallback
   std::map<std::string, int> patterns;  // pattern op -> nodes rendered (codegen/pattern_kernels.h)
 };
@@ -119,7 +122,7 @@ StatusOr<ir::Graph> loadAnyModel(const std::string& path) {
 
 // Fuses `model` with each flag set and adds its generated kernels' sources to `kernels`.
 // `*unspecialisable` is set when the model's shapes cannot be fixed (skipped, not failed).
-Status collect(const std::string& path, const ir::Graph& model, bool by_structure, std::map<std::string, Kernel>& kernels,
+Status collect(const std::string& path, const ir::Graph& model, bool by_structure, std::map<std::string, KernelSource>& kernels,
                Counts& counts, bool* unspecialisable) {
   std::map<std::string, Shape> shapes;
   for (int t : model.inputs) shapes[model.tensors[t].name] = model.tensors[t].shape;
@@ -142,6 +145,18 @@ Status collect(const std::string& path, const ir::Graph& model, bool by_structur
       }
       if (kind == cuda::CudaKernelKind::kCublasLt) ++counts.cublaslt;
       if (kind == cuda::CudaKernelKind::kCudnnConv) ++counts.cudnn;
+      // a convolution epilogue cuDNN's fused call does not cover: its generated kernel
+      if (kind == cuda::CudaKernelKind::kCudnnConv && isConvEpilogue(node)) {
+        ASSIGN_OR_RETURN(cuda::ConvEpiloguePlan plan, cuda::convEpiloguePlanFor(node));
+        ++(plan.whole ? counts.cudnn_fused : counts.cudnn_epilogue);
+        if (!plan.whole) {
+          ASSIGN_OR_RETURN(ConvEpilogueSplit split, splitConvEpilogue(node));
+          ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, split.rest, kPlaceholder, codegen::cudaDialect()));
+          ++counts.rendered;
+          kernels.emplace(by_structure ? structureKey(k.source) : k.source,
+                          KernelSource{k.source, path + " [" + flags + "] " + node.name + " (the convolution's epilogue)"});
+        }
+      }
       // a cuBLASLt GEMM with GELU's erf form: its GeLU kernel
       const bool erf_epilogue = kind == cuda::CudaKernelKind::kCublasLt && cuda::renderErfGeluEpilogue(g, node, kPlaceholder).ok();
       if (kind != cuda::CudaKernelKind::kGenerated && kind != cuda::CudaKernelKind::kLibrary && !erf_epilogue) continue;
@@ -156,7 +171,7 @@ Status collect(const std::string& path, const ir::Graph& model, bool by_structur
       std::string ops;
       if (node.subgraph) for (const ir::Node& n : node.subgraph->nodes) ops += (ops.empty() ? "" : "+") + std::string(n.op->name);
       else ops = node.op->name;
-      kernels.emplace(by_structure ? structureKey(k.source) : k.source, Kernel{k.source, path + " [" + flags + "] " + node.name + " (" + ops + ")"});
+      kernels.emplace(by_structure ? structureKey(k.source) : k.source, KernelSource{k.source, path + " [" + flags + "] " + node.name + " (" + ops + ")"});
     }
   }
   return Status::Ok();
@@ -171,7 +186,7 @@ std::string named(const std::string& source, const std::string& name) {
 }
 
 // Compiles kernels [begin, end) as one program; on failure, each alone. Returns the failures.
-std::vector<std::string> compileBatch(const std::vector<const Kernel*>& ks, size_t begin, size_t end, int cc) {
+std::vector<std::string> compileBatch(const std::vector<const KernelSource*>& ks, size_t begin, size_t end, int cc) {
   std::string source = codegen::cudaDialect().preamble;
   std::vector<cuda::SourcePart> parts;
   for (size_t i = begin; i < end; ++i) {
@@ -218,7 +233,7 @@ int main(int argc, char** argv) {
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  std::map<std::string, Kernel> kernels;
+  std::map<std::string, KernelSource> kernels;
   Counts counts;
   int failed_models = 0;
   for (const std::string& file : modelFiles(paths)) {
@@ -239,14 +254,15 @@ int main(int argc, char** argv) {
     }
   }
   const double render_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<const Kernel*> list;
+  std::vector<const KernelSource*> list;
   for (const auto& [source, k] : kernels) list.push_back(&k);
   std::printf("%d models (%d not loadable or not specialisable, skipped), %d kernels rendered, %zu distinct %s (%.1f s)\n",
               counts.models, counts.not_loaded, counts.rendered, list.size(),
               by_structure ? "structures (sources up to number literals)" : "sources", render_s);
   std::string declined;
   for (const auto& [op, n] : counts.declined) declined += (declined.empty() ? "" : ", ") + op + " " + std::to_string(n);
-  std::printf("%d GEMM nodes on cuBLASLt, %d convolutions on cuDNN; declined (cpu fallback): %s\n", counts.cublaslt, counts.cudnn,
+  std::printf("%d GEMM nodes on cuBLASLt, %d convolutions on cuDNN (epilogues: %d in its fused call, %d as a generated kernel); "
+              "declined (cpu fallback): %s\n", counts.cublaslt, counts.cudnn, counts.cudnn_fused, counts.cudnn_epilogue,
               declined.empty() ? "none" : declined.c_str());
   std::string patterns;
   for (const auto& [op, n] : counts.patterns) patterns += (patterns.empty() ? "" : ", ") + op + " " + std::to_string(n);

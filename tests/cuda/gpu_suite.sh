@@ -60,7 +60,7 @@ libdir() {  # the folder of library $1: the loader's cache, else the toolkit's a
   [ -n "$p" ] || p=$(find /usr/local/cuda*/ /usr/lib /opt /usr/local/lib \( -type f -o -type l \) -name "$1" 2>/dev/null | head -1)
   [ -n "$p" ] && dirname "$p"
 }
-cuda_libs=$(for l in libnvrtc.so.13 libcublasLt.so.13 libcudnn.so.9; do libdir $l; done | sort -u | tr '\n' ':')
+cuda_libs=$(for l in libnvrtc.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do libdir $l; done | sort -u | tr '\n' ':')
 export LD_LIBRARY_PATH=$g/lib:$cuda_libs${LD_LIBRARY_PATH:-}
 export GKRT_CACHE_DIR=$g/cache  # (defaultProgramCacheDir reads GKRT_CACHE_DIR)
 B=$g/bin

@@ -10,7 +10,10 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/nccl_communicator.h"
 #include "runtime/model_io.h"
+#include "tests/unit/conv_epilogue_graph.h"
+#include "tests/unit/tensor_parallel_mlp.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {
@@ -269,6 +272,68 @@ TEST(CudaBackend, CudnnConvolutionsMatchReference) {
     ASSERT_TRUE(s.ok()) << s.status().toString();
     EXPECT_EQ((*s)->kernelInfos()[0].backend, "cuda") << what << " fell back";
     expectMatchesReference(*g, {randomTensor(c.x, 23)}, optLevel(0), 1e-4, what);
+  }
+}
+
+// Convolution epilogues: ReLU(conv + bias [+ residual]) in cuDNN's fused call (a zero
+// bias where the convolution has none), HSwish and a bare residual Add as a generated
+// kernel over the convolution's output; equal to the reference, CUDA graph replay too.
+TEST(CudaBackend, ConvolutionEpiloguesMatchReference) {
+  SKIP_WITHOUT_CUDA();
+  auto g = testing::convEpilogueGraph();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  auto s = cudaSession(*g, optLevel(2));
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ((*s)->kernelCount(), 6u);
+  const HostTensor x = randomTensor({1, 8, 10, 10}, 31);
+  runSession(**s, {x});  // the details say which path the first launch took
+  int in_call = 0, after = 0;
+  std::string details;
+  for (const auto& k : (*s)->kernelInfos()) {
+    EXPECT_EQ(k.backend, "cuda") << k.name;
+    in_call += k.detail.find("in the call") != std::string::npos;
+    after += k.detail.find("over its output") != std::string::npos;
+    details += k.name + " [" + k.detail + "]\n";
+  }
+  EXPECT_EQ(in_call, 3) << details;
+  EXPECT_EQ(after, 2) << details;
+  expectMatchesReference(*g, {x}, optLevel(2), 1e-4, "convolution epilogues");
+  expectMatchesReference(*g, {x}, *parseFusionFlags("--disable_cluster_ops=Conv2D"), 1e-4, "without the Conv2D row");
+}
+
+// Ranks on GPUs through NCCL: a device communicator of one rank (one GPU here); the
+// AllReduce and MatMulAllReduce of the tensor-parallel MLP run on the cuda backend as
+// ncclAllReduce on its stream and equal the reference, CUDA graph replay included.
+TEST(CudaBackend, NcclCommunicatorSumsOnTheDevice) {
+  SKIP_WITHOUT_CUDA();
+  auto id = cuda::NcclCommunicator::uniqueId();
+  if (!id.ok()) GTEST_SKIP() << id.status().message();
+  auto probe = createBackend("cuda");  // makes the device current on this thread for NCCL
+  ASSERT_TRUE(probe.ok());
+  auto comm = cuda::NcclCommunicator::create(0, 1, *id);
+  ASSERT_TRUE(comm.ok()) << comm.status().message();
+  const testing::Weights w = testing::makeWeights();
+  const HostTensor x = randomTensor({testing::kRows, testing::kIn}, 9);
+  auto want = testing::runGraph(testing::rankGraph(w, -1, 1), {x}, "reference", optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  for (const char* flags : {"--opt_level=0", "--enable_pass=MatMulAllReduce"}) {
+    SessionOptions o;
+    o.backend = "cuda";
+    o.fusion = *parseFusionFlags(flags);
+    o.backend_options.communicator = *comm;
+    auto s = Session::create(testing::rankGraph(w, 0, 1), o);
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+    int nccl = 0;
+    std::string details;
+    for (const auto& k : (*s)->kernelInfos()) {
+      nccl += k.backend == "cuda" && k.detail.find("NCCL AllReduce") != std::string::npos;
+      details += k.name + " [" + k.backend + ": " + k.detail + "]\n";
+    }
+    EXPECT_EQ(nccl, 1) << flags << "\n" << details;
+    for (int run = 0; run < 3; ++run) {
+      const auto got = runSession(**s, {x});
+      EXPECT_EQ(testing::compareTensors(got[0], (*want)[0], 1e-5, 1e-6), "") << flags << ", run " << run;
+    }
   }
 }
 

@@ -13,11 +13,15 @@
 #include "backends/codegen/pattern_kernels.h"
 #include "backends/cuda/cublaslt_matmul.h"
 #include "backends/cuda/cuda_library_kernels.h"
+#include "backends/conv_epilogue.h"
 #include "backends/cuda/cuda_support.h"
+#include "backends/cuda/cudnn_conv.h"
+#include "backends/cuda/nccl_communicator.h"
 #include "fusion/fusion_options.h"
 #include "fusion/pass_manager.h"
 #include "runtime/builder.h"
 #include "runtime/ir/op_def.h"
+#include "tests/unit/conv_epilogue_graph.h"
 #include "tests/unit/eight_bit_graph.h"
 
 namespace gkrt {
@@ -324,6 +328,52 @@ TEST(CudaDialect, MatMulPatternOpsRunOnCublasLt) {
   EXPECT_EQ(k->items, 2 * 8 * 48);
   EXPECT_NE(k->source.find("erf"), std::string::npos) << k->source;
   expectCompilesForSm80And90(k->source);
+}
+
+
+// The cuda backend's plan for convolution epilogues, decided without a device: the
+// ReLU chains (ReLU expanded to Maximum by the gpu column) go whole into cuDNN's fused
+// call, the residual as input 3; HSwish and a bare residual Add keep a generated kernel,
+// which renders and compiles.
+TEST(CudaDialect, ConvolutionEpiloguePlans) {
+  auto g = testing::convEpilogueGraph();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const ir::Graph& graph = *g;
+  auto supports = [&graph](const ir::Node& n) { return cuda::cudaKernelKind(graph, n, nullptr, true) != cuda::CudaKernelKind::kNone; };
+  auto report = runFusionPipeline(*g, *parseFusionFlags("--opt_level=2"), FusionColumn::kGpu, supports);
+  ASSERT_TRUE(report.ok()) << report.status().toString();
+  int whole = 0, residual = 0, generated = 0;
+  for (const ir::Node& n : g->nodes) {
+    if (!isConvEpilogue(n)) continue;
+    EXPECT_EQ(cuda::cudaKernelKind(*g, n, nullptr, true), cuda::CudaKernelKind::kCudnnConv) << n.name;
+    auto plan = cuda::convEpiloguePlanFor(n);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    if (plan->whole) {
+      ++whole;
+      EXPECT_TRUE(plan->conv.relu && plan->conv.bias);
+      residual += plan->conv.residual && plan->residual_input >= 0;
+      continue;
+    }
+    ++generated;
+    auto split = splitConvEpilogue(n);
+    ASSERT_TRUE(split.ok()) << split.status().message();
+    auto k = codegen::renderCluster(*g, split->rest, "gk" + std::to_string(generated), codegen::cudaDialect());
+    ASSERT_TRUE(k.ok()) << k.status().message();
+    expectCompilesForSm80And90(k->source);
+  }
+  EXPECT_EQ(whole, 3);
+  EXPECT_EQ(residual, 1);
+  EXPECT_EQ(generated, 2);
+}
+
+
+// NCCL is compiled in wherever the toolkit has nccl.h (the library is opened at run
+// time); a rank outside the group is a clear error before NCCL is asked.
+TEST(CudaDialect, NcclCommunicatorIsBuiltAndChecksItsRank) {
+  EXPECT_TRUE(cuda::NcclCommunicator::built());
+  auto bad = cuda::NcclCommunicator::create(2, 2, cuda::NcclId{});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("rank 2 of 2"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace

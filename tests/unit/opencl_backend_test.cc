@@ -12,6 +12,7 @@
 #endif
 #include "runtime/model_io.h"
 #include "tests/unit/eight_bit_graph.h"
+#include "tests/unit/conv_epilogue_graph.h"
 #include "tests/unit/test_support.h"
 #include "tools/array_print.h"
 #include "tools/npy.h"
@@ -276,6 +277,35 @@ TEST(OpenClBackend, GemmEpiloguesRunAsOneKernel) {
     EXPECT_EQ((*s)->kernelInfos()[0].backend, "opencl");
     EXPECT_EQ(testing::compareTensors(runSession(**s, {x})[0], (*want)[0], 1e-4, 1e-5), "") << c.op;
   }
+}
+
+// Convolution epilogues (the gpu column clusters Conv2D with its chain): the library
+// convolution, then the chain as one generated kernel over its output in place; one
+// kernel per convolution, equal to the reference; with Conv2D's own row off, more kernels.
+TEST(OpenClBackend, ConvolutionEpiloguesMatchReference) {
+  SKIP_WITHOUT_OPENCL();
+  auto g = testing::convEpilogueGraph();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  const HostTensor x = randomTensor({1, 8, 10, 10}, 31);
+  auto want = testing::runGraph(*g, {x}, "reference", optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().toString();
+  auto s = openclSession(*g, 2);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ((*s)->kernelCount(), 6u);
+  int epilogues = 0;
+  for (const auto& k : (*s)->kernelInfos()) {
+    EXPECT_EQ(k.backend, "opencl") << k.name;
+    epilogues += k.detail.find("then its epilogue") != std::string::npos;
+  }
+  EXPECT_EQ(epilogues, 5);
+  EXPECT_EQ(testing::compareTensors(runSession(**s, {x})[0], (*want)[0], 1e-4, 1e-5), "");
+  SessionOptions o;
+  o.backend = "opencl";
+  o.fusion = *parseFusionFlags("--disable_cluster_ops=Conv2D");
+  auto plain = Session::create(*g, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().toString();
+  EXPECT_GT((*plain)->kernelCount(), 6u);
+  EXPECT_EQ(testing::compareTensors(runSession(**plain, {x})[0], (*want)[0], 1e-4, 1e-5), "");
 }
 
 // Generated kernels only (the library kernels live in a program of their own).

@@ -55,9 +55,8 @@ bool canRunFloatClass(const ir::Graph& g, const ir::Node& node) {
   return x.dtype == DType::kFloat32 && y.dtype == DType::kBool && isStatic(x.shape) && x.shape == y.shape;
 }
 
-std::unique_ptr<Kernel> compileFloatClass(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+std::unique_ptr<Kernel> compileFloatClass(const ir::Node& node, ThreadPool& pool) {
   const std::string op = node.op->name;
-  (void)g;
   const FloatClass c = op == "IsNan" ? FloatClass::kNan : op == "IsInf" ? FloatClass::kInf : FloatClass::kFinite;
   return std::unique_ptr<Kernel>(new FloatClassKernel(c, pool));
 }

@@ -12,6 +12,6 @@
 namespace gkrt::cpu {
 
 bool canRunFloatClass(const ir::Graph& g, const ir::Node& node);
-std::unique_ptr<Kernel> compileFloatClass(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+std::unique_ptr<Kernel> compileFloatClass(const ir::Node& node, ThreadPool& pool);
 
 }  // namespace gkrt::cpu

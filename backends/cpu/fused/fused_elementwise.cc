@@ -41,12 +41,8 @@ constexpr int64_t kOutputPrologueRatio = 2;
 
 bool prologueStep(const std::vector<ir::Tensor>& tensors, const ir::Node& n, int64_t total, const std::vector<int>& input_of,
                   const std::vector<int>& output_of, PrologueStep* st) {
-  EwOp op;
-  const bool select = n.op && std::string(n.op->name) == "Select" && n.inputs.size() == 3;  // (by its reference kernel too)
-  if (n.outputs.size() != 1 || !n.op || !n.op->reference ||
-      !(select || ewOpFor(n.op->name, static_cast<int>(n.inputs.size()), &op))) {
-    return false;
-  }
+  // Any elementwise op (Select included): a step runs its reference kernel.
+  if (n.outputs.size() != 1 || !n.op || !n.op->reference || n.op->op_class != OpClass::kElementwise) return false;
   const ir::Tensor& y = tensors[n.outputs[0]];
   const bool is_output = output_of[n.outputs[0]] >= 0;
   if (y.dtype != DType::kFloat32 || numElements(y.shape) * (is_output ? kOutputPrologueRatio : kPrologueRatio) > total) return false;

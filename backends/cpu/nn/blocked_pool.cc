@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "backends/cpu/nn/pool_kernel.h"
 #include "runtime/ir/op_def.h"
 
 // V8 values cross only always-inlined helpers; the ABI note for non-AVX callers does not apply.
@@ -45,19 +46,13 @@ GKRT_POOL_CLONES void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
     const float* x = p.x + plane * p.H * p.W * B;
     float* y = p.y + (plane * p.OH + oh) * p.OW * B;               // blocked output row
     float* y_plain = p.y + (plane * B * p.OH + oh) * p.OW;          // plain: channel plane * B, row oh
-    const int64_t h0 = oh * a.strides[0] - a.pads[0], h1 = std::min(h0 + a.kernel[0], p.H + a.pads[2]);
-    const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h1, p.H);
     for (int64_t ow = 0; ow < p.OW; ++ow) {
-      const int64_t w0 = ow * a.strides[1] - a.pads[1], w1 = std::min(w0 + a.kernel[1], p.W + a.pads[3]);
-      const int64_t wb = std::max<int64_t>(w0, 0), we = std::min(w1, p.W);
-      float count = 1.0f;
-      if (!kMax) {
-        count = static_cast<float>(std::max<int64_t>(a.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hb) * (we - wb), 1));
-      }
+      const PoolWindow win = PoolWindow::at(a, p.H, p.W, oh, ow);
+      const float count = static_cast<float>(win.count);
       for (int64_t v = 0; v < vecs; ++v) {
         V8 acc = V8{} + (kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-        for (int64_t h = hb; h < he; ++h) {
-          for (int64_t w = wb; w < we; ++w) {
+        for (int64_t h = win.hb; h < win.he; ++h) {
+          for (int64_t w = win.wb; w < win.we; ++w) {
             const V8 e = load8(x + (h * p.W + w) * B + v * 8);
             if (kMax) {
               acc = e > acc ? e : acc;  // as the reference: NaN skipped

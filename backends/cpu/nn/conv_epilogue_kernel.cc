@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "backends/conv_epilogue.h"
 #include "backends/cpu/fused/fused_elementwise.h"
 #include "runtime/ir/op_def.h"
 
@@ -39,44 +40,27 @@ class ConvEpilogueKernel final : public Kernel {
 
 }  // namespace
 
-bool isConvEpilogue(const ir::Node& node) {
-  return node.subgraph && node.subgraph->nodes.size() > 1 && std::string(node.subgraph->nodes[0].op->name) == "Conv2D" &&
-         node.outputs.size() == 1;
-}
-
 StatusOr<std::unique_ptr<Kernel>> compileConvEpilogue(
     const ir::Node& node, ThreadPool& pool,
     const std::function<StatusOr<std::unique_ptr<Kernel>>(const ir::Graph&, const ir::Node&)>& compile_node) {
-  const ir::Graph& body = *node.subgraph;
-  const ir::Node& conv = body.nodes[0];
+  ASSIGN_OR_RETURN(ConvEpilogueSplit split, splitConvEpilogue(node));
   auto k = std::make_unique<ConvEpilogueKernel>();
-  for (int t : conv.inputs) {
-    ConvEpilogueKernel::Operand o;
-    if (t >= 0) {
-      for (size_t i = 0; i < body.inputs.size(); ++i) if (body.inputs[i] == t) o.input = int(i);
-      if (o.input < 0) {
-        if (!body.tensors[t].isConstant()) {
-          return makeError(StatusCode::kInternal, "cpu: ", node.name, ": the convolution reads a value of its own chain");
-        }
-        o.constant = TensorView{body.tensors[t].dtype, body.tensors[t].shape, body.tensors[t].constant->data};
-      }
-    }
-    k->conv_operands_.push_back(o);
+  for (const ConvEpilogueSplit::Operand& o : split.conv_operands) {
+    ConvEpilogueKernel::Operand v;
+    v.input = o.input;
+    if (o.constant) v.constant = TensorView{o.constant->dtype, o.constant->shape, o.constant->constant->data};
+    k->conv_operands_.push_back(v);
   }
-  ASSIGN_OR_RETURN(k->conv_, compile_node(body, conv));
-  // The rest: the body without its convolution, whose output becomes the last input.
-  k->rest_body_ = std::make_shared<ir::Graph>(body);
-  k->rest_body_->nodes.erase(k->rest_body_->nodes.begin());
-  k->rest_body_->inputs.push_back(conv.outputs[0]);
-  k->rest_node_ = node;
-  k->rest_node_.subgraph = k->rest_body_;
-  auto rest = compileElementwise(body, k->rest_node_, pool);
+  ASSIGN_OR_RETURN(k->conv_, compile_node(*split.body, *split.conv));
+  k->rest_body_ = split.rest_body;
+  k->rest_node_ = split.rest;
+  auto rest = compileElementwise(*split.body, k->rest_node_, pool);
   if (!rest.ok()) {
     return makeError(StatusCode::kUnsupported, "cpu: the epilogue of ", node.name, " is not one elementwise loop");
   }
   k->rest_ = std::move(rest).value();
-  k->conv_in_.reserve(conv.inputs.size());
-  k->rest_in_.reserve(body.inputs.size() + 1);
+  k->conv_in_.reserve(split.conv->inputs.size());
+  k->rest_in_.reserve(split.body->inputs.size() + 1);
   return std::unique_ptr<Kernel>(std::move(k));
 }
 

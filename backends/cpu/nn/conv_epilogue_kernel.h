@@ -8,11 +8,10 @@
 #include <memory>
 
 #include "backends/backend.h"
+#include "backends/conv_epilogue.h"  // isConvEpilogue
 #include "backends/cpu/thread_pool.h"
 
 namespace gkrt::cpu {
-
-bool isConvEpilogue(const ir::Node& node);
 
 // `compile_node`: the backend's compile for a basic node of the body.
 StatusOr<std::unique_ptr<Kernel>> compileConvEpilogue(

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/cpu/math/gemm.h"
+#include "backends/cpu/nn/pool_kernel.h"
 #include "runtime/ir/op_def.h"
 
 namespace gkrt::cpu {
@@ -216,45 +217,6 @@ class DepthwiseConvKernel final : public Kernel {
   std::vector<std::vector<float>> scratch_;
 };
 
-// MaxPool / AvgPool on float planes, windows clipped to the input, planes across threads.
-template <bool kMax>
-class PoolKernel final : public Kernel {
- public:
-  PoolKernel(const ir::Node& node, ThreadPool& pool) : a_(node.attrs.get<PoolAttrs>()), pool_(pool) {}
-
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    const float* x = in[0].as<float>();
-    float* y = out[0].as<float>();
-    const int64_t planes = in[0].shape[0] * in[0].shape[1], H = in[0].shape[2], W = in[0].shape[3];
-    const int64_t OH = out[0].shape[2], OW = out[0].shape[3];
-    pool_.parallelFor(planes, 1, 1, [&](int, int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p)
-        for (int64_t oh = 0; oh < OH; ++oh)
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t h0 = oh * a_.strides[0] - a_.pads[0], w0 = ow * a_.strides[1] - a_.pads[1];
-            const int64_t h1 = std::min(h0 + a_.kernel[0], H + a_.pads[2]), w1 = std::min(w0 + a_.kernel[1], W + a_.pads[3]);
-            const int64_t hb = std::max<int64_t>(h0, 0), he = std::min(h1, H), wb = std::max<int64_t>(w0, 0), we = std::min(w1, W);
-            float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-            for (int64_t h = hb; h < he; ++h)
-              for (int64_t w = wb; w < we; ++w) {
-                const float v = x[(p * H + h) * W + w];
-                acc = kMax ? (v > acc ? v : acc) : acc + v;  // as the reference: NaN skipped
-              }
-            if (!kMax) {
-              const int64_t count = a_.count_include_pad ? (h1 - h0) * (w1 - w0) : (he - hb) * (we - wb);
-              acc /= static_cast<float>(std::max<int64_t>(count, 1));
-            }
-            y[(p * OH + oh) * OW + ow] = acc;
-          }
-    });
-    return Status::Ok();
-  }
-
- private:
-  PoolAttrs a_;
-  ThreadPool& pool_;
-};
-
 bool allFloat32(const ir::Graph& g, const ir::Node& node) {
   for (int t : node.inputs) if (t >= 0 && g.tensors[t].dtype != DType::kFloat32) return false;
   for (int t : node.outputs) if (g.tensors[t].dtype != DType::kFloat32) return false;
@@ -270,8 +232,7 @@ bool canRunConvOrPool(const ir::Graph& g, const ir::Node& node) {
 
 StatusOr<std::unique_ptr<Kernel>> compileConvOrPool(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
   const std::string op = node.op->name;
-  if (op == "MaxPool") return std::unique_ptr<Kernel>(new PoolKernel<true>(node, pool));
-  if (op == "AvgPool") return std::unique_ptr<Kernel>(new PoolKernel<false>(node, pool));
+  if (op == "MaxPool" || op == "AvgPool") return makePoolKernel(node, DType::kFloat32, op == "MaxPool", false, pool);
   if (g.tensors[node.inputs[1]].shape[1] == 1) return std::unique_ptr<Kernel>(new DepthwiseConvKernel(g, node, pool));
   return std::unique_ptr<Kernel>(new ConvGemmKernel(g, node, pool));
 }

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/nn/pool_kernel.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -381,89 +382,6 @@ StatusOr<std::unique_ptr<Kernel>> compileByteLookup(const ir::Graph& g, const ir
   return std::unique_ptr<Kernel>(new ByteLookupKernel(g.tensors[node.inputs[0]].constant->data, pool));
 }
 
-namespace {
-
-// y[c] = max(y[c], x[c]): distinct rows, so the loop vectorises without alias checks.
-template <class T>
-void maxInto(T* __restrict y, const T* __restrict x, int64_t n) {
-  for (int64_t c = 0; c < n; ++c) y[c] = x[c] > y[c] ? x[c] : y[c];
-}
-
-struct PoolGeometry {
-  int64_t n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
-  // The window's rows [h0, h1) and columns [w0, w1) of output (y, x), inside the input.
-  void rows(int64_t y, int64_t* h0, int64_t* h1) const {
-    *h0 = std::max<int64_t>(y * sh - ph, 0);
-    *h1 = std::min<int64_t>(y * sh - ph + kh, h);
-  }
-  void cols(int64_t x, int64_t* w0, int64_t* w1) const {
-    *w0 = std::max<int64_t>(x * sw - pw, 0);
-    *w1 = std::min<int64_t>(x * sw - pw + kw, w);
-  }
-};
-
-template <class T>
-class BytePoolKernel final : public Kernel {
- public:
-  BytePoolKernel(const PoolGeometry& p, bool nhwc, ThreadPool& pool) : p_(p), nhwc_(nhwc), pool_(pool) {}
-  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
-    const T* x = static_cast<const T*>(in[0].data);
-    T* y = static_cast<T*>(out[0].data);
-    const PoolGeometry& p = p_;
-    if (nhwc_) {  // one output row (n, oh) a task: every channel at once
-      pool_.parallelFor(p.n * p.oh, 1, std::max<int64_t>(1, kQuantMinPerThread / std::max<int64_t>(p.ow * p.c * p.kh * p.kw, 1)),
-                        [&](int, int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t n = r / p.oh, oy = r % p.oh;
-          int64_t h0, h1;
-          p.rows(oy, &h0, &h1);
-          for (int64_t ox = 0; ox < p.ow; ++ox) {
-            int64_t w0, w1;
-            p.cols(ox, &w0, &w1);
-            T* yr = y + ((n * p.oh + oy) * p.ow + ox) * p.c;
-            std::fill(yr, yr + p.c, std::numeric_limits<T>::lowest());
-            for (int64_t hh = h0; hh < h1; ++hh) {
-              for (int64_t ww = w0; ww < w1; ++ww) {
-                maxInto(yr, x + ((n * p.h + hh) * p.w + ww) * p.c, p.c);
-              }
-            }
-          }
-        }
-      });
-      return Status::Ok();
-    }
-    pool_.parallelFor(p.n * p.c, 1, std::max<int64_t>(1, kQuantMinPerThread / std::max<int64_t>(p.oh * p.ow * p.kh * p.kw, 1)),
-                      [&](int, int64_t b, int64_t e) {
-      for (int64_t plane = b; plane < e; ++plane) {
-        const T* xp = x + plane * p.h * p.w;
-        T* yp = y + plane * p.oh * p.ow;
-        for (int64_t oy = 0; oy < p.oh; ++oy) {
-          int64_t h0, h1;
-          p.rows(oy, &h0, &h1);
-          for (int64_t ox = 0; ox < p.ow; ++ox) {
-            int64_t w0, w1;
-            p.cols(ox, &w0, &w1);
-            T m = std::numeric_limits<T>::lowest();
-            for (int64_t hh = h0; hh < h1; ++hh) {
-              for (int64_t ww = w0; ww < w1; ++ww) m = xp[hh * p.w + ww] > m ? xp[hh * p.w + ww] : m;
-            }
-            yp[oy * p.ow + ox] = m;
-          }
-        }
-      }
-    });
-    return Status::Ok();
-  }
-  std::string detail() const override { return std::string("own int8 max pool") + (nhwc_ ? ", nhwc" : ""); }
-
- private:
-  PoolGeometry p_;
-  bool nhwc_;
-  ThreadPool& pool_;
-};
-
-}  // namespace
-
 bool canRunBytePool(const ir::Graph& g, const ir::Node& node) {
   if (!node.op || std::string(node.op->name) != "MaxPool" || node.subgraph || node.inputs.size() != 1 ||
       node.outputs.size() != 1 || node.inputs[0] < 0 || node.outputs[0] < 0) {
@@ -486,11 +404,7 @@ bool canRunBytePool(const ir::Graph& g, const ir::Node& node) {
 
 StatusOr<std::unique_ptr<Kernel>> compileBytePool(const ir::Graph& g, const ir::Node& node, ThreadPool& pool, bool nhwc) {
   if (!canRunBytePool(g, node)) return makeError(StatusCode::kInternal, "cpu: ", node.name, " is not an int8 max pool");
-  const Shape &x = g.tensors[node.inputs[0]].shape, &y = g.tensors[node.outputs[0]].shape;
-  const auto& a = node.attrs.get<PoolAttrs>();
-  const PoolGeometry p{x[0], x[1], x[2], x[3], y[2], y[3], a.kernel[0], a.kernel[1], a.strides[0], a.strides[1], a.pads[0], a.pads[1]};
-  if (g.tensors[node.inputs[0]].dtype == DType::kInt8) return std::unique_ptr<Kernel>(new BytePoolKernel<int8_t>(p, nhwc, pool));
-  return std::unique_ptr<Kernel>(new BytePoolKernel<uint8_t>(p, nhwc, pool));
+  return makePoolKernel(node, g.tensors[node.inputs[0]].dtype, true, nhwc, pool);
 }
 
 }  // namespace gkrt::cpu
