@@ -118,14 +118,16 @@ def block_fn(torch, w):
 # pattern_kernels.h); off by default under the gpu profile until measured here.
 PATTERNS = "FlashAttentionFusionV1,FlashAttentionFusionV2,add_layer_norm_fusion"
 
-def gkrt_bench(gkrt, model, iterations, warmup, inputs=(), flags=None):
+def gkrt_bench(gkrt, model, iterations, warmup, inputs=(), flags=None, env_extra=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         cmd = [gkrt, "bench", model, "--backend", "cuda", "--fusion", "on", "--iterations", str(iterations),
                "--warmup", str(warmup), "--json", out]
         for name_file in inputs:
             cmd += ["--input", name_file]
-        env = dict(os.environ, MS_DEV_GRAPH_KERNEL_FLAGS=flags) if flags else None
+        env = dict(os.environ, **(env_extra or {}))
+        if flags:
+            env["MS_DEV_GRAPH_KERNEL_FLAGS"] = flags
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode != 0:
             return None, (r.stdout + r.stderr).strip()
@@ -261,6 +263,13 @@ def main():
             prow, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs], "--disable_cluster_ops=Conv2D")
             print("  gkrt cuda without convolution epilogues (--disable_cluster_ops=Conv2D): " +
                   (f"{prow['p50_ms']:.4f} ms ({prow['kernels']} kernels)" if prow else "failed: " + why))
+            # Every convolution on cuDNN (before 2026-11-28), and every one as a GEMM,
+            # against the default's per-convolution timed choice.
+            for mode in ("cudnn", "gemm"):
+                prow, why = gkrt_bench(a.gkrt, gkm, a.iterations, a.warmup, [f"{n}={p}" for n, p in inputs],
+                                       env_extra={"GKRT_CUDA_CONV": mode})
+                print(f"  gkrt cuda with GKRT_CUDA_CONV={mode}: " +
+                      (f"{prow['p50_ms']:.4f} ms ({prow['kernels']} kernels)" if prow else "failed: " + why))
             print_profile(a.gkrt, gkm, [f"{n}={p}" for n, p in inputs])
         if name == "MiniLM":
             for label, flags in (("the attention/add-norm passes", "--enable_pass=" + PATTERNS),

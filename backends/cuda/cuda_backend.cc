@@ -46,6 +46,9 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt
   const bool use_graphs = !(graphs && std::string(graphs) == "0");
   auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
   backend->precision_ = options.precision;
+#ifdef GKRT_HAVE_CUDNN
+  ASSIGN_OR_RETURN(backend->conv_mode_, cuda::convModeFromEnv());
+#endif
   if (options.communicator) backend->ranks_ = options.communicator->size();
   if (options.communicator && options.communicator->onDevice()) backend->device_comm_ = options.communicator;
   return std::unique_ptr<Backend>(std::move(backend));
@@ -126,7 +129,7 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
 #ifdef GKRT_HAVE_CUDNN
       if (isConvEpilogue(node)) return compileConvEpilogue(g, node);
       ASSIGN_OR_RETURN(cuda::ConvPlan plan, cuda::convPlanFor(g, node));
-      return cuda::makeCudnnConv(cudnn_, stream_, plan, describe(g, node), precision_);
+      return compileConv(g, node, plan);
 #else
       break;
 #endif
@@ -202,7 +205,7 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compileConvEpilogue(const ir::Gra
 #else
   ASSIGN_OR_RETURN(ConvEpilogueSplit split, splitConvEpilogue(node));
   ASSIGN_OR_RETURN(cuda::ConvEpiloguePlan plan, cuda::convEpiloguePlanFor(node));
-  ASSIGN_OR_RETURN(auto conv, cuda::makeCudnnConv(cudnn_, stream_, plan.conv, describe(g, node), precision_));
+  ASSIGN_OR_RETURN(auto conv, compileConv(g, node, plan.conv));
   std::unique_ptr<Kernel> rest;
   if (!plan.whole) {
     auto slot = std::make_shared<cuda::KernelSlot>();
@@ -217,6 +220,29 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compileConvEpilogue(const ir::Gra
   return cuda::makeConvEpilogueKernel(stream_, split, std::move(conv), std::move(rest), plan.whole && !has_bias ? plan.conv.k : 0,
                                       plan.residual_input);
 #endif
+}
+
+StatusOr<std::unique_ptr<Kernel>> CudaBackend::compileConv(const ir::Graph& g, const ir::Node& node, const cuda::ConvPlan& plan) {
+#ifndef GKRT_HAVE_CUDNN
+  return makeError(StatusCode::kUnsupported, "cuda: this build has no cuDNN for ", describe(g, node));
+#else
+  if (!cublaslt_ && conv_mode_ != cuda::ConvMode::kCudnn && cuda::convGemmApplies(plan)) {
+    auto lt = cuda::openCublasLt(stream_->dev);  // without it every convolution stays on cuDNN
+    if (lt.ok()) cublaslt_ = *lt;
+  }
+  auto generated = [this](const cuda::KernelRender& render, const std::string& what) { return addGeneratedKernel(render, what); };
+  return cuda::makeConvKernel(cudnn_, cublaslt_, stream_, plan, describe(g, node), precision_, conv_mode_, generated);
+#endif
+}
+
+StatusOr<std::unique_ptr<Kernel>> CudaBackend::addGeneratedKernel(const cuda::KernelRender& render, const std::string& what) {
+  auto slot = std::make_shared<cuda::KernelSlot>();
+  slot->entry = "gk" + std::to_string(next_kernel_++);
+  slot->what = what;
+  ASSIGN_OR_RETURN(codegen::RenderedKernel k, render(slot->entry));
+  slot->source = k.source;
+  pending_.push_back(slot);
+  return cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot));
 }
 
 // The module image of `source`: from the cache, else compiled by NVRTC and stored.

@@ -16,6 +16,7 @@
 #include "backends/cuda/cublaslt_matmul.h"
 #include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_library_kernels.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/cuda_support.h"
 #include "backends/cuda/nvrtc_compiler.h"
@@ -62,6 +63,10 @@ class CudaBackend : public Backend {
   StatusOr<std::vector<unsigned char>> moduleImage(const std::string& source, const std::vector<cuda::SourcePart>& parts);
   Status stage(size_t bytes);
   StatusOr<std::unique_ptr<Kernel>> compileConvEpilogue(const ir::Graph& g, const ir::Node& node);
+  // A convolution on cuDNN or as a GEMM (cuda::makeConvKernel, GKRT_CUDA_CONV).
+  StatusOr<std::unique_ptr<Kernel>> compileConv(const ir::Graph& g, const ir::Node& node, const cuda::ConvPlan& plan);
+  // A kernel of ours in the session's module, rendered under the entry name it gets.
+  StatusOr<std::unique_ptr<Kernel>> addGeneratedKernel(const cuda::KernelRender& render, const std::string& what);
   // cuDNN, opened at the first convolution; false (reason logged once) when it cannot be.
   bool cudnnUsable() const;
   // How this backend runs `node` (cuda_support.h), with cuDNN's availability settled.
@@ -78,6 +83,7 @@ class CudaBackend : public Backend {
   ProgramCache cache_;
   std::vector<std::shared_ptr<cuda::KernelSlot>> pending_;
   int next_kernel_ = 0;
+  cuda::ConvMode conv_mode_ = cuda::ConvMode::kAuto;
   const char* last_program_ = "none";
   void* staging_ = nullptr;  // pinned host memory for copies in and out
   size_t staging_bytes_ = 0;

@@ -36,6 +36,7 @@
 #       probe,backend,kernels,golden,conformance,fuzz,fuzz_patterns,zoo,patterns,real,gguf,llm,bench
 #       (default: every step but llm and bench, the second call's)
 #   GKRT_GPU_BUDGET_SCALE=2 doubles every budget (a rerun of a subset with time to spare);
+#   GKRT_GPU_MODELS=resnet50,mobilenet_v3 makes only those of the big models (default: and minilm).
 #   KERNELS_FILTER='FlashAttentionKernels.*' narrows the kernels step.
 #
 # Every CUDA context on the GPU is time-sliced against the others: a dozen test processes
@@ -112,7 +113,8 @@ phase() { echo "[$(( $(date +%s) - start ))s] phase $1"; }
 
 # The big models are exported with torch on the cpu while the first phases run.
 if { want real || want bench; } && [ ! -f $M/minilm.onnx ]; then
-  OMP_NUM_THREADS=4 $PY tests/cuda/make_gpu_models.py $M > $L/make_models.log 2>&1 &
+  OMP_NUM_THREADS=4 $PY tests/cuda/make_gpu_models.py $M --models ${GKRT_GPU_MODELS:-resnet50,mobilenet_v3,minilm} \
+    > $L/make_models.log 2>&1 &
   make_models=$!
 fi
 # (GKRT_GPU_PREMAKE=1: made during the first call too, for the second call's llm step)
@@ -187,7 +189,7 @@ if want real; then
     [ -d $g/build/real ] && step real_weights 100 $PY tests/models/check_models.py $B/gkrt $g/build/real \
       --backends cuda --gkm-suffix .cuda
     while [ -n "${make_models:-}" ] && kill -0 $make_models 2>/dev/null; do sleep 1; done  # (not this subshell's child)
-    [ -f $M/minilm.onnx ] && step real_torch 80 $PY tests/models/check_models.py $B/gkrt $M --backends cuda --gkm-suffix .cuda
+    [ -n "$(ls $M/*.onnx 2>/dev/null)" ] && step real_torch 80 $PY tests/models/check_models.py $B/gkrt $M --backends cuda --gkm-suffix .cuda
     [ -f $M/minilm.onnx ] && want patterns && MS_DEV_GRAPH_KERNEL_FLAGS="$PATTERN_FLAGS" step patterns_minilm 60 \
       $PY tests/models/check_models.py $B/gkrt $M --models minilm --backends cuda --fusion on --gkm-suffix .patterns
   ) & pids+=($!)
@@ -205,6 +207,7 @@ if want llm; then
   cp $L/llm.log $OUT/llm.txt
 fi
 if want bench; then
+  while [ -n "${make_models:-}" ] && kill -0 $make_models 2>/dev/null; do sleep 1; done
   args=(--gkrt $B/gkrt --block-gkm $Z/transformer_block.cuda.gkm --weights $Z/transformer_block_weights.npz
         --input $Z/transformer_block_input_x.npy --expected $Z/transformer_block_expected_0.npy
         --myop-gkm $g/build/bench/myop_16m.gkm --iterations 200 --warmup 20)

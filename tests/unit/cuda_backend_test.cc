@@ -268,10 +268,16 @@ TEST(CudaBackend, CudnnConvolutionsMatchReference) {
     auto g = b.finish();
     ASSERT_TRUE(g.ok()) << g.status().toString();
     const std::string what = "Conv2D " + shapeToString(c.x) + " * " + shapeToString(c.w) + " groups " + std::to_string(c.groups);
-    auto s = cudaSession(*g, optLevel(0));
-    ASSERT_TRUE(s.ok()) << s.status().toString();
-    EXPECT_EQ((*s)->kernelInfos()[0].backend, "cuda") << what << " fell back";
-    expectMatchesReference(*g, {randomTensor(c.x, 23)}, optLevel(0), 1e-4, what);
+    for (const char* mode : {"cudnn", "gemm"}) {  // cuDNN, and the GEMM form (grouped ones stay on cuDNN)
+      setenv("GKRT_CUDA_CONV", mode, 1);
+      auto s = cudaSession(*g, optLevel(0));
+      ASSERT_TRUE(s.ok()) << s.status().toString();
+      EXPECT_EQ((*s)->kernelInfos()[0].backend, "cuda") << what << " fell back";
+      const bool gemm = (*s)->kernelInfos()[0].detail.find("GEMM") != std::string::npos;
+      EXPECT_EQ(gemm, std::string(mode) == "gemm" && c.groups == 1) << what << ": " << (*s)->kernelInfos()[0].detail;
+      expectMatchesReference(*g, {randomTensor(c.x, 23)}, optLevel(0), 1e-4, what + " (" + mode + ")");
+    }
+    unsetenv("GKRT_CUDA_CONV");
   }
 }
 
@@ -282,7 +288,9 @@ TEST(CudaBackend, ConvolutionEpiloguesMatchReference) {
   SKIP_WITHOUT_CUDA();
   auto g = testing::convEpilogueGraph();
   ASSERT_TRUE(g.ok()) << g.status().toString();
+  setenv("GKRT_CUDA_CONV", "cudnn", 1);  // cuDNN's paths (the GEMM form: ConvolutionsAsGemmsMatchReference)
   auto s = cudaSession(*g, optLevel(2));
+  unsetenv("GKRT_CUDA_CONV");
   ASSERT_TRUE(s.ok()) << s.status().toString();
   EXPECT_EQ((*s)->kernelCount(), 6u);
   const HostTensor x = randomTensor({1, 8, 10, 10}, 31);
@@ -299,6 +307,55 @@ TEST(CudaBackend, ConvolutionEpiloguesMatchReference) {
   EXPECT_EQ(after, 2) << details;
   expectMatchesReference(*g, {x}, optLevel(2), 1e-4, "convolution epilogues");
   expectMatchesReference(*g, {x}, *parseFusionFlags("--disable_cluster_ops=Conv2D"), 1e-4, "without the Conv2D row");
+}
+
+// Convolutions as GEMMs (GKRT_CUDA_CONV=gemm: im2col, cuBLASLt, the epilogue kernel):
+// the epilogue graph, and strided, dilated and batched convolutions with a 1x1 one that
+// is not the direct form, against the reference; auto mode (the default) matches too.
+TEST(CudaBackend, ConvolutionsAsGemmsMatchReference) {
+  SKIP_WITHOUT_CUDA();
+  GraphBuilder b;
+  auto constant = [&b](const Shape& s, float scale) {
+    std::vector<float> v(static_cast<size_t>(numElements(s)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(int((i * 2654435761u) >> 24 & 255) - 128) / 128.0f;
+    return b.constant(s, v);
+  };
+  auto conv = [&](Value x, int64_t c, int64_t k, int64_t ks, int64_t stride, int64_t dil, int64_t pad) {
+    Conv2DAttrs a;
+    a.strides = {stride, stride};
+    a.dilations = {dil, dil};
+    a.pads = {pad, pad, pad, pad};
+    return b.op1("Conv2D", {x, constant({k, c, ks, ks}, 0.1f), constant({k}, 0.5f)}, a);
+  };
+  Value x = b.input("x", DType::kFloat32, {2, 3, 17, 15});
+  Value y = b.relu(conv(x, 3, 16, 5, 2, 1, 2));      // [2, 16, 9, 8]
+  y = b.relu(b.add(conv(y, 16, 16, 3, 1, 2, 2), y));  // dilated, residual + ReLU
+  b.output(conv(y, 16, 8, 1, 2, 1, 0), "y");          // 1x1 with stride 2: still an im2col
+  auto strided = b.finish();
+  ASSERT_TRUE(strided.ok()) << strided.status().toString();
+  auto epilogues = testing::convEpilogueGraph();
+  ASSERT_TRUE(epilogues.ok()) << epilogues.status().toString();
+  const HostTensor xs = randomTensor({2, 3, 17, 15}, 5), xe = randomTensor({1, 8, 10, 10}, 31);
+  for (const char* mode : {"gemm", "auto"}) {
+    setenv("GKRT_CUDA_CONV", mode, 1);
+    for (const char* flags : {"--opt_level=2", "--disable_cluster_ops=Conv2D"}) {
+      auto s = cudaSession(*strided, *parseFusionFlags(flags));
+      ASSERT_TRUE(s.ok()) << s.status().toString();
+      runSession(**s, {xs});
+      int gemms = 0;
+      for (const auto& k : (*s)->kernelInfos()) gemms += k.detail.find("GEMM") != std::string::npos;
+      if (std::string(mode) == "gemm") {
+        EXPECT_EQ(gemms, 3) << flags;
+      }
+      expectMatchesReference(*strided, {xs}, *parseFusionFlags(flags), 1e-4, std::string(mode) + " strided " + flags);
+      expectMatchesReference(*epilogues, {xe}, *parseFusionFlags(flags), 1e-4, std::string(mode) + " epilogues " + flags);
+    }
+  }
+  setenv("GKRT_CUDA_CONV", "im2row", 1);
+  auto bad = cudaSession(*strided, optLevel(2));
+  unsetenv("GKRT_CUDA_CONV");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("GKRT_CUDA_CONV=im2row"), std::string::npos) << bad.status().message();
 }
 
 // Ranks on GPUs through NCCL: a device communicator of one rank (one GPU here); the

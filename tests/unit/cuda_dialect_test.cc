@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_library_kernels.h"
 #include "backends/conv_epilogue.h"
 #include "backends/cuda/cuda_support.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/nccl_communicator.h"
 #include "fusion/fusion_options.h"
@@ -366,6 +367,44 @@ TEST(CudaDialect, ConvolutionEpiloguePlans) {
   EXPECT_EQ(generated, 2);
 }
 
+
+// The GEMM form of a convolution (backends/cuda/conv_gemm.h): its im2col and epilogue
+// kernels compile for every plan shape; the direct 1x1 form needs no im2col; a plan with
+// nothing after the GEMM has no epilogue; GKRT_CUDA_CONV's bad values are named.
+TEST(CudaDialect, ConvolutionGemmKernelsCompile) {
+  cuda::ConvPlan p;
+  p.n = 2, p.c = 3, p.h = 17, p.w = 15, p.k = 16, p.kh = 5, p.kw = 5, p.oh = 9, p.ow = 8;
+  p.pad_h = p.pad_w = 2, p.stride_h = p.stride_w = 2;
+  EXPECT_TRUE(cuda::convGemmApplies(p));
+  EXPECT_FALSE(cuda::convGemmIsDirect(p));
+  const auto im2col = cuda::renderIm2col(p, "gk0");
+  EXPECT_EQ(im2col.items, 2 * 3 * 25 * 72);
+  expectCompilesForSm80And90(im2col.source);
+  EXPECT_FALSE(cuda::renderConvEpilogue(p, "gk1").ok());  // no bias, residual or ReLU
+  for (int form = 0; form < 3; ++form) {
+    cuda::ConvPlan q = p;
+    q.bias = true;
+    q.relu = form > 0;
+    q.residual = form > 1;
+    auto e = cuda::renderConvEpilogue(q, "gk1");
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    EXPECT_EQ(e->items, 2 * 16 * 72);
+    expectCompilesForSm80And90(e->source);
+  }
+  cuda::ConvPlan one;
+  one.n = 1, one.c = 64, one.h = one.oh = 7, one.w = one.ow = 7, one.k = 256, one.kh = one.kw = 1;
+  EXPECT_TRUE(cuda::convGemmIsDirect(one));
+  one.groups = 64;
+  EXPECT_FALSE(cuda::convGemmApplies(one));  // grouped: cuDNN's
+  setenv("GKRT_CUDA_CONV", "fastest", 1);
+  auto mode = cuda::convModeFromEnv();
+  ASSERT_FALSE(mode.ok());
+  EXPECT_NE(mode.status().message().find("GKRT_CUDA_CONV=fastest"), std::string::npos);
+  setenv("GKRT_CUDA_CONV", "gemm", 1);
+  EXPECT_EQ(*cuda::convModeFromEnv(), cuda::ConvMode::kGemm);
+  unsetenv("GKRT_CUDA_CONV");
+  EXPECT_EQ(*cuda::convModeFromEnv(), cuda::ConvMode::kAuto);
+}
 
 // NCCL is compiled in wherever the toolkit has nccl.h (the library is opened at run
 // time); a rank outside the group is a clear error before NCCL is asked.
