@@ -94,7 +94,8 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, bool channels_last,
 }
 
 namespace {
-// The Conv2D nodes of g, also the first node of a convolution epilogue's body.
+// The Conv2D nodes of g, also the first node of a convolution epilogue's body: fn(owner
+// of the convolution, the convolution, the node of g that holds it).
 template <class Fn> void forEachConv(const ir::Graph& g, Fn&& fn) {
   for (const ir::Node& n : g.nodes) {
     const ir::Node* c = &n;
@@ -103,7 +104,7 @@ template <class Fn> void forEachConv(const ir::Graph& g, Fn&& fn) {
       c = &n.subgraph->nodes[0];
       owner = n.subgraph.get();
     }
-    if (c->op && std::string(c->op->name) == "Conv2D" && c->inputs.size() >= 2) fn(*owner, *c);
+    if (c->op && std::string(c->op->name) == "Conv2D" && c->inputs.size() >= 2) fn(*owner, *c, n);
   }
 }
 }  // namespace
@@ -112,14 +113,16 @@ bool channelsLastSuits(const ir::Graph& g, int block, const ConvFilter& nhwc_fas
   if (block <= 0) return false;
   int convs = 0, awkward = 0;
   bool all_fast = true;
-  forEachConv(g, [&](const ir::Graph& owner, const ir::Node& c) {
+  forEachConv(g, [&](const ir::Graph& owner, const ir::Node& c, const ir::Node& holder) {
     const Shape& w = owner.tensors[c.inputs[1]].shape;  // O, I/G, kh, kw
     if (w.size() != 4) return;
     const int64_t groups = c.attrs.get<Conv2DAttrs>().groups, in = w[1] * groups;
     ++convs;
     if (groups > 1 && groups < in && (w[1] % block != 0 || (w[0] / groups) % block != 0)) {
       ++awkward;
-      if (all_fast && nhwc_fast) all_fast = nhwc_fast(owner, c);
+      // Probed as the graph holds it (an epilogue's body inputs are not graph inputs: a
+      // probe inside the body would take the convolution's input for a plain one).
+      if (all_fast && nhwc_fast) all_fast = nhwc_fast(g, holder);
     }
   });
   return convs > 0 && 4 * awkward >= convs && all_fast;

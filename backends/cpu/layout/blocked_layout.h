@@ -66,7 +66,8 @@ LayoutPlan planLayouts(const ir::Graph& g, int block, bool channels_last,
 // a multiple of the block, and `nhwc_fast` (when given) says each of those has a fast NHWC
 // kernel on this CPU tier (oneDNN 2.6: the AVX-512 brgemm convolutions; on AVX2 only its
 // reference code takes them, so those graphs stay channel-blocked there).
-using ConvFilter = std::function<bool(const ir::Graph& owner, const ir::Node& conv)>;
+// `nhwc_fast(g, node)`: node is the Conv2D or the convolution epilogue of g that holds it.
+using ConvFilter = std::function<bool(const ir::Graph& g, const ir::Node& conv)>;
 bool channelsLastSuits(const ir::Graph& g, int block, const ConvFilter& nhwc_fast = nullptr);
 
 // The plan a kernel is probed with before the graph's plan exists (is a fast kernel there
