@@ -251,6 +251,47 @@ TEST(CpuQuantKernels, ActivationTimesActivationQLinearMatMulEqualsTheReference) 
   }
 }
 
+// Exact halves: with the scales 0.5 x 0.5 / 1 every odd accumulator lands on k + 0.5, which
+// ONNX rounds to even before it adds the output zero point. oneDNN's native int8 path adds
+// the zero point first, one step off wherever it is odd (found on an AVX-512 VNNI EPYC,
+// 2026-11-28), so there gkrt requantizes oneDNN's float32 output itself. Every path, even
+// and odd zero points, matmul and convolution: the reference's bytes.
+TEST(CpuQuantKernels, ExactHalvesRoundToEvenBeforeTheOutputZeroPoint) {
+#ifndef GKRT_HAVE_DNNL
+  GTEST_SKIP() << "no oneDNN in this build: these ops run the own int8 GEMM or the reference kernels";
+#endif
+  const float half = 0.5f, one = 1.0f;
+  const uint8_t xzp = 0;
+  const int8_t wzp = 0;
+  std::vector<int8_t> w(16 * 24 * 9);
+  std::mt19937 rng(5);
+  for (int8_t& v : w) v = static_cast<int8_t>(static_cast<int>(rng() % 15) - 7);
+  for (uint8_t yzp : {uint8_t(3), uint8_t(4), uint8_t(129)}) {
+    for (bool conv : {false, true}) {
+      GraphBuilder b;
+      Value x = b.input("x", DType::kUInt8, conv ? Shape{1, 24, 6, 6} : Shape{32, 24});
+      std::vector<Value> in{x, b.constant("xs", DType::kFloat32, {}, &half), b.constant("xzp", DType::kUInt8, {}, &xzp),
+                            b.constant("w", DType::kInt8, conv ? Shape{16, 24, 3, 3} : Shape{24, 16}, w.data()),
+                            b.constant("ws", DType::kFloat32, {}, &half), b.constant("wzp", DType::kInt8, {}, &wzp),
+                            b.constant("ys", DType::kFloat32, {}, &one), b.constant("yzp", DType::kUInt8, {}, &yzp)};
+      if (conv) b.output(b.op1("QLinearConv", in, Conv2DAttrs{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1}), "y");
+      else b.output(b.op1("QLinearMatMul", in), "y");
+      auto g = b.finish();
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      HostTensor xv = randomBytes(DType::kUInt8, conv ? Shape{1, 24, 6, 6} : Shape{32, 24}, 6);
+      for (int64_t i = 0; i < xv.size(); ++i) static_cast<uint8_t*>(xv.data())[i] &= 7;  // small sums: no saturation
+      auto want = testing::runGraph(*g, {xv}, "reference");
+      ASSERT_TRUE(want.ok()) << want.status().message();
+      for (bool float_path : {true, false}) {
+        auto got = runCpuInt8(*g, {xv}, float_path);
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        EXPECT_EQ(worstStep(got->outputs[0], (*want)[0]), 0)
+            << (conv ? "QLinearConv" : "QLinearMatMul") << ", output zero point " << int(yzp) << "\n" << got->details;
+      }
+    }
+  }
+}
+
 // Two QDQ convolutions with a MaxPool (float, on the blocked layout) or a ReLU between,
 // as onnxruntime's QDQ files have them: after quant_dq_op_q_fusion the int8 tensors
 // between the convolutions are stored NHWC (what oneDNN's int8 convolutions take,

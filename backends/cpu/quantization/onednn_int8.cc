@@ -145,6 +145,10 @@ class OneDnnInt8Kernel final : public Kernel {
         scales_[o] = static_cast<float>(constAt(xs, 0)) * static_cast<float>(constAt(ws, o)) / static_cast<float>(constAt(ys, 0));
       }
       yzp_ = static_cast<int32_t>(constAt(*tensorAt(g, n, op.yzp), 0));
+      // oneDNN adds the output zero point before it rounds (rint(v + z)); ONNX rounds first
+      // (rint(v) + z). With z odd the two differ at exact halves (round half to even), so
+      // then oneDNN writes float32 and gkrt's loop requantizes, as the float path does.
+      f32_out_ = native_ && yzp_ % 2 != 0;
     }
     if (xzp) {
       runtime_xzp_ = !xzp->isConstant();
@@ -153,11 +157,9 @@ class OneDnnInt8Kernel final : public Kernel {
     dnnl::primitive_attr attr;
     if (native_) nativeAttr(op, y, wzp, &attr);
     if (op.to_float) toFloatAttr(g, n, y, &attr);
-    const dt xt = native_ ? dnnlType(x.dtype) : dt::f32, yt = native_ ? dnnlType(y.dtype) : dt::f32;
-    if (!native_) {
-      x_float_.resize(numElements(x.shape));
-      if (!op.to_float) y_float_.resize(numElements(y.shape));  // to_float: oneDNN writes y itself
-    }
+    const dt xt = native_ ? dnnlType(x.dtype) : dt::f32, yt = native_ && !f32_out_ ? dnnlType(y.dtype) : dt::f32;
+    if (!native_) x_float_.resize(numElements(x.shape));
+    if ((!native_ || f32_out_) && !op.to_float) y_float_.resize(numElements(y.shape));  // to_float: oneDNN writes y itself
     if (op.conv) buildConv(g, n, x, w, y, wzp, xt, yt, attr);
     else buildMatMul(x, w, y, wzp, xt, yt, attr);
     if (native_ && runtime_xzp_) zp_mem_ = dnnl::memory({{1}, dt::s32, tag::x}, oneDnnEngine(), &xzp_value_);
@@ -179,7 +181,7 @@ class OneDnnInt8Kernel final : public Kernel {
     }
     if (native_) {
       x_mem_.set_data_handle(const_cast<void*>(in[op_.x].data));
-      y_mem_.set_data_handle(out[0].data);
+      if (!f32_out_) y_mem_.set_data_handle(out[0].data);
       if (runtime_xzp_) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_mem_;
     } else {  // x - x_zp as float32, one pass over the threads
       const TensorView& x = in[op_.x];
@@ -220,13 +222,14 @@ class OneDnnInt8Kernel final : public Kernel {
     if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
     stream_.wait();
     if (op_.to_float) return Status::Ok();
-    if (!native_ && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
-    else if (!native_) requantize(y_float_.data(), out[0]);
+    if ((!native_ || f32_out_) && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
+    else if (!native_ || f32_out_) requantize(y_float_.data(), out[0]);
     return Status::Ok();
   }
   std::string detail() const override {
     return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ + (x_nhwc_ || y_nhwc_ ? ", nhwc" : "") +
-           (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (op_.to_float ? ", float32 out with bias/activation post-ops" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
+           (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (op_.to_float ? ", float32 out with bias/activation post-ops" : "") +
+           (f32_out_ ? ", float32 out requantized by gkrt (odd output zero point)" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
   }
   int reorders() const override { return (x_reorder_ ? 1 : 0) + (y_reorder_ ? 1 : 0); }
 
@@ -263,7 +266,7 @@ class OneDnnInt8Kernel final : public Kernel {
   }
 
   void nativeAttr(const Int8Op& op, const ir::Tensor& y, const ir::Tensor* wzp, dnnl::primitive_attr* attr) {
-    if (op.requant) {
+    if (op.requant && !f32_out_) {
       const int mask = scales_.size() == 1 ? 0 : op.conv ? 1 << 1 : 1 << (y.shape.size() - 1);
       attr->set_output_scales(mask, scales_);
       if (yzp_ != 0) attr->set_zero_points(DNNL_ARG_DST, 0, {yzp_});
@@ -383,7 +386,8 @@ class OneDnnInt8Kernel final : public Kernel {
     if (impl_.rfind("ref", 0) == 0) throw std::runtime_error("oneDNN has only its reference convolution for this case");
     prim_ = dnnl::convolution_forward(pd);
     x_mem_ = native_ ? dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(x_md, oneDnnEngine(), x_float_.data());
-    y_mem_ = native_ ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
+    y_mem_ = native_ && !f32_out_ ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE)
+                                  : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
     if (pd.src_desc() != x_md) {  // buffers made here, at compile
       x_prim_ = dnnl::memory(pd.src_desc(), oneDnnEngine());
       x_reorder_ = dnnl::reorder(x_mem_, x_prim_);
@@ -391,8 +395,9 @@ class OneDnnInt8Kernel final : public Kernel {
     if (pd.dst_desc() != y_md) {
       y_prim_ = dnnl::memory(pd.dst_desc(), oneDnnEngine());
       const dims yd{ys[0], ys[1], ys[2], ys[3]};
-      if (!native_ && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw8c)) y_block_ = 8;
-      else if (!native_ && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw16c)) y_block_ = 16;
+      const bool f32 = !native_ || f32_out_;
+      if (f32 && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw8c)) y_block_ = 8;
+      else if (f32 && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw16c)) y_block_ = 16;
       else y_reorder_ = dnnl::reorder(y_prim_, y_mem_);
     }
     if (native_) {
@@ -431,8 +436,8 @@ class OneDnnInt8Kernel final : public Kernel {
     if (impl_.rfind("ref", 0) == 0) throw std::runtime_error("oneDNN has only its reference matmul for this case");
     prim_ = dnnl::matmul(pd);
     x_mem_ = native_ ? dnnl::memory(x_md, oneDnnEngine(), DNNL_MEMORY_NONE) : dnnl::memory(x_md, oneDnnEngine(), x_float_.data());
-    y_mem_ = native_ || op_.to_float ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE)
-                                     : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
+    y_mem_ = (native_ && !f32_out_) || op_.to_float ? dnnl::memory(y_md, oneDnnEngine(), DNNL_MEMORY_NONE)
+                                                    : dnnl::memory(y_md, oneDnnEngine(), y_float_.data());
     if (w_shift_) {
       w_s8_.resize(numElements(w.shape));
       if (w_const_) for (size_t i = 0; i < w_s8_.size(); ++i) w_s8_[i] = w.constant->data[i] ^ 0x80;
@@ -459,6 +464,7 @@ class OneDnnInt8Kernel final : public Kernel {
 
   Int8Op op_;
   bool native_ = false, w_shift_ = false;
+  bool f32_out_ = false;  // native int8 in, float32 out, requantized by requantize() (odd output zero point)
   std::vector<uint8_t> w_s8_;  // u8 weights as s8 (w ^ 0x80)
   dnnl::stream stream_;
   ThreadPool& pool_;
