@@ -246,7 +246,12 @@ def main():
             # kernel saturates its 16-bit pair sums (the comment above), gkrt's int8 is exact,
             # so the two differ by more than rounding (1.1e-2 on MiniLM, AVX2 EPYC) while each
             # is as close to the float model (rms 0.0189 both on the block).
-            to_float = bool(DYNAMIC_QUANT_OPS & op_types(path))  # what quantize_dynamic writes, before or after the optimizer
+            # QDQ files likewise: onnxruntime without its optimizer runs them in float32 (DQ,
+            # float MatMul, Q), gkrt as the integer QLinearMatMul the DQ/Q pairs describe; at
+            # near-halves a Q rounds one step apart and the LayerNorm after it spreads that over
+            # its row (21 of 32768 outputs of the block, 0.071, on an AVX-512 EPYC, and on its
+            # AVX2 tier; both runs 0.0355 rms from the float model).
+            to_float = bool(DYNAMIC_QUANT_OPS & op_types(path)) or variant.endswith("qdq")
             source_out = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).run(None, feeds) if to_float else None
             for backend in a.backends.split(","):
                 try:

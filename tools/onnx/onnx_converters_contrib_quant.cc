@@ -8,7 +8,8 @@
 //   QLinearWhere, QGemm (int32 C at a_scale * b_scale; float output without y_scale);
 //   MatMulIntegerToFloat: gkrt's op of that name;
 //   DynamicQuantizeMatMul: A quantized to uint8 at run time as onnxruntime does
-//     (DynamicQuantizeLinear), then dequantized A x dequantized B + bias;
+//     (DynamicQuantizeLinear), then MatMulInteger x a_scale * b_scale + bias (one
+//     MatMulIntegerToFloat after matmul_integer_to_float_fusion);
 //   DynamicQuantizeLSTM: its int8 W [dirs, I, 4H] and R [dirs, H, 4H] dequantized with
 //     their per-direction or per-column scales and zero points (folded at conversion for
 //     constant weights) and transposed to the LSTM's layout; onnxruntime also quantizes
@@ -175,12 +176,16 @@ Status matMulIntegerToFloat(Context& c, const Node& n, Outs& o) {
   return Status::Ok();
 }
 
+// Written as quantize_dynamic writes it unoptimised, so matmul_integer_to_float_fusion makes
+// it (with the bias and a GeLU/ReLU after it) one int8 matmul: the integer product of the
+// run-time quantized A and B, times a_scale * b_scale, + bias, as onnxruntime computes it.
 Status dynamicQuantizeMatMul(Context& c, const Node& n, Outs& o) {
   const auto q = c.op("DynamicQuantizeLinear", {c.in(n, 0)}, {}, 3);
-  const Value a = dequantize(c, q[0], q[1], q[2]);
-  const Value b = dequantize(c, c.in(n, 1), c.in(n, 2), zeroPointOr(c, n, 3, dtypeOf(c, c.in(n, 1))));
-  ASSIGN_OR_RETURN(Outs y, convertAs(c, n, "MatMul", {a, b}, 1, {}));
-  o = {c.present(n, 4) ? c.op1("Add", {y[0], c.in(n, 4)}) : y[0]};
+  std::vector<Value> ins = {q[0], c.in(n, 1), q[2]};
+  if (c.present(n, 3)) ins.push_back(c.in(n, 3));
+  const Value acc = c.op1("Cast", {c.op1("MatMulInteger", ins)}, CastAttrs{DType::kFloat32});
+  const Value y = c.op1("Mul", {acc, c.op1("Mul", {q[1], c.in(n, 2)})});
+  o = {c.present(n, 4) ? c.op1("Add", {y, c.in(n, 4)}) : y};
   return Status::Ok();
 }
 
