@@ -1,7 +1,6 @@
 #include "backends/cuda/conv_gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -25,7 +24,15 @@ class ConvAsGemm final : public Kernel {
  public:
   ConvAsGemm(const ConvPlan& p, std::unique_ptr<Kernel> im2col, std::unique_ptr<Kernel> gemm, std::unique_ptr<Kernel> epilogue,
              std::string why)
-      : p_(p), im2col_(std::move(im2col)), gemm_(std::move(gemm)), epilogue_(std::move(epilogue)), why_(std::move(why)) {}
+      : p_(p), im2col_(std::move(im2col)), gemm_(std::move(gemm)), epilogue_(std::move(epilogue)), why_(std::move(why)) {
+    // The views launch() hands on, made here so that a launch only sets their pointers.
+    const Shape cols{p_.n, rows(p_), pixels(p_)};
+    im2col_in_.assign(1, TensorView{DType::kFloat32, {p_.n, p_.c, p_.h, p_.w}, nullptr});
+    cols_out_.assign(1, MutableTensorView{DType::kFloat32, cols, nullptr});
+    gemm_in_.assign({TensorView{DType::kFloat32, {p_.k, rows(p_)}, nullptr}, TensorView{DType::kFloat32, cols, nullptr}});
+    if (p_.bias) epilogue_in_.push_back(TensorView{DType::kFloat32, {p_.k}, nullptr});
+    if (p_.residual) epilogue_in_.push_back(TensorView{DType::kFloat32, {p_.n, p_.k, p_.oh, p_.ow}, nullptr});
+  }
 
   size_t workspaceBytes() const override { return columnBytes(p_) + gemm_->workspaceBytes(); }
   std::string detail() const override {
@@ -34,19 +41,20 @@ class ConvAsGemm final : public Kernel {
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* workspace) override {
-    const Shape cols_shape{p_.n, rows(p_), pixels(p_)};
-    const void* cols = in[0].data;
     char* ws = static_cast<char*>(workspace);
+    gemm_in_[0].data = in[1].data;
+    gemm_in_[1].data = in[0].data;
     if (im2col_) {
-      RETURN_IF_ERROR(im2col_->launch({in[0]}, {MutableTensorView{DType::kFloat32, cols_shape, ws}}, nullptr));
-      cols = ws;
+      im2col_in_[0].data = in[0].data;
+      cols_out_[0].data = ws;
+      RETURN_IF_ERROR(im2col_->launch(im2col_in_, cols_out_, nullptr));
+      gemm_in_[1].data = ws;
     }
-    gemm_in_.assign({in[1], TensorView{DType::kFloat32, cols_shape, cols}});
     RETURN_IF_ERROR(gemm_->launch(gemm_in_, out, ws ? ws + columnBytes(p_) : nullptr));
     if (!epilogue_) return Status::Ok();
-    epilogue_in_.clear();
-    if (p_.bias) epilogue_in_.push_back(in[2]);
-    if (p_.residual) epilogue_in_.push_back(in[3]);
+    size_t k = 0;
+    if (p_.bias) epilogue_in_[k++].data = in[2].data;
+    if (p_.residual) epilogue_in_[k].data = in[3].data;
     return epilogue_->launch(epilogue_in_, out, nullptr);
   }
 
@@ -54,7 +62,8 @@ class ConvAsGemm final : public Kernel {
   ConvPlan p_;
   std::unique_ptr<Kernel> im2col_, gemm_, epilogue_;
   std::string why_;
-  std::vector<TensorView> gemm_in_, epilogue_in_;
+  std::vector<TensorView> im2col_in_, gemm_in_, epilogue_in_;
+  std::vector<MutableTensorView> cols_out_;
 };
 
 // Device buffers for timing a kernel at compile, freed on scope exit.
@@ -103,8 +112,7 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
-StatusOr<ConvMode> convModeFromEnv() {
-  const char* v = std::getenv("GKRT_CUDA_CONV");
+StatusOr<ConvMode> convModeOf(const char* v) {
   if (!v || !*v || std::strcmp(v, "auto") == 0) return ConvMode::kAuto;
   if (std::strcmp(v, "cudnn") == 0) return ConvMode::kCudnn;
   if (std::strcmp(v, "gemm") == 0) return ConvMode::kGemm;

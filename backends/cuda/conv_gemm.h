@@ -5,7 +5,8 @@
 // over the output. cuDNN's float32 algorithms run the deep 3x3 layers of ResNet-50 at 1-2
 // TFLOP/s where cuBLAS reaches 10 (bench/README.md, bench/cuda_conv_shapes.py), so
 // makeConvKernel times cuDNN's pick and the GEMM at compile and keeps the faster.
-// GKRT_CUDA_CONV=cudnn|gemm forces one (auto, the default, times both).
+// GKRT_CUDA_CONV=cudnn|gemm forces one (auto, the default, times both; CudaBackend::create
+// reads it beside GKRT_CUDA_GRAPHS).
 //
 //   ASSIGN_OR_RETURN(auto k, cuda::makeConvKernel(dnn, lt, stream, plan, what, precision, mode, generated));
 #pragma once
@@ -22,8 +23,8 @@
 namespace gkrt::cuda {
 
 enum class ConvMode { kAuto, kCudnn, kGemm };
-// GKRT_CUDA_CONV's value: unset or "auto", "cudnn", "gemm"; anything else an error naming it.
-StatusOr<ConvMode> convModeFromEnv();
+// GKRT_CUDA_CONV's value: null, "" or "auto", "cudnn", "gemm"; anything else an error naming it.
+StatusOr<ConvMode> convModeOf(const char* value);
 
 // Whether the GEMM form can run `plan` (one group; any stride, padding and dilation).
 bool convGemmApplies(const ConvPlan& plan);

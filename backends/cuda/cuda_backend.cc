@@ -47,7 +47,7 @@ StatusOr<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt
   auto backend = std::unique_ptr<CudaBackend>(new CudaBackend(std::move(stream), std::move(dir), use_graphs));
   backend->precision_ = options.precision;
 #ifdef GKRT_HAVE_CUDNN
-  ASSIGN_OR_RETURN(backend->conv_mode_, cuda::convModeFromEnv());
+  ASSIGN_OR_RETURN(backend->conv_mode_, cuda::convModeOf(std::getenv("GKRT_CUDA_CONV")));
 #endif
   if (options.communicator) backend->ranks_ = options.communicator->size();
   if (options.communicator && options.communicator->onDevice()) backend->device_comm_ = options.communicator;
@@ -173,24 +173,13 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compile(const ir::Graph& g, const
         return cuda::makeKernelWithEpilogue(std::move(gemm), cuda::makeAllReduceKernel(stream_, device_comm_));
       }
       if (plan.activation != cuda::GemmPlan::Activation::kGeluErf) return gemm;
-      auto slot = std::make_shared<cuda::KernelSlot>();
-      slot->entry = "gk" + std::to_string(next_kernel_++);
-      slot->what = describe(g, node) + " (its GeLU)";
-      ASSIGN_OR_RETURN(codegen::RenderedKernel k, cuda::renderErfGeluEpilogue(g, node, slot->entry));
-      slot->source = k.source;
-      pending_.push_back(slot);
-      ASSIGN_OR_RETURN(auto gelu, cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot)));
+      ASSIGN_OR_RETURN(auto gelu, addGeneratedKernel([&](const std::string& entry) { return cuda::renderErfGeluEpilogue(g, node, entry); },
+                                                     describe(g, node) + " (its GeLU)"));
       return cuda::makeKernelWithEpilogue(std::move(gemm), std::move(gelu));
     }
-    case cuda::CudaKernelKind::kGenerated: {
-      auto slot = std::make_shared<cuda::KernelSlot>();
-      slot->entry = "gk" + std::to_string(next_kernel_++);
-      slot->what = describe(g, node);
-      ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, node, slot->entry, codegen::cudaDialect()));
-      slot->source = k.source;
-      pending_.push_back(slot);
-      return cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot));
-    }
+    case cuda::CudaKernelKind::kGenerated:
+      return addGeneratedKernel([&](const std::string& entry) { return codegen::renderCluster(g, node, entry, codegen::cudaDialect()); },
+                                describe(g, node));
     case cuda::CudaKernelKind::kNone:
       break;
   }
@@ -208,13 +197,9 @@ StatusOr<std::unique_ptr<Kernel>> CudaBackend::compileConvEpilogue(const ir::Gra
   ASSIGN_OR_RETURN(auto conv, compileConv(g, node, plan.conv));
   std::unique_ptr<Kernel> rest;
   if (!plan.whole) {
-    auto slot = std::make_shared<cuda::KernelSlot>();
-    slot->entry = "gk" + std::to_string(next_kernel_++);
-    slot->what = describe(g, node) + " (its epilogue)";
-    ASSIGN_OR_RETURN(codegen::RenderedKernel k, codegen::renderCluster(g, split.rest, slot->entry, codegen::cudaDialect()));
-    slot->source = k.source;
-    pending_.push_back(slot);
-    ASSIGN_OR_RETURN(rest, cuda::makeGeneratedKernel(stream_, std::move(k), std::move(slot)));
+    ASSIGN_OR_RETURN(rest, addGeneratedKernel([&](const std::string& entry) {
+      return codegen::renderCluster(g, split.rest, entry, codegen::cudaDialect());
+    }, describe(g, node) + " (its epilogue)"));
   }
   const bool has_bias = split.conv_operands.size() > 2 && (split.conv_operands[2].input >= 0 || split.conv_operands[2].constant);
   return cuda::makeConvEpilogueKernel(stream_, split, std::move(conv), std::move(rest), plan.whole && !has_bias ? plan.conv.k : 0,

@@ -396,14 +396,13 @@ TEST(CudaDialect, ConvolutionGemmKernelsCompile) {
   EXPECT_TRUE(cuda::convGemmIsDirect(one));
   one.groups = 64;
   EXPECT_FALSE(cuda::convGemmApplies(one));  // grouped: cuDNN's
-  setenv("GKRT_CUDA_CONV", "fastest", 1);
-  auto mode = cuda::convModeFromEnv();
+  auto mode = cuda::convModeOf("fastest");
   ASSERT_FALSE(mode.ok());
   EXPECT_NE(mode.status().message().find("GKRT_CUDA_CONV=fastest"), std::string::npos);
-  setenv("GKRT_CUDA_CONV", "gemm", 1);
-  EXPECT_EQ(*cuda::convModeFromEnv(), cuda::ConvMode::kGemm);
-  unsetenv("GKRT_CUDA_CONV");
-  EXPECT_EQ(*cuda::convModeFromEnv(), cuda::ConvMode::kAuto);
+  EXPECT_EQ(*cuda::convModeOf("gemm"), cuda::ConvMode::kGemm);
+  EXPECT_EQ(*cuda::convModeOf("cudnn"), cuda::ConvMode::kCudnn);
+  EXPECT_EQ(*cuda::convModeOf(nullptr), cuda::ConvMode::kAuto);
+  EXPECT_EQ(*cuda::convModeOf("auto"), cuda::ConvMode::kAuto);
 }
 
 // NCCL is compiled in wherever the toolkit has nccl.h (the library is opened at run
