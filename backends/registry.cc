@@ -32,7 +32,7 @@ StatusOr<std::unique_ptr<Backend>> createBackend(const std::string& name, const 
                      options.precision == Precision::kBFloat16 ? "the cpu and cuda backends" : "the cuda backend's GEMMs",
                      "; backend '", name, "' computes in float32 (pass f32)");
   }
-  if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>());
+  if (name == "reference") return std::unique_ptr<Backend>(std::make_unique<ReferenceBackend>(options));
   if (name == "cpu") {
     // The tier is detected (and oneDNN capped) before the backend makes any primitive.
     if (const std::string& why = cpu::cpuTier().cap_error; !why.empty()) return makeError(StatusCode::kInvalidArgument, why);

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "fusion/tensor_parallel_shard.h"
+#include "runtime/base/communicator.h"
 
 namespace gkrt {
 namespace {
@@ -35,6 +37,16 @@ StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, c
   const int64_t C = options.max_context;
   for (int t : g.outputs) {
     if (g.tensors[size_t(t)].name == "logits" || g.outputs.size() == 1) keepLastPositionLogits(g, t);
+  }
+  const std::shared_ptr<Communicator>& comm = options.backend_options.communicator;
+  if (comm && comm->size() > 1) {  // tensor parallel: this rank's heads, caches and feed-forward columns
+    auto part = shardForRank(g, comm->rank(), comm->size(), &G.shard_report_);
+    if (!part.ok()) return part.status().withContext("tensor-parallel decoder");
+    g = std::move(*part);
+    for (KvCacheLayer& l : G.binding_.layers) {
+      const int t = g.findTensor(l.key);
+      if (t >= 0) l.kv_heads = g.tensors[size_t(t)].shape[1];
+    }
   }
   SessionOptions so;
   for (const KvCacheLayer& l : G.binding_.layers) so.shared_inputs.insert({l.key, l.value});  // one cache for every plan
@@ -235,6 +247,7 @@ Status Generator::generate(const std::vector<int64_t>& prompt, const GenerateOpt
   st.prefill_seconds = secondsSince(t0);
   if (options.max_new_tokens > 0) {
     int64_t id = sample(options.sampling);
+    if (options.agree) id = options.agree(id);
     st.first_token_seconds = secondsSince(t0);
     const auto t1 = std::chrono::steady_clock::now();
     for (;;) {
@@ -244,6 +257,7 @@ Status Generator::generate(const std::vector<int64_t>& prompt, const GenerateOpt
       if (!go_on || stop || st.generated_tokens == options.max_new_tokens) break;
       RETURN_IF_ERROR(append(&id, 1));
       id = sample(options.sampling);
+      if (options.agree) id = options.agree(id);
     }
     st.decode_seconds = secondsSince(t1);
   }

@@ -13,7 +13,10 @@
 // kernels update in place: no past is copied and nothing is allocated per token. The
 // prompt runs as one prefill (a plan for its length), then each token as one run of
 // the decode plan (one position; compiled once). A sequence that would pass
-// max_context is an error naming both, never a write past the cache.
+// max_context is an error naming both, never a write past the cache. With a communicator
+// of N ranks in the backend options, each rank's generator holds its part of the heads,
+// caches and feed-forward columns and sums over the ranks (tools/tensor_parallel_run.cc
+// runs it under mpirun); every rank's logits are then the whole model's.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "fusion/kv_cache.h"
+#include "fusion/tensor_parallel_shard.h"
 #include "runtime/session.h"
 
 namespace gkrt {
@@ -53,6 +57,9 @@ struct GenerateOptions {
   int64_t max_new_tokens = 32;
   SamplingOptions sampling;
   std::vector<int64_t> stop_ids;  // generation ends after emitting one of these
+  // Tensor-parallel ranks: takes this rank's pick and returns the one every rank goes on
+  // with (rank 0's, broadcast), so that sampling never lets the ranks' sequences part.
+  std::function<int64_t(int64_t)> agree;
 };
 
 struct GenerateStats {
@@ -88,6 +95,9 @@ class Generator {
   // The decode plan's session (compiled graph, kernels, fusion report).
   const Session& session() const { return *session_; }
   size_t decodeKernelCount() const { return decode_kernels_; }
+  // With a communicator of several ranks (GeneratorOptions::backend_options.communicator),
+  // the decoder is split for this rank (fusion/tensor_parallel_shard.h): what went where.
+  const ShardReport& shardReport() const { return shard_report_; }
   // Runs the last step again (same tokens, same position: the cache ends as it was),
   // timing every kernel (Session::runProfiled); kernel names from session().kernelInfos().
   Status profileLastStep(std::vector<double>* kernel_seconds);
@@ -98,6 +108,7 @@ class Generator {
 
   std::unique_ptr<Session> session_;
   KvCacheBinding binding_;
+  ShardReport shard_report_;
   int ids_ = -1, mask_ = -1, positions_ = -1, past_ = -1, logits_out_ = -1;
   DType ids_dtype_ = DType::kInt64, mask_dtype_ = DType::kInt64, positions_dtype_ = DType::kInt64;
   int64_t vocab_ = 0, position_ = 0, mask_filled_ = 0;

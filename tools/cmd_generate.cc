@@ -21,7 +21,6 @@
 #include "tools/npy.h"
 #include "tools/parse_args.h"
 #include "tools/text/chat_template.h"
-#include "tools/gguf/gguf_summary.h"
 #include "tools/text/tokenizer_load.h"
 
 namespace gkrt::tools {
@@ -51,28 +50,9 @@ struct TextPrompt {
   std::optional<text::BpeTokenizer> tokenizer;
   std::vector<int64_t> ids, stops;
 };
-StatusOr<text::BpeTokenizer> tokenizerFor(const GenerateArgs& a, const ir::Graph& model) {
-  if (!a.tokenizer.empty()) return text::loadTokenizer(a.tokenizer);
-  if (gguf::looksLikeGguf(a.model)) {
-    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(a.model));
-    return text::loadTokenizerGguf(f, a.model);
-  }
-  auto kept = model.metadata.find(kGgufMetadataKey);
-  if (kept != model.metadata.end()) {
-    const std::string what = a.model + " (the GGUF metadata it was converted with)";
-    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::fromBytes(kept->second, what));
-    return text::loadTokenizerGguf(f, what);
-  }
-  const std::string path = text::tokenizerBeside(a.model);
-  if (path.empty()) {
-    return makeError(StatusCode::kInvalidArgument, "--prompt needs a tokenizer: '", a.model, "' has none and there is no "
-                     "tokenizer.json beside it; name one with --tokenizer (a tokenizer.json, or the model's .gguf file)");
-  }
-  return text::loadTokenizer(path);
-}
 StatusOr<TextPrompt> textPrompt(const GenerateArgs& a, const ir::Graph& model) {
   TextPrompt t;
-  ASSIGN_OR_RETURN(text::BpeTokenizer tok, tokenizerFor(a, model));
+  ASSIGN_OR_RETURN(text::BpeTokenizer tok, text::tokenizerForModel(a.model, model, a.tokenizer));
   std::string prompt = a.prompt;
   if (a.chat) {
     ASSIGN_OR_RETURN(prompt, text::chatPrompt(tok.config().chat_template, a.system, a.prompt));

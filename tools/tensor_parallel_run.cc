@@ -1,15 +1,25 @@
-// gkrt_tp_run: runs the rank files `gkrt shard` writes, one rank per MPI process.
+// gkrt_tp_run: runs the rank files `gkrt shard` writes, one rank per MPI process; or,
+// with --generate, a decoder LLM generating under tensor parallelism.
 //
 //   gkrt shard model.onnx --ranks 2 -o /tmp/m
-//   mpirun -np 2 gkrt_tp_run /tmp/m --input x=x.npy [--output-dir DIR] [--backend cpu] [--threads 1] [--runs N]
+//   mpirun -np 2 gkrt_tp_run /tmp/m --input x=x.npy [--output-dir DIR] [--backend cpu] [--threads 1] [--runs N] [--flags F]
+//   mpirun -np 2 gkrt_tp_run --generate MODEL (--input-ids 1,2,3 | --prompt TEXT [--chat]) [--max-tokens 32]
+//       [--max-context 2048] [--temperature T --top-k K --top-p P --seed S] [--ids-out F.npy] [--logits-out F.npy]
 //
 // Each process loads PREFIX.rank<its MPI rank>.gkm and runs it with an MPI communicator
 // (runtime/base/mpi_communicator.h), so its AllReduce nodes sum over the ranks; every rank
 // ends with the whole model's outputs. Rank 0 prints them (shape and first values) and
-// writes NAME.npy into --output-dir. Built where CMake finds MPI.
+// writes NAME.npy into --output-dir. With --generate every process loads the whole
+// decoder (.gguf, .gkm or .onnx) and its generator keeps its rank's part of the heads,
+// caches and feed-forward columns (runtime/generator.h); rank 0 samples each token and
+// broadcasts it, prints the text or ids, and writes the ids and logits when asked.
+// Built where CMake finds MPI.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <set>
 #include <cstring>
@@ -17,29 +27,64 @@
 #include <string>
 #include <vector>
 
+#include "fusion/fusion_options.h"
 #include "runtime/base/mpi_communicator.h"
+#include "runtime/generator.h"
 #include "runtime/model_io.h"
 #include "runtime/session.h"
+#include "tools/model_source.h"
 #include "tools/npy.h"
 #include "tools/output_names.h"
+#include "tools/parse_args.h"
+#include "tools/text/chat_template.h"
+#include "tools/text/tokenizer_load.h"
 
 namespace {
 
 struct Args {
-  std::string prefix, output_dir, backend = "cpu";
+  std::string prefix, output_dir, backend = "cpu", flags;
   std::vector<std::pair<std::string, std::string>> inputs;  // name, .npy
   int threads = 1, runs = 1;
+  bool generate = false, chat = false;  // --generate: PREFIX is the decoder
+  std::string input_ids, prompt, ids_out, logits_out;
+  int64_t max_tokens = 32, max_context = 2048;
+  gkrt::SamplingOptions sampling;
 };
+
+// A number option's value, or the error naming the option.
+template <class T>
+gkrt::StatusOr<T> number(const std::string& opt, const std::string& v, double lo, double hi) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || !end || *end || !(d >= lo && d <= hi)) {
+    return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, opt, " takes a number from ", lo, " to ", hi, ", got '", v, "'");
+  }
+  return static_cast<T>(d);
+}
 
 gkrt::StatusOr<Args> parse(int argc, char** argv) {
   Args a;
   const std::string usage = "usage: mpirun -np N gkrt_tp_run PREFIX --input name=file.npy ... [--output-dir DIR] [--backend cpu] "
-                            "[--threads T] [--runs N]";
+                            "[--threads T] [--runs N] [--flags FUSION_FLAGS], or mpirun -np N gkrt_tp_run --generate MODEL (--input-ids 1,2,3 | "
+                            "--prompt TEXT [--chat]) [--max-tokens N] [--max-context C] [--temperature T] [--top-k K] [--top-p P] "
+                            "[--seed S] [--ids-out F.npy] [--logits-out F.npy] [--backend cpu] [--threads T]";
+  std::vector<std::string> args;  // --name=value as --name value
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
+    const size_t eq = s.find('=');
+    if (s.rfind("--", 0) == 0 && eq != std::string::npos && s != "--input") {
+      args.push_back(s.substr(0, eq));
+      args.push_back(s.substr(eq + 1));
+    } else {
+      args.push_back(s);
+    }
+  }
+  const int n = int(args.size());
+  for (int i = 0; i < n; ++i) {
+    const std::string s = args[size_t(i)];
     auto value = [&]() -> gkrt::StatusOr<std::string> {
-      if (i + 1 >= argc) return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, s, " needs a value; ", usage);
-      return std::string(argv[++i]);
+      if (i + 1 >= n) return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, s, " needs a value; ", usage);
+      return args[size_t(++i)];
     };
     if (s == "--input") {
       ASSIGN_OR_RETURN(std::string v, value());
@@ -48,8 +93,28 @@ gkrt::StatusOr<Args> parse(int argc, char** argv) {
       a.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (s == "--output-dir") {
       ASSIGN_OR_RETURN(a.output_dir, value());
+    } else if (s == "--generate" || s == "--chat") {
+      (s == "--generate" ? a.generate : a.chat) = true;
+    } else if (s == "--input-ids" || s == "--prompt" || s == "--ids-out" || s == "--logits-out") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      (s == "--input-ids" ? a.input_ids : s == "--prompt" ? a.prompt : s == "--ids-out" ? a.ids_out : a.logits_out) = v;
+    } else if (s == "--max-tokens" || s == "--max-context") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      ASSIGN_OR_RETURN((s == "--max-tokens" ? a.max_tokens : a.max_context), number<int64_t>(s, v, s == "--max-tokens" ? 0 : 1, 1 << 24));
+    } else if (s == "--temperature" || s == "--top-p") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      ASSIGN_OR_RETURN((s == "--temperature" ? a.sampling.temperature : a.sampling.top_p), number<float>(s, v, 0, 1e6));
+    } else if (s == "--top-k") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      ASSIGN_OR_RETURN(a.sampling.top_k, number<int>(s, v, 0, 1 << 30));
+    } else if (s == "--seed") {
+      ASSIGN_OR_RETURN(std::string v, value());
+      ASSIGN_OR_RETURN(a.sampling.seed, number<uint64_t>(s, v, 0, 9e15));
     } else if (s == "--backend") {
       ASSIGN_OR_RETURN(a.backend, value());
+    } else if (s == "--flags") {
+      ASSIGN_OR_RETURN(a.flags, value());
+      RETURN_IF_ERROR(gkrt::parseFusionFlags(a.flags).status());
     } else if (s == "--threads" || s == "--runs") {
       ASSIGN_OR_RETURN(std::string v, value());
       char* end = nullptr;
@@ -62,7 +127,14 @@ gkrt::StatusOr<Args> parse(int argc, char** argv) {
       return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "unknown argument '", s, "'; ", usage);
     }
   }
-  if (a.prefix.empty()) return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "no PREFIX; ", usage);
+  if (a.prefix.empty()) return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, a.generate ? "no MODEL; " : "no PREFIX; ", usage);
+  if (a.generate && a.input_ids.empty() == a.prompt.empty()) {
+    return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "--generate takes the prompt as text (--prompt) or as token ids (--input-ids), one of them");
+  }
+  if (!a.generate && (!a.input_ids.empty() || !a.prompt.empty())) {
+    return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "--input-ids and --prompt go with --generate; ", usage);
+  }
+  RETURN_IF_ERROR(gkrt::checkSampling(a.sampling));
   return a;
 }
 
@@ -81,6 +153,7 @@ gkrt::Status run(const Args& a, const std::shared_ptr<gkrt::Communicator>& comm)
   o.backend = a.backend;
   o.backend_options.num_threads = a.threads;
   o.backend_options.communicator = comm;
+  if (!a.flags.empty()) o.fusion = *parseFusionFlags(a.flags);
   ASSIGN_OR_RETURN(auto s, Session::create(g, o));
   for (const auto& [name, file] : a.inputs) {
     ASSIGN_OR_RETURN(HostTensor t, readNpy(file));
@@ -111,6 +184,111 @@ gkrt::Status run(const Args& a, const std::shared_ptr<gkrt::Communicator>& comm)
   return Status::Ok();
 }
 
+constexpr const char* kAnotherRankFailed = "another rank failed (its error is printed)";
+
+// Every rank's status made one: a failure on any rank fails them all (before a collective
+// that the failed rank would never join).
+gkrt::Status together(gkrt::Status st) {
+  int failed = st.ok() ? 0 : 1, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (st.ok() && any) return gkrt::makeError(gkrt::StatusCode::kInternal, kAnotherRankFailed);
+  return st;
+}
+
+gkrt::Status generate(const Args& a, const std::shared_ptr<gkrt::Communicator>& comm) {
+  using namespace gkrt;
+  const bool root = comm->rank() == 0;
+  const auto t_load = std::chrono::steady_clock::now();
+  std::vector<int64_t> prompt, stops;
+  std::optional<text::BpeTokenizer> tok;
+  GeneratorOptions go;
+  go.backend = a.backend;
+  go.backend_options.num_threads = a.threads;
+  go.backend_options.communicator = comm;
+  go.max_context = a.max_context;
+  if (!a.flags.empty()) go.fusion = *parseFusionFlags(a.flags);
+  std::unique_ptr<Generator> gen;
+  RETURN_IF_ERROR(together([&]() -> Status {
+    ASSIGN_OR_RETURN(ir::Graph model, tools::loadAnyModel(a.prefix, tools::ImportArgs{}));
+    if (a.prompt.empty()) {
+      ASSIGN_OR_RETURN(prompt, tools::parseIdList(a.input_ids, "--input-ids"));
+    } else {
+      ASSIGN_OR_RETURN(text::BpeTokenizer t, text::tokenizerForModel(a.prefix, model, ""));
+      std::string p = a.prompt;
+      if (a.chat) {
+        ASSIGN_OR_RETURN(p, text::chatPrompt(t.config().chat_template, "", a.prompt));
+        if (t.tokenId(text::chatEndToken()) >= 0) stops.push_back(t.tokenId(text::chatEndToken()));
+      }
+      if (t.eos() >= 0) stops.push_back(t.eos());
+      ASSIGN_OR_RETURN(prompt, t.encode(p, true));
+      tok.emplace(std::move(t));
+    }
+    if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
+    ASSIGN_OR_RETURN(gen, Generator::create(model, go));
+    return Status::Ok();
+  }()));
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+  if (root) {
+    const ShardReport& r = gen->shardReport();
+    std::fprintf(stderr, "%d ranks: %zu matmuls split by columns, %zu by rows (each then summed by AllReduce), %zu kept whole%s%s\n",
+                 comm->size(), r.column_split.size(), r.row_split.size(), r.kept_whole.size(), r.kept_whole.empty() ? "" : ", as ",
+                 r.kept_whole.empty() ? "" : r.kept_whole.front().c_str());
+  }
+  GenerateOptions opts;
+  opts.max_new_tokens = a.max_tokens;
+  opts.sampling = a.sampling;
+  opts.stop_ids = stops;
+  opts.agree = [](int64_t id) {  // rank 0's pick for every rank
+    MPI_Bcast(&id, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    return id;
+  };
+  std::vector<int64_t> ids;
+  std::vector<float> logits;
+  text::TextStream stream;
+  GenerateStats st;
+  Status text_error = Status::Ok();
+  const Status generated = together(gen->generate(prompt, opts, [&](int64_t id) {
+    ids.push_back(id);
+    if (!root) return true;
+    if (!a.logits_out.empty()) logits.insert(logits.end(), gen->logits(), gen->logits() + gen->vocabSize());
+    if (!tok) {
+      std::printf(ids.size() == 1 ? "%lld" : " %lld", static_cast<long long>(id));
+    } else if (std::find(stops.begin(), stops.end(), id) == stops.end()) {
+      auto piece = tok->decodePiece(id);
+      if (!piece.ok()) text_error = piece.status();
+      const std::string out = piece.ok() ? stream.push(*piece) : "";
+      std::fwrite(out.data(), 1, out.size(), stdout);
+    }
+    std::fflush(stdout);
+    return true;
+  }, &st));
+  if (root && !ids.empty() && !generated.ok()) std::printf("\n");  // the ids so far on their own line, then the error
+  RETURN_IF_ERROR(generated);
+  if (!root) return Status::Ok();
+  RETURN_IF_ERROR(text_error);
+  const std::string rest = stream.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::printf("\n");
+  std::fflush(stdout);
+  if (!a.ids_out.empty()) {
+    HostTensor t(DType::kInt64, {int64_t(ids.size())});
+    std::copy(ids.begin(), ids.end(), static_cast<int64_t*>(t.data()));
+    RETURN_IF_ERROR(writeNpy(a.ids_out, t));
+  }
+  if (!a.logits_out.empty()) {
+    HostTensor t(DType::kFloat32, {int64_t(ids.size()), gen->vocabSize()});
+    std::copy(logits.begin(), logits.end(), static_cast<float*>(t.data()));
+    RETURN_IF_ERROR(writeNpy(a.logits_out, t));
+  }
+  auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
+  std::fprintf(stderr, "prefill: %lld tokens in %.1f ms (%.1f tokens/s); decode: %lld tokens in %.1f ms (%.1f tokens/s); "
+               "%zu kernels a decode step on each of %d ranks, %s, %d threads each; loaded, split and compiled in %.1f ms\n",
+               static_cast<long long>(st.prompt_tokens), st.prefill_seconds * 1e3, rate(st.prompt_tokens, st.prefill_seconds),
+               static_cast<long long>(st.generated_tokens - 1), st.decode_seconds * 1e3, rate(st.generated_tokens - 1, st.decode_seconds),
+               gen->decodeKernelCount(), comm->size(), a.backend.c_str(), a.threads, load_seconds * 1e3);
+  return Status::Ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,9 +296,17 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   auto args = parse(argc, argv);
   auto comm = gkrt::MpiCommunicator::create();
-  gkrt::Status st = !args.ok() ? args.status() : !comm.ok() ? comm.status() : run(*args, *comm);
-  int failed = st.ok() ? 0 : 1, any = 0;
-  if (!st.ok()) std::cerr << "gkrt_tp_run: " << st.toString() << "\n";
+  gkrt::Status st = !args.ok() ? args.status() : !comm.ok() ? comm.status() : args->generate ? generate(*args, *comm) : run(*args, *comm);
+  int failed = st.ok() ? 0 : 1, any = 0, rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // One copy of an error every rank has (rank 0's); a rank's own error when rank 0 had none of its own.
+  const bool own = !st.ok() && st.message().find(kAnotherRankFailed) == std::string::npos;
+  int root_own = rank == 0 && own;
+  MPI_Bcast(&root_own, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (own && (rank == 0 || !root_own)) {
+    const std::string line = "gkrt_tp_run" + (rank ? " (rank " + std::to_string(rank) + ")" : std::string()) + ": " + st.toString() + "\n";
+    std::fputs(line.c_str(), stderr);
+  }
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);  // every rank exits non-zero when one failed
   MPI_Finalize();
   return any;

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/model_io.h"
+#include "tools/gguf/gguf_summary.h"
+
 namespace gkrt::text {
 namespace {
 
@@ -232,6 +235,26 @@ std::string tokenizerBeside(const std::string& model) {
   const fs::path p = fs::path(model).parent_path() / "tokenizer.json";
   std::error_code ec;
   return fs::is_regular_file(p, ec) ? p.string() : "";
+}
+
+StatusOr<BpeTokenizer> tokenizerForModel(const std::string& model_path, const ir::Graph& model, const std::string& named) {
+  if (!named.empty()) return loadTokenizer(named);
+  if (gguf::looksLikeGguf(model_path)) {
+    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(model_path));
+    return loadTokenizerGguf(f, model_path);
+  }
+  auto kept = model.metadata.find(kGgufMetadataKey);
+  if (kept != model.metadata.end()) {
+    const std::string what = model_path + " (the GGUF metadata it was converted with)";
+    ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::fromBytes(kept->second, what));
+    return loadTokenizerGguf(f, what);
+  }
+  const std::string path = tokenizerBeside(model_path);
+  if (path.empty()) {
+    return makeError(StatusCode::kInvalidArgument, "--prompt needs a tokenizer: '", model_path, "' has none and there is no "
+                     "tokenizer.json beside it; name one with --tokenizer (a tokenizer.json, or the model's .gguf file)");
+  }
+  return loadTokenizer(path);
 }
 
 }  // namespace gkrt::text

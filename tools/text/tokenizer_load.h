@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "runtime/ir/graph.h"
 #include "tools/gguf/gguf_file.h"
 #include "tools/text/bpe_tokenizer.h"
 
@@ -25,6 +26,10 @@ StatusOr<BpeTokenizer> loadTokenizer(const std::string& path);
 // The tokenizer that goes with model file `model` when none is named: tokenizer.json in
 // its folder; "" when there is none.
 std::string tokenizerBeside(const std::string& model);
+// The tokenizer for prompts to model file `model_path` (its graph `model`): `named` when
+// given, else the model's own (a .gguf file's, or the GGUF metadata a converted .gkm
+// keeps), else tokenizer.json beside it; an error saying how to name one otherwise.
+StatusOr<BpeTokenizer> tokenizerForModel(const std::string& model_path, const ir::Graph& model, const std::string& named);
 
 // The pre-tokenizer expressions of llama.cpp's pre-tokenizer name (tokenizer.ggml.pre);
 // empty for a name it does not know.
