@@ -57,6 +57,8 @@ GKRT_TARGET_AVX2 inline __m256i nibbles32(const uint8_t* p, __m128i flip, __m128
 // AVX2, B a multiple of 32: R rows against NC columns at once (NC independent chains;
 // x's loads shared). Nibbles: 16 bytes = 32 values (lows = evens, highs = odds, x
 // permuted to match); int8 values: 32 bytes = 32 values.
+constexpr int64_t kGroupsAhead = 2;
+
 template <int R, int NC, bool kInt8Acts>
 GKRT_TARGET_AVX2 void streamColumnsAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n,
                                                              float* y) {
@@ -70,11 +72,18 @@ GKRT_TARGET_AVX2 void streamColumnsAvx2(const BlockQuantDims& d, const Weights& 
     for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < d.blocks; ++b) {
     const int64_t at = b * d.block;
+    // The NC columns are one contiguous run of NC * col_bytes, read as NC short streams
+    // that hardware prefetchers barely train on: prefetch the run kGroupsAhead groups on
+    // linearly, its share of it each block (SmolLM2's 8-bit decode: 2.1x at 1 thread).
+    {
+      const int64_t step = NC * d.blob;
+      const char* ahead = reinterpret_cast<const char*>(wn + kGroupsAhead * NC * col_bytes + b * step);
+      for (int64_t o = 0; o < step; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
     if (kInt8Acts) {
       __m256i dot[R][NC];
       for (int r = 0; r < R; ++r)
         for (int c = 0; c < NC; ++c) dot[r][c] = _mm256_setzero_si256();
-      for (int c = 0; c < NC; ++c) _mm_prefetch(reinterpret_cast<const char*>(wn + c * col_bytes + b * d.blob) + kPrefetchBytes, _MM_HINT_T0);
       for (int64_t k = 0; k < chunks; ++k) {
         __m256i xv[R];
         for (int r = 0; r < R; ++r) xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + r * x.stride + at + k * 32));
@@ -168,9 +177,13 @@ GKRT_TARGET_AVX2 void streamInt4UnitsAvx2(const BlockQuantDims& d, const Weights
       xh[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32));
       xs[r] = _mm256_loadu_ps(x.scale8 + (r * x.units + u) * 8);
     }
+    {  // the run of columns kGroupsAhead groups on, linearly (see streamColumnsAvx2)
+      const int64_t step = NC * 32;
+      const char* ahead = reinterpret_cast<const char*>(wn + kGroupsAhead * NC * col_bytes + u * step);
+      for (int64_t o = 0; o < step; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
     for (int c = 0; c < NC; ++c) {
       const uint8_t* p = wn + c * col_bytes + k0 / 2;
-      _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
       const __m256i raw = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), flip);
       const __m256i lo = _mm256_and_si256(raw, low), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
       const float* sc = sn + c * d.blocks;

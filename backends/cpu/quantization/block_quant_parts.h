@@ -15,7 +15,6 @@ constexpr int64_t kMaxRows = 4;           // rows of the streaming kernels
 // Rows streamed (kMaxRows a pass) before the prefill GEMM pays (SmolLM2's int4 prompt on
 // an AVX2 EPYC, 2 threads: 9 rows 56 ms streamed vs 78 ms GEMM, 16 rows 86 vs 71).
 constexpr int64_t kMaxStreamRows = 12;
-constexpr int64_t kPrefetchBytes = 1024;  // how far ahead of its reads a column stream prefetches
 
 struct Weights {  // one launch's constant operands
   const uint8_t* w = nullptr;
