@@ -1,13 +1,16 @@
 // BlockQuantMatMul (runtime/ir/ops/block_quant_matmul.h) on the cpu backend against its
 // reference kernel: 4-bit unsigned with offsets, 4-bit signed, 8-bit; float and int8
 // activations; 1 to 4 rows (the streaming kernels, AVX2 or portable by the CPU tier),
-// 7 rows (streamed 4 a pass, as short prompts are) and 20 rows (the prefill GEMM, which
-// computes in float32 whatever the precision and is held to the float reference); K a multiple of 64, an odd number of 32s, and a last
+// 7 rows (streamed 4 a pass, as short prompts are) and 20 rows (the prefill GEMM: with
+// int8 activations on an AVX-512 VNNI CPU the int8 GEMM, held to the int8 reference; else
+// the float32 one, which computes in float32 whatever the precision and is held to the
+// float reference); K a multiple of 64, an odd number of 32s, and a last
 // partial block; block sizes 16, 32 and 64; with and without bias.
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "backends/cpu/cpu_tier.h"
 #include "runtime/builder.h"
 #include "runtime/session.h"
 #include "tests/unit/test_support.h"
@@ -67,15 +70,18 @@ TEST(BlockQuantMatMul, CpuMatchesReferenceOnEveryLayoutRowCountAndPrecision) {
       {DType::kInt4, false, 7, 576, 70, 32, true},   {DType::kUInt4, true, 7, 100, 20, 64, false},
       {DType::kInt8, true, 7, 96, 17, 32, true},
       {DType::kInt4, false, 20, 576, 70, 32, true},  {DType::kUInt4, true, 20, 100, 20, 64, false},
-      {DType::kInt8, true, 20, 96, 17, 32, true},
+      {DType::kInt8, true, 20, 96, 17, 32, true},    {DType::kInt8, false, 23, 576, 40, 32, true},
+      {DType::kUInt4, true, 14, 576, 33, 32, false},
   };
   uint32_t seed = 10;
   for (const Case& c : cases) {
     for (DType precision : {DType::kFloat32, DType::kInt8}) {
       const std::string what = name(c, precision);
       const ir::Graph g = graphOf(c, precision, seed);
-      // The prefill GEMM runs in float32: held to the float32 reference of the same weights.
-      const ir::Graph want_g = c.M > 12 ? graphOf(c, DType::kFloat32, seed) : graphOf(c, precision, seed);
+      // The prefill GEMM runs in float32 (held to the float32 reference of the same
+      // weights), except the AVX-512 VNNI one, which computes the int8 precision as it is.
+      const bool float_gemm = c.M > 12 && !cpu::cpuTier().has(cpu::CpuIsa::kAvx512Vnni);
+      const ir::Graph want_g = float_gemm ? graphOf(c, DType::kFloat32, seed) : graphOf(c, precision, seed);
       ++seed;
       const std::vector<HostTensor> in = {randomTensor({1, c.M, c.K}, seed)};
       FusionOptions fo;

@@ -151,9 +151,17 @@ class BlockQuantMatMulKernel final : public Kernel {
     avx2_ = cpuTier().has(CpuIsa::kAvx2) && d_.block % 32 == 0;
 #endif
     stream_ = d_.M <= kMaxStreamRows && d_.block <= kMaxBlock;
+#ifdef GKRT_X86_TIERS
+    vnni_ = !stream_ && vnniSuits(d_);
+#endif
   }
 
   size_t workspaceBytes() const override {
+    if (vnni_) {
+      const size_t per_block = size_t(d_.M * d_.blocks);
+      return align64(size_t(d_.M * d_.blocks * d_.block)) + 2 * align64(per_block * sizeof(float)) +
+             size_t(pool_.size()) * align64(vnniPanelBytes(d_));
+    }
     if (!stream_) {
       return align64(sizeof(float) * size_t(packedASize(d_.M, d_.K))) +
              size_t(pool_.size()) * align64(sizeof(float) * size_t(kPrefillCols * d_.K));
@@ -164,6 +172,7 @@ class BlockQuantMatMulKernel final : public Kernel {
   }
 
   std::string detail() const override {
+    if (vnni_) return std::string("gkrt block-quant gemm") + (d_.nibbles ? " 4-bit" : " 8-bit") + ", int8 activations, avx512_vnni";
     std::string s = stream_ ? "gkrt block-quant gemv" : "gkrt block-quant gemm";
     s += d_.nibbles ? " 4-bit" : " 8-bit";
     s += stream_ && d_.int8_activations ? ", int8 activations" : ", float activations";
@@ -179,6 +188,9 @@ class BlockQuantMatMulKernel final : public Kernel {
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
     char* base = static_cast<char*>(ws);
+#ifdef GKRT_X86_TIERS
+    if (vnni_) return launchVnni(w, x, y, base);
+#endif
     if (!stream_) return launchGemm(w, x, y, base);
     Rows r;
     r.stride = d_.blocks * d_.block;
@@ -221,6 +233,29 @@ class BlockQuantMatMulKernel final : public Kernel {
   }
 
  private:
+#ifdef GKRT_X86_TIERS
+  // A prompt's rows quantized to int8 per block, then 16 columns a task (vnniSuits).
+  Status launchVnni(const Weights& w, const float* x, float* y, char* base) {
+    Rows r;
+    r.stride = d_.blocks * d_.block;
+    const size_t per_block = size_t(d_.M * d_.blocks);
+    r.q = reinterpret_cast<int8_t*>(base);
+    base += align64(size_t(d_.M * r.stride));
+    r.scale = reinterpret_cast<float*>(base);
+    base += align64(per_block * sizeof(float));
+    r.sum = reinterpret_cast<float*>(base);
+    base += align64(per_block * sizeof(float));
+    r.count = d_.M;
+    pool_.parallelFor(d_.M, 1, 1, [&](int, int64_t i0, int64_t i1) { vnniQuantizeRows(d_, x, i0, i1, r); });
+    const size_t per_thread = align64(vnniPanelBytes(d_));
+    pool_.parallelFor((d_.N + 15) / 16, 1, 1, [&](int thread, int64_t p0, int64_t p1) {
+      uint8_t* scratch = reinterpret_cast<uint8_t*>(base + size_t(thread) * per_thread);
+      for (int64_t p = p0; p < p1; ++p) gemmVnniPanel(d_, w, r, p, scratch, y);
+    });
+    return Status::Ok();
+  }
+#endif
+
   Status launchGemm(const Weights& w, const float* x, float* y, char* base) {
     float* a_pack = reinterpret_cast<float*>(base);
     packA(x, d_.M, d_.K, false, a_pack);
@@ -257,7 +292,7 @@ class BlockQuantMatMulKernel final : public Kernel {
 
   BlockQuantDims d_;
   ThreadPool& pool_;
-  bool avx2_ = false, stream_ = true;
+  bool avx2_ = false, stream_ = true, vnni_ = false;
 };
 
 const Shape* shapeOf(const ir::Graph& g, const ir::Node& node, size_t k) {

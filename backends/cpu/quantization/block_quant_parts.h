@@ -64,4 +64,13 @@ void zeroSpareLanes(const BlockQuantDims& d, int64_t cols, float* panels);
 void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
 void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels);
 
+// The AVX-512 VNNI prefill GEMM (block_quant_vnni.cc), int8 activations and B a multiple
+// of 32: whether it runs here (the CPU tier has avx512_vnni), the scratch a panel of 16
+// columns takes, rows i0 .. i1 of x quantized into r (q, scale, sum) in its order, and
+// panel p's 16 columns of y for every row of x.
+bool vnniSuits(const BlockQuantDims& d);
+size_t vnniPanelBytes(const BlockQuantDims& d);
+void vnniQuantizeRows(const BlockQuantDims& d, const float* x, int64_t i0, int64_t i1, Rows& r);
+void gemmVnniPanel(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t p, uint8_t* scratch, float* y);
+
 }  // namespace gkrt::cpu::block_quant

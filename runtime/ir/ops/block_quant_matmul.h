@@ -20,6 +20,7 @@
 // op; the ONNX importer writes it for MatMulNBits (offset = -zero_point * scale).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -48,7 +49,7 @@ StatusOr<BlockQuantDims> blockQuantDims(const Shape& x, const Shape& w, const Sh
 // kernel uses, so the int8 paths agree bit for bit on the quantized values.
 inline float quantizeActivationBlock(const float* x, int64_t n, int8_t* q, int32_t* qsum) {
   float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));  // a NaN skipped, as fmax would (no libm call)
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
   int32_t s = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -1,0 +1,176 @@
+// The AVX-512 VNNI prefill GEMM of the block-quant kernel (block_quant_parts.h): rows of
+// x quantized to int8 per block (the op's int8 precision, as onnxruntime's MatMulNBits at
+// accuracy level 4 and llama.cpp's Q8 activations compute a prompt) against 8- or 4-bit
+// weights, 16 columns a panel.
+//
+// A panel's weights are gathered once per launch into VNNI order — for every 32 values
+// of K, 8 vectors of [16 columns x 4 bytes] as unsigned bytes u = q + bias (int8: q + 128,
+// signed nibbles: q + 8, unsigned nibbles as they are) — and every group of 4 rows then
+// runs 8 vpdpbusd a 32 values against x's bytes broadcast 4 at a time; each block's int32
+// sums are scaled by the block's column scales times the row's sx once. The bias's and the
+// offsets' part, sum over blocks of (offset - bias * scale) * sum(x of the block), is one
+// FMA per block and row. Nibbles hold k = 2t and 2t + 1 in byte t, so a gathered int32 of
+// nibbles gives the even values of 8 (its low nibbles) and the odd ones (high): x's rows
+// are ordered to match, evens then odds in every 8 values (vnniOrderRows).
+#include "backends/cpu/cpu_tier.h"
+
+#ifdef GKRT_X86_TIERS
+// GCC 12's AVX-512 intrinsics hand an undefined vector to the builtins as the pass-through
+// of their unmasked forms, which -Wmaybe-uninitialized reports in every caller.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/quantization/block_quant_parts.h"
+
+#define GKRT_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
+
+namespace gkrt::cpu::block_quant {
+namespace {
+
+constexpr int kMR = 4;  // rows a register tile
+
+int bias(const BlockQuantDims& d) { return !d.nibbles ? 128 : d.signed_nibbles ? 8 : 0; }
+
+// Panel p's weights in VNNI order, its scales and its bias/offset coefficients, columns
+// past N zero.
+GKRT_TARGET_AVX512_VNNI void gatherPanel(const BlockQuantDims& d, const Weights& w, int64_t p, uint8_t* vals, float* scales,
+                                         float* coef) {
+  const int64_t n0 = p * 16, cols = std::min<int64_t>(16, d.N - n0), col_bytes = d.blocks * d.blob;
+  const __mmask16 live = __mmask16((1u << cols) - 1);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i col_off = _mm512_mullo_epi32(lane, _mm512_set1_epi32(int32_t(col_bytes)));
+  const __m512i blk_off = _mm512_mullo_epi32(lane, _mm512_set1_epi32(int32_t(d.blocks)));
+  const uint8_t* base = w.w + n0 * col_bytes;
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i flip = _mm512_set1_epi8(char(!d.nibbles ? 0x80 : d.signed_nibbles ? 0x88 : 0));
+  const int64_t chunks = d.blocks * d.block / 32;
+  for (int64_t j = 0; j < chunks; ++j) {
+    const int64_t b = j * 32 / d.block, in_block = j * 32 - b * d.block;  // value offset of the chunk in its block
+    uint8_t* out = vals + j * 512;
+    if (!d.nibbles) {
+      const uint8_t* at = base + b * d.blob + in_block;
+      for (int g = 0; g < 8; ++g) {
+        const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, col_off, at + 4 * g, 1);
+        _mm512_storeu_si512(out + 64 * g, _mm512_xor_si512(v, flip));
+      }
+    } else {
+      const uint8_t* at = base + b * d.blob + in_block / 2;
+      for (int h = 0; h < 4; ++h) {
+        __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, col_off, at + 4 * h, 1);
+        v = _mm512_maskz_mov_epi32(live, _mm512_xor_si512(v, flip));
+        _mm512_storeu_si512(out + 64 * (2 * h), _mm512_and_si512(v, low));
+        _mm512_storeu_si512(out + 64 * (2 * h + 1), _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+      }
+    }
+  }
+  const float* sp = w.scales + n0 * d.blocks;
+  const float* op = w.offsets ? w.offsets + n0 * d.blocks : nullptr;
+  const __m512 bv = _mm512_set1_ps(float(bias(d)));
+  for (int64_t b = 0; b < d.blocks; ++b) {
+    const __m512 s = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, blk_off, sp + b, 4);
+    const __m512 o = op ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, blk_off, op + b, 4) : _mm512_setzero_ps();
+    _mm512_storeu_ps(scales + 16 * b, s);
+    _mm512_storeu_ps(coef + 16 * b, _mm512_fnmadd_ps(bv, s, o));
+  }
+}
+
+// R rows (R <= kMR) from row r0 against the gathered panel: y[r][n0 .. n0 + 16).
+template <int R>
+GKRT_TARGET_AVX512_VNNI void panelRows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t r0, int64_t p,
+                                       const uint8_t* vals, const float* scales, const float* coef, float* y) {
+  const int64_t chunks_per_block = d.block / 32;
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < d.blocks; ++b) {
+    __m512i dot[R];
+    for (int r = 0; r < R; ++r) dot[r] = _mm512_setzero_si512();
+    for (int64_t c = 0; c < chunks_per_block; ++c) {
+      const int64_t j = b * chunks_per_block + c;
+      const uint8_t* wv = vals + j * 512;
+      for (int g = 0; g < 8; ++g) {
+        const __m512i v = _mm512_loadu_si512(wv + 64 * g);
+        for (int r = 0; r < R; ++r) {
+          int32_t four;
+          std::memcpy(&four, x.q + (r0 + r) * x.stride + j * 32 + 4 * g, 4);
+          dot[r] = _mm512_dpbusd_epi32(dot[r], v, _mm512_set1_epi32(four));
+        }
+      }
+    }
+    const __m512 s = _mm512_loadu_ps(scales + 16 * b), o = _mm512_loadu_ps(coef + 16 * b);
+    for (int r = 0; r < R; ++r) {
+      const size_t rb = size_t((r0 + r) * d.blocks + b);
+      acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, dot[r]), _mm512_mul_ps(s, _mm512_set1_ps(x.scale[rb])), acc[r]);
+      acc[r] = _mm512_fmadd_ps(o, _mm512_set1_ps(x.sum[rb]), acc[r]);
+    }
+  }
+  const int64_t n0 = p * 16, cols = std::min<int64_t>(16, d.N - n0);
+  const __mmask16 live = __mmask16((1u << cols) - 1);
+  const __m512 bias_v = w.bias ? _mm512_maskz_loadu_ps(live, w.bias + n0) : _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * d.N + n0, live, _mm512_add_ps(acc[r], bias_v));
+}
+
+}  // namespace
+
+bool vnniSuits(const BlockQuantDims& d) {
+  return d.int8_activations && d.block % 32 == 0 && d.N > 0 && cpuTier().has(CpuIsa::kAvx512Vnni) &&
+         d.blocks * d.blob * 16 < (int64_t(1) << 31);
+}
+
+size_t vnniPanelBytes(const BlockQuantDims& d) { return size_t(d.blocks * d.block) * 16 + size_t(d.blocks) * 16 * 2 * sizeof(float); }
+
+// ops::quantizeActivationBlock 16 values at a time, bit for bit: the same max|x|, the same
+// product x * (127 / max) rounded to nearest even, the same sums.
+GKRT_TARGET_AVX512_VNNI void vnniQuantizeRows(const BlockQuantDims& d, const float* x, int64_t i0, int64_t i1, Rows& r) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m128i evens_odds = _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* xr = x + i * d.K;
+    int8_t* qr = r.q + i * r.stride;
+    for (int64_t b = 0; b < d.blocks; ++b) {
+      const int64_t k0 = b * d.block, len = std::min(d.block, d.K - k0);
+      __m512 m = _mm512_setzero_ps();
+      for (int64_t k = 0; k < len; k += 16) {
+        const __mmask16 live = len - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (len - k)) - 1);
+        m = _mm512_maskz_max_ps(0xFFFF, m, _mm512_andnot_ps(sign, _mm512_maskz_loadu_ps(live, xr + k0 + k)));
+      }
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, m);
+      float amax = 0.0f;
+      for (float v : lanes) amax = std::max(amax, v);
+      const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+      __m512i sum = _mm512_setzero_si512();
+      for (int64_t k = 0; k < d.block; k += 16) {
+        const __mmask16 live = k >= len ? __mmask16(0) : len - k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (len - k)) - 1);
+        const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, xr + k0 + k), inv));
+        sum = _mm512_add_epi32(sum, q);
+        __m128i bytes = _mm512_cvtsepi32_epi8(q);
+        if (d.nibbles) bytes = _mm_shuffle_epi8(bytes, evens_odds);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + k0 + k), bytes);
+      }
+      const size_t rb = size_t(i * d.blocks + b);
+      r.scale[rb] = amax / 127.0f;
+      r.sum[rb] = r.scale[rb] * float(_mm512_reduce_add_epi32(sum));
+    }
+  }
+}
+
+void gemmVnniPanel(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t p, uint8_t* scratch, float* y) {
+  uint8_t* vals = scratch;
+  float* scales = reinterpret_cast<float*>(scratch + d.blocks * d.block * 16);
+  float* coef = scales + d.blocks * 16;
+  gatherPanel(d, w, p, vals, scales, coef);
+  int64_t r = 0;
+  for (; r + kMR <= x.count; r += kMR) panelRows<kMR>(d, w, x, r, p, vals, scales, coef, y);
+  switch (x.count - r) {
+    case 3: panelRows<3>(d, w, x, r, p, vals, scales, coef, y); break;
+    case 2: panelRows<2>(d, w, x, r, p, vals, scales, coef, y); break;
+    case 1: panelRows<1>(d, w, x, r, p, vals, scales, coef, y); break;
+    default: break;
+  }
+}
+
+}  // namespace gkrt::cpu::block_quant
+#endif
