@@ -32,13 +32,26 @@ __attribute__((always_inline)) inline void attendRow64(const float* qr, const fl
   Vec8 q[8];
   for (int i = 0; i < 8; ++i) q[i] = GKRT_LOAD8(qr + 8 * i) * scale;
   float m = -INFINITY;
-  for (int64_t j = 0; j < keys; ++j) {
+  auto score = [](const Vec8& t) { return ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7])); };
+  int64_t j = 0;
+  for (; j + 4 <= keys; j += 4) {  // four keys' dots side by side: four FMA chains, not one
+    const float* kr = kb + j * 64;
+    Vec8 t0 = q[0] * GKRT_LOAD8(kr), t1 = q[0] * GKRT_LOAD8(kr + 64), t2 = q[0] * GKRT_LOAD8(kr + 128), t3 = q[0] * GKRT_LOAD8(kr + 192);
+    for (int i = 1; i < 8; ++i) {
+      t0 += q[i] * GKRT_LOAD8(kr + 8 * i);
+      t1 += q[i] * GKRT_LOAD8(kr + 64 + 8 * i);
+      t2 += q[i] * GKRT_LOAD8(kr + 128 + 8 * i);
+      t3 += q[i] * GKRT_LOAD8(kr + 192 + 8 * i);
+    }
+    p[j] = score(t0), p[j + 1] = score(t1), p[j + 2] = score(t2), p[j + 3] = score(t3);
+    m = std::max(m, std::max(std::max(p[j], p[j + 1]), std::max(p[j + 2], p[j + 3])));
+  }
+  for (; j < keys; ++j) {
     const float* kr = kb + j * 64;
     Vec8 t = q[0] * GKRT_LOAD8(kr);
     for (int i = 1; i < 8; ++i) t += q[i] * GKRT_LOAD8(kr + 8 * i);
-    const float s = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]));
-    p[j] = s;
-    m = std::max(m, s);
+    p[j] = score(t);
+    m = std::max(m, p[j]);
   }
   const float sum = expShiftedInPlace(p, keys, m);
   Vec8 a[8] = {};
