@@ -15,7 +15,8 @@
 // MatMulNBits accuracy_level 4 and llama.cpp's Q8 activations allow. The reference
 // kernel and the small-M cpu kernels then compute exactly that:
 //   y = sum over blocks of sx * (scale * sum(qx * q) + offset * sum(qx)) + bias;
-// kernels may compute more exactly (the cpu prefill GEMM does).
+// kernels may compute more exactly (the cpu's float prefill GEMM, on CPUs without
+// avx512_vnni, does).
 // Rows k >= K of the last block (K need not be a multiple of B) are ignored. gkrt's own
 // op; the ONNX importer writes it for MatMulNBits (offset = -zero_point * scale).
 #pragma once
