@@ -103,8 +103,9 @@ StatusOr<Hyper> hyperParameters(const GgufFile& f) {
 }
 
 
-template <class T> std::shared_ptr<const ir::ConstData> own(std::vector<T> v) {
-  auto held = std::make_shared<std::vector<T>>(std::move(v));
+template <class V> std::shared_ptr<const ir::ConstData> own(V v) {
+  using T = typename V::value_type;
+  auto held = std::make_shared<V>(std::move(v));
   auto c = std::make_shared<ir::ConstData>();
   c->data = reinterpret_cast<const uint8_t*>(held->data());
   c->size = held->size() * sizeof(T);
