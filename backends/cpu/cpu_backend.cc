@@ -136,6 +136,10 @@ const cpu::LayoutPlan& CpuBackend::layoutFor(const ir::Graph& g) {
         return cpu::canRunOneDnnInt8(g, n) && (t == n.inputs[0] || t == n.outputs[0]);
       }
       if (cpu::canRunByteLookup(g, n)) return t == n.inputs[1] || t == n.outputs[0];
+      if (cpu::canRunNhwcConcat(g, n)) {
+        const DType y = g.tensors[size_t(n.outputs[0])].dtype;
+        return y == DType::kInt8 || y == DType::kUInt8;
+      }
       if (cpu::canRunBytePool(g, n)) return t == n.inputs[0] || t == n.outputs[0];
       return cpu::quantTakesLayouts(g, n);
     });
@@ -222,6 +226,9 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     const int f = node.op->name == std::string("QuantizeLinear") ? node.inputs[0] : node.outputs[0];
     const int i = node.op->name == std::string("QuantizeLinear") ? node.outputs[0] : node.inputs[0];
     return cpu::compileQuantElementwise(g, node, *pool_, layout.isNhwc(i), layout.isBlocked(f) ? layout.block : 0);
+  }
+  if (!node.outputs.empty() && layout.isNhwc(node.outputs[0]) && cpu::canRunNhwcConcat(g, node)) {  // int8 NHWC (every operand: tied)
+    return cpu::compileNhwcConcat(g, node, *pool_);
   }
   if (cpu::concatCopiesIn(g, node, layout.blocked, layout.channels_last ? 0 : layout.block)) {  // one layout: plain copies
     return cpu::compileConcat(g, node, *pool_, layout.isBlocked(node.outputs[0]) ? layout.block : 0);

@@ -36,7 +36,7 @@ uint64_t xgetbv0() {
   return (uint64_t(hi) << 32) | lo;
 }
 
-CpuIsa detectX86(bool* avx_vnni) {
+CpuIsa detectX86(bool* avx_vnni, bool* vbmi) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return CpuIsa::kScalar;
   const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
@@ -47,6 +47,7 @@ CpuIsa detectX86(bool* avx_vnni) {
   if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) return CpuIsa::kScalar;
   __get_cpuid_count(7, 1, &a71, &tmp, &tmp, &tmp);
   *avx_vnni = a71 & (1u << 4);
+  *vbmi = c7 & (1u << 1);
   const bool avx2 = b7 & (1u << 5);
   if (!avx2 || !fma || !f16c) return CpuIsa::kScalar;
   const bool zmm_state = (xcr0 & 0xe0) == 0xe0;
@@ -71,14 +72,16 @@ CpuIsa detectArm() {
 CpuIsa detectArm() { return (getauxval(AT_HWCAP) & (1ul << 12)) ? CpuIsa::kNeon : CpuIsa::kScalar; }  // HWCAP_NEON
 #endif
 
-CpuIsa detect(bool* avx_vnni) {
+CpuIsa detect(bool* avx_vnni, bool* vbmi) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  return detectX86(avx_vnni);
+  return detectX86(avx_vnni, vbmi);
 #elif defined(__linux__) && (defined(__aarch64__) || defined(__arm__))
   (void)avx_vnni;
+  (void)vbmi;
   return detectArm();
 #else
   (void)avx_vnni;
+  (void)vbmi;
   return CpuIsa::kScalar;
 #endif
 }
@@ -112,7 +115,7 @@ std::string oneDnnIsaName() {
 
 CpuTier makeTier() {
   CpuTier t;
-  t.detected = detect(&t.avx_vnni);
+  t.detected = detect(&t.avx_vnni, &t.avx512_vbmi);
   t.effective = t.detected;
   const char* env = std::getenv("GKRT_CPU_ISA");
   t.cap = env ? env : "";
@@ -133,6 +136,7 @@ CpuTier makeTier() {
     }
   }
   if (!t.has(CpuIsa::kAvx2)) t.avx_vnni = false;  // capped below it
+  if (!t.has(CpuIsa::kAvx512)) t.avx512_vbmi = false;
 #ifdef GKRT_HAVE_DNNL
   if (t.effective != t.detected) dnnl::set_max_cpu_isa(oneDnnCap(t.effective, t.avx_vnni));
   t.onednn_isa = oneDnnIsaName();

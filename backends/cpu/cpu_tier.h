@@ -38,6 +38,7 @@ struct CpuTier {
   std::string cap;                     // GKRT_CPU_ISA as given ("" when unset)
   std::string cap_error;               // GKRT_CPU_ISA names no tier: why, and the choices
   bool avx_vnni = false;               // AVX-VNNI (256-bit, Alder Lake and later), x86 only
+  bool avx512_vbmi = false;            // AVX512_VBMI byte permutes (Ice Lake, Zen 4 and later), with an avx512 tier only
   std::string onednn_isa;              // oneDNN's effective ISA ("avx2", ...; "none")
 
   // Whether the effective tier includes `isa` (same family, at or above it).

@@ -17,6 +17,9 @@
 //   (a 256-entry table of Q's type: the DQ, the chain and the Q run here by their
 //   reference kernels on all 256 values of x, so it equals the unfused ops exactly; an
 //   int8 x indexes it from the end for negative values, as Gather does)
+//   Q(Concat(DQ(x1), ..., DQ(xn)))               -> Concat(x1 or Gather(table1, x1), ...)
+//   (each input requantized to Q's parameters by such a table, or taken as it is when its
+//   DQ has them)
 // x, a and the output per tensor, int8 or uint8; w per tensor or per output channel
 // (axis 0), a matmul's b per tensor or per column (its last axis), int8 or uint8. The
 // conv bias becomes int32 at scale xs*ws (the int32 of a DQ with exactly that scale and
@@ -264,9 +267,71 @@ StatusOr<bool> lookupTableOnce(FusionContext& ctx) {
   return false;
 }
 
+// Q(Concat(DQ(x1), ..., DQ(xn))) -> Concat(x1', ..., xn') on the integers: xi' = xi
+// where DQ i has Q's type, scale and zero point (the round trip is exact), else
+// Gather(table_i, xi) with table_i = Q(DQ_i(v)) for the 256 values, by the reference
+// kernels (onnxruntime's QLinearConcat and QDQ Concat requantize each input: its
+// squeezenet's fire modules), so it equals the float path exactly.
+StatusOr<bool> integerConcatOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  if (!findOp("Gather") || !findOp("Concat")) return false;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Q q;
+    if (!quantizes(g, i, &q) || !pg.singleUse(q.y)) continue;
+    const ir::Node* c = pg.producer(q.y, {"Concat"});
+    if (!c || c->outputs.size() != 1) continue;
+    const DType yt = g.nodes[i].attrs.get<QuantAttrs>().to;
+    const auto zpValue = [&](int z) { return z < 0 ? 0.0 : ops::loadF(g.tensors[z].constant->data, g.tensors[z].dtype, 0); };
+    std::vector<Dq> dqs;
+    bool ok = true;
+    for (int t : c->inputs) {
+      Dq d;
+      ok = ok && t >= 0 && pg.singleUse(t) && dequantized(pg, t, &d) && paramsFit(g, d, 0, 0) && isInt8(g.tensors[d.x].dtype) &&
+           (d.zp < 0 || g.tensors[d.zp].dtype == g.tensors[d.x].dtype);
+      if (!ok) break;
+      dqs.push_back(d);
+    }
+    if (!ok || dqs.empty()) continue;
+    const int concat = pg.producerIndex(q.y);
+    std::vector<int> ins, erase = {concat};
+    std::vector<std::pair<int, ir::Node>> gathers;  // DQ node index -> its lookup
+    for (size_t k = 0; k < dqs.size(); ++k) {
+      const Dq& d = dqs[k];
+      const int dq = pg.producerIndex(c->inputs[k]);
+      if (g.tensors[d.x].dtype == yt && constFloat(g, d.scale, 0) == constFloat(g, q.scale, 0) && zpValue(d.zp) == zpValue(q.zp)) {
+        ins.push_back(d.x);
+        erase.push_back(dq);
+        continue;
+      }
+      std::map<int, std::vector<uint8_t>> values;
+      std::vector<uint8_t>& all = values[d.x];
+      all.resize(256);
+      for (int v = 0; v < 256; ++v) all[v] = static_cast<uint8_t>(v);  // as int8: 0..127, -128..-1
+      ok = evaluate(g, g.nodes[dq], values, DType::kFloat32);
+      if (!ok) break;
+      values[q.y] = values[g.nodes[dq].outputs[0]];  // Q reads the concat: here this input's values
+      ok = evaluate(g, g.nodes[i], values, yt);
+      if (!ok) break;
+      const int table = addPatternConstant(g, g.nodes[i].name + "_table" + std::to_string(k), yt, {256}, values[g.nodes[i].outputs[0]].data());
+      const int out = addPatternTensor(g, g.tensors[d.x].name + "_requantized", yt, g.tensors[d.x].shape);
+      gathers.push_back({dq, quantNode("Gather", g.nodes[dq].name + "_requantize", Attrs(AxisAttrs{0, false}), {table, d.x}, out)});
+      ins.push_back(out);
+    }
+    if (!ok) continue;
+    ir::Node joined = quantNode("Concat", c->name, c->attrs, ins, g.nodes[i].outputs[0]);
+    for (auto& [dq, gather] : gathers) g.nodes[size_t(dq)] = std::move(gather);
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(joined), erase));
+    return true;
+  }
+  return false;
+}
+
 StatusOr<bool> fuseOnce(FusionContext& ctx) {
   ASSIGN_OR_RETURN(bool moved, integerMovementOnce(ctx));
   if (moved) return true;
+  ASSIGN_OR_RETURN(bool joined, integerConcatOnce(ctx));
+  if (joined) return true;
   ir::Graph& g = ctx.graph;
   PatternGraph pg(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

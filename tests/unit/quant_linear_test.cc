@@ -250,6 +250,77 @@ TEST(QuantDqOpQFusion, ElementwiseChainBetweenDqAndQIsOneTableLookup) {
   }
 }
 
+// Q(Concat(DQ(a), DQ(b))) as onnxruntime's QLinearConcat and QDQ Concat write it (each
+// input with its own scale): a Concat on the integers, a taken as it is (its DQ has Q's
+// parameters), b through one 256-entry lookup; equal to the float path exactly, with
+// QLinearConvs around it (the cpu's int8 NHWC layout) and without.
+ir::Graph qdqConcatGraph(bool convs) {
+  GraphBuilder b;
+  const Shape s{1, 16, 5, 5};
+  const float as = 0.05f, bs = 0.043f, ws = 0.01f;
+  const uint8_t az = 128, bz = 120;
+  QuantAttrs qa{1, 0, true, DType::kUInt8, DType::kFloat32};
+  QuantAttrs dqa{1, 0, true, DType::kFloat32, DType::kFloat32};
+  Value a = b.input("a", DType::kUInt8, s), x = b.input("b", DType::kUInt8, s);
+  std::vector<int8_t> w(16 * 16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(int(i * 7 % 61) - 30);
+  const int8_t wz = 0;
+  auto conv = [&](Value v, float vs, uint8_t vz, float ys, uint8_t yz) {  // a 1x1 QLinearConv of 16 channels
+    if (!convs) return v;
+    Conv2DAttrs c;
+    return b.op1("QLinearConv", {v, b.constant("", DType::kFloat32, {}, &vs), b.constant("", DType::kUInt8, {}, &vz),
+                                 b.constant("", DType::kInt8, {16, 16, 1, 1}, w.data()), b.constant("", DType::kFloat32, {}, &ws),
+                                 b.constant("", DType::kInt8, {}, &wz), b.constant("", DType::kFloat32, {}, &ys),
+                                 b.constant("", DType::kUInt8, {}, &yz)},
+                 c);
+  };
+  a = conv(a, as, az, as, az);
+  x = conv(x, as, az, bs, bz);
+  Value af = b.op1("DequantizeLinear", {a, b.constant("as", DType::kFloat32, {}, &as), b.constant("az", DType::kUInt8, {}, &az)}, dqa);
+  Value bf = b.op1("DequantizeLinear", {x, b.constant("bs", DType::kFloat32, {}, &bs), b.constant("bz", DType::kUInt8, {}, &bz)}, dqa);
+  Value y = b.op1("QuantizeLinear", {b.op1("Concat", {af, bf}, AxisAttrs{1, false}), b.constant("ys", DType::kFloat32, {}, &as),
+                                     b.constant("yz", DType::kUInt8, {}, &az)},
+                  qa);
+  std::vector<int8_t> w2(8 * 32);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = static_cast<int8_t>(int(i * 5 % 41) - 20);
+  if (convs) {
+    Conv2DAttrs c;
+    y = b.op1("QLinearConv", {y, b.constant("", DType::kFloat32, {}, &as), b.constant("", DType::kUInt8, {}, &az),
+                              b.constant("", DType::kInt8, {8, 32, 1, 1}, w2.data()), b.constant("", DType::kFloat32, {}, &ws),
+                              b.constant("", DType::kInt8, {}, &wz), b.constant("", DType::kFloat32, {}, &as),
+                              b.constant("", DType::kUInt8, {}, &az)},
+              c);
+  }
+  b.output(y, "y");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(QuantDqOpQFusion, ConcatOfDqsRequantizesEachInputOnTheIntegers) {
+  for (bool convs : {false, true}) {
+    const ir::Graph g = qdqConcatGraph(convs);
+    ir::Graph fused = g;
+    ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
+    EXPECT_FALSE(hasOp(fused, "DequantizeLinear")) << convs;
+    EXPECT_FALSE(hasOp(fused, "QuantizeLinear")) << convs;
+    int lookups = 0;
+    for (const auto& n : fused.nodes) lookups += std::string(n.op->name) == "Gather";
+    EXPECT_EQ(lookups, 1) << convs;  // b's; a's DQ has the output's scale and zero point
+    HostTensor a(DType::kUInt8, {1, 16, 5, 5}), x(DType::kUInt8, {1, 16, 5, 5});
+    for (int64_t i = 0; i < a.size(); ++i) {
+      static_cast<uint8_t*>(a.data())[i] = static_cast<uint8_t>(i * 13);
+      static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>(i * 29 + 7);
+    }
+    for (const char* backend : {"reference", "cpu"}) {  // against the same backend's float path (its convolutions the same)
+      auto want = testing::runGraph(g, {a, x}, backend, *parseFusionFlags("--disable_pass=quant_dq_op_q_fusion"));
+      auto got = testing::runGraph(g, {a, x}, backend, testing::optLevel(2));
+      ASSERT_TRUE(want.ok() && got.ok()) << backend;
+      EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 0.0, 0.0), "") << backend << " convs " << convs;
+    }
+  }
+}
+
 TEST(CpuPrecision, Bf16WithoutNativeSupportRunsFloat32) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {4, 64});

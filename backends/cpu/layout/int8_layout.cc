@@ -30,17 +30,21 @@ void planInt8Nhwc(const ir::Graph& g, LayoutPlan* plan, const std::function<bool
     const int tie_x = op == "Gather" && n.inputs.size() == 2 ? 1 : op == "MaxPool" && n.inputs.size() == 1 ? 0 : -1;
     const bool tied = tie_x >= 0 && n.inputs[size_t(tie_x)] >= 0 && takes_nhwc(n, n.inputs[size_t(tie_x)]);
     if (tied) ties.emplace_back(n.inputs[size_t(tie_x)], n.outputs[0]);
+    // A channel Concat of int8 tensors (quant_dq_op_q_fusion's, in fire modules) copies in
+    // either layout: every input tied to its output.
+    const bool concat = op == "Concat" && n.outputs.size() == 1 && takes_nhwc(n, n.outputs[0]);
+    if (concat) for (int t : n.inputs) ties.emplace_back(t, n.outputs[0]);
     // The float side of a Q (its input) or DQ (its output) must be blocked.
     const int float_side = op == "QuantizeLinear" ? n.inputs[0] : op == "DequantizeLinear" ? n.outputs[0] : -1;
     const bool float_blocked = float_side >= 0 && plan->isBlocked(float_side);
     const auto visit = [&](int t) {
       if (t < 0 || !ok[t]) return;
-      if (!takes_nhwc(n, t) || (!is_conv && !tied && !float_blocked)) ok[t] = 0;
+      if (!takes_nhwc(n, t) || (!is_conv && !tied && !concat && !float_blocked)) ok[t] = 0;
       if (is_conv) conv[t] = 1;
     };
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int t = n.inputs[k];
-      const bool x = (k == 0 && (is_conv || op == "DequantizeLinear")) || (tied && int(k) == tie_x);
+      const bool x = (k == 0 && (is_conv || op == "DequantizeLinear")) || (tied && int(k) == tie_x) || concat;
       if (t >= 0 && ok[t] && !x) ok[t] = 0;  // only x is a layout
       else visit(t);
     }

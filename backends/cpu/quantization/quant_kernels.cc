@@ -8,6 +8,11 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/nn/pool_kernel.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
@@ -350,6 +355,22 @@ StatusOr<std::unique_ptr<Kernel>> compileQuantElementwise(const ir::Graph& g, co
 }
 
 namespace {
+#ifdef GKRT_X86_TIERS
+// 64 bytes a step: the table's halves (bit 7 of the index) each two 64-byte registers
+// that vpermi2b indexes by the low 7 bits; the byte's sign bit picks the half.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lookupVbmi(const uint8_t* table, const uint8_t* x, uint8_t* y, int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i v = _mm512_loadu_si512(x + i);
+    const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+  }
+  for (; i < n; ++i) y[i] = table[x[i]];
+}
+#endif
+
 class ByteLookupKernel final : public Kernel {
  public:
   ByteLookupKernel(const uint8_t* table, ThreadPool& pool) : pool_(pool) { std::copy(table, table + 256, table_); }
@@ -357,15 +378,19 @@ class ByteLookupKernel final : public Kernel {
     const uint8_t* x = static_cast<const uint8_t*>(in[1].data);  // int8 bytes index as 0..255: -1 is entry 255
     uint8_t* y = static_cast<uint8_t*>(out[0].data);
     pool_.parallelFor(out[0].size(), 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
+#ifdef GKRT_X86_TIERS
+      if (vbmi_) return lookupVbmi(table_, x + b, y + b, e - b);
+#endif
       for (int64_t i = b; i < e; ++i) y[i] = table_[x[i]];
     });
     return Status::Ok();
   }
-  std::string detail() const override { return "own 256-entry int8 lookup"; }
+  std::string detail() const override { return vbmi_ ? "own 256-entry int8 lookup, avx512_vbmi" : "own 256-entry int8 lookup"; }
 
  private:
   uint8_t table_[256];
   ThreadPool& pool_;
+  bool vbmi_ = cpuTier().avx512_vbmi;
 };
 }  // namespace
 

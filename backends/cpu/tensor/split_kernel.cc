@@ -113,7 +113,49 @@ class ConcatKernel final : public Kernel {
   std::vector<Piece> pieces_;
 };
 
+// Concat along the channels of NHWC tensors (int8 between convolutions, the layout plan's
+// int8 NHWC): per pixel, each input's channels one after another.
+class NhwcConcatKernel final : public Kernel {
+ public:
+  NhwcConcatKernel(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) : pool_(pool) {
+    const Shape& y = g.tensors[node.outputs[0]].shape;
+    const size_t es = dtypeSize(g.tensors[node.outputs[0]].dtype);
+    pixels_ = y[0] * y[2] * y[3];
+    for (int t : node.inputs) bytes_.push_back(size_t(g.tensors[t].shape[1]) * es);
+    row_ = size_t(y[1]) * es;
+  }
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    auto* y = static_cast<char*>(out[0].data);
+    pool_.parallelFor(pixels_, 64, 256, [&](int, int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        char* dst = y + size_t(p) * row_;
+        for (size_t k = 0; k < bytes_.size(); ++k) {
+          std::memcpy(dst, static_cast<const char*>(in[k].data) + size_t(p) * bytes_[k], bytes_[k]);
+          dst += bytes_[k];
+        }
+      }
+    });
+    return Status::Ok();
+  }
+  std::string detail() const override { return "channel copies, nhwc"; }
+
+ private:
+  ThreadPool& pool_;
+  int64_t pixels_ = 0;
+  size_t row_ = 0;
+  std::vector<size_t> bytes_;
+};
+
 }  // namespace
+
+bool canRunNhwcConcat(const ir::Graph& g, const ir::Node& node) {
+  return canRunConcat(g, node) && g.tensors[node.outputs[0]].shape.size() == 4 && concatAxis(g, node) == 1;
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileNhwcConcat(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+  if (!canRunNhwcConcat(g, node)) return makeError(StatusCode::kInternal, "cpu: '", node.name, "' is not a channel concat");
+  return std::unique_ptr<Kernel>(new NhwcConcatKernel(g, node, pool));
+}
 
 bool canRunConcat(const ir::Graph& g, const ir::Node& node) {
   if (std::string(node.op->name) != "Concat" || node.inputs.empty() || node.outputs.size() != 1) return false;

@@ -20,6 +20,9 @@ bool canRunConcat(const ir::Graph& g, const ir::Node& node);
 // LayoutPlan::blocked) and, blocked, every input holds whole channel blocks.
 bool concatCopiesIn(const ir::Graph& g, const ir::Node& node, const std::vector<char>& blocked, int block);
 StatusOr<std::unique_ptr<Kernel>> compileConcat(const ir::Graph& g, const ir::Node& node, ThreadPool& pool, int block = 0);
+// A 4-D Concat along the channels with every operand NHWC (the int8 layout plan's).
+bool canRunNhwcConcat(const ir::Graph& g, const ir::Node& node);
+StatusOr<std::unique_ptr<Kernel>> compileNhwcConcat(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
 StatusOr<std::unique_ptr<Kernel>> compileSplit(const ir::Graph& g, const ir::Node& node, ThreadPool& pool, int block = 0);
 
 }  // namespace gkrt::cpu
