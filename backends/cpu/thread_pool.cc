@@ -21,6 +21,14 @@ ThreadPool::ThreadPool(int num_threads) {
 }
 #endif
 
+#ifdef GKRT_HAVE_OPENMP
+OneThreadScope::OneThreadScope() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+OneThreadScope::~OneThreadScope() { omp_set_num_threads(saved_); }
+#else
+OneThreadScope::OneThreadScope() = default;
+OneThreadScope::~OneThreadScope() = default;
+#endif
+
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

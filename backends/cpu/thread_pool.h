@@ -19,6 +19,20 @@
 
 namespace gkrt::cpu {
 
+// oneDNN's primitives run on OpenMP with the pool's thread count; within this scope they
+// run on the calling thread alone (a primitive too small to pay for the parallel region
+// it opens per step: a small LSTM's 24 a run cost more than its arithmetic at 2 threads).
+class OneThreadScope {
+ public:
+  OneThreadScope();
+  ~OneThreadScope();
+  OneThreadScope(const OneThreadScope&) = delete;
+  OneThreadScope& operator=(const OneThreadScope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);  // <= 0: every core

@@ -1,10 +1,12 @@
 #include "backends/cpu/rnn/onednn_recurrent.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "backends/cpu/onednn/onednn_kernels.h"
+#include "backends/cpu/thread_pool.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/recurrent.h"
 
@@ -87,6 +89,7 @@ class OneDnnRecurrent final : public Kernel {
     const int64_t T = s_.seq, N = s_.batch, I = s_.input, H = s_.hidden, D = s_.directions;
     const std::vector<int64_t> gate = onnxGateOf(s_.kind);
     const int64_t G = static_cast<int64_t>(gate.size());
+    step_macs_ = G * H * (I + H);
     const bool lbr = s_.kind == RecurrentKind::kGru && s_.linear_before_reset;
     const int64_t GB = lbr ? G + 1 : G;
 
@@ -130,6 +133,8 @@ class OneDnnRecurrent final : public Kernel {
                                         : dnnl::rnn_direction::unidirectional_left2right;
     const auto prop = dnnl::prop_kind::forward_inference;
     dnnl::memory::desc wl_md, wi_md;
+    std::optional<OneThreadScope> serial;  // made for one thread too (its thread count is fixed then)
+    if (N * D * step_macs_ < kSerialStepMacs) serial.emplace();
     if (s_.kind == RecurrentKind::kLstm) {
       auto desc = p ? dnnl::lstm_forward::desc(prop, dir, x_md, state_md, state_md, wl_any, wi_any, peep_md, bias_md,
                                                y_md, state_md, state_md)
@@ -206,8 +211,14 @@ class OneDnnRecurrent final : public Kernel {
       args[DNNL_ARG_DST_ITER_C] = cn_mem_;
       if (!peep_.empty()) args[DNNL_ARG_WEIGHTS_PEEPHOLE] = peep_mem_;
     }
-    prim_.execute(stream_, args);
-    stream_.wait();
+    {
+      // A step of fewer than kSerialStepMacs multiply-adds runs faster on this thread alone
+      // than split across the pool's (oneDNN opens a parallel region per step).
+      std::optional<OneThreadScope> serial;
+      if (N * D * step_macs_ < kSerialStepMacs) serial.emplace();
+      prim_.execute(stream_, args);
+      stream_.wait();
+    }
     if (!y_direct_ && y) {  // [T][N][D][H] -> ONNX [T][D][N][H]
       for (int64_t t = 0; t < T; ++t)
         for (int64_t n = 0; n < N; ++n)
@@ -233,7 +244,9 @@ class OneDnnRecurrent final : public Kernel {
     return dst;
   }
 
+  static constexpr int64_t kSerialStepMacs = 64 << 10;
   RecurrentSpec s_;
+  int64_t step_macs_ = 0;  // one step's multiply-adds of one batch row and direction: gates x hidden x (input + hidden)
   dnnl::stream stream_;
   dnnl::primitive prim_;
   dnnl::memory x_mem_, y_mem_, wl_mem_, wi_mem_, bias_mem_, peep_mem_, h0_mem_, c0_mem_, hn_mem_, cn_mem_;
