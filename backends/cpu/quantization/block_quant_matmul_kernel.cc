@@ -157,11 +157,13 @@ class BlockQuantMatMulKernel final : public Kernel {
   }
 
   size_t workspaceBytes() const override {
+#ifdef GKRT_X86_TIERS
     if (vnni_) {
       const size_t per_block = size_t(d_.M * d_.blocks);
       return align64(size_t(d_.M * d_.blocks * d_.block)) + 2 * align64(per_block * sizeof(float)) +
              size_t(pool_.size()) * align64(vnniPanelBytes(d_));
     }
+#endif
     if (!stream_) {
       return align64(sizeof(float) * size_t(packedASize(d_.M, d_.K))) +
              size_t(pool_.size()) * align64(sizeof(float) * size_t(kPrefillCols * d_.K));
