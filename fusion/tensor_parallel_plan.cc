@@ -206,7 +206,8 @@ class Propagator {
     if (n.op->op_class == OpClass::kElementwise || isMatMul(n) || is(n, "Rotary")) {
       if (!alignedOperands(n, sources, &out_axis, &units)) return;
     } else if ((n.op->op_class == OpClass::kReshape && !is(n, "Concat")) ||
-               (is(n, "DynamicReshape") && n.inputs.size() == 2 && g_.tensors[n.inputs[1]].isConstant())) {
+               (is(n, "DynamicReshape") && n.inputs.size() == 2 && g_.tensors[n.inputs[1]].isConstant() &&
+                g_.tensors[n.inputs[1]].dtype == DType::kInt64)) {  // (the shape entry the rank graph rewrites)
       if (split(n.inputs.back()) && n.inputs.size() > 1) return fail(sources, n, "takes its shape from a slice");
       units = p_.t[x].units;
       out_axis = reshapeAxis(g_.tensors[x].shape, ys, p_.t[x].axis, units);

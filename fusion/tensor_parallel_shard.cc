@@ -200,7 +200,7 @@ StatusOr<ir::Graph> shardForRank(const ir::Graph& model, int rank, int ranks, Sh
         n.attrs = ShapeAttrs{shape};
       } else if (is(n, "DynamicReshape")) {  // its constant shape's entry for the split dim
         const ir::Tensor& st = g.tensors[size_t(n.inputs[1])];
-        if (st.dtype == DType::kInt64 && size_t(a) < size_t(st.constant->size / 8)) {
+        if (size_t(a) < size_t(st.constant->size / 8)) {  // int64: the plan takes no other
           std::vector<int64_t> v(st.constant->size / 8);
           std::memcpy(v.data(), st.constant->data, st.constant->size);
           if (v[size_t(a)] == ys[size_t(a)]) {

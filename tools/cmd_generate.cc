@@ -20,7 +20,6 @@
 #include "tools/model_source.h"
 #include "tools/npy.h"
 #include "tools/parse_args.h"
-#include "tools/text/chat_template.h"
 #include "tools/text/tokenizer_load.h"
 
 namespace gkrt::tools {
@@ -43,28 +42,6 @@ struct GenerateArgs {
   ImportArgs import;
 };
 
-// --prompt: the tokenizer named, else the model's own (a .gguf file's, or the GGUF
-// metadata a converted .gkm keeps), else tokenizer.json beside the model; the prompt's
-// ids (through the ChatML template with --chat) and the ids that end the text.
-struct TextPrompt {
-  std::optional<text::BpeTokenizer> tokenizer;
-  std::vector<int64_t> ids, stops;
-};
-StatusOr<TextPrompt> textPrompt(const GenerateArgs& a, const ir::Graph& model) {
-  TextPrompt t;
-  ASSIGN_OR_RETURN(text::BpeTokenizer tok, text::tokenizerForModel(a.model, model, a.tokenizer));
-  std::string prompt = a.prompt;
-  if (a.chat) {
-    ASSIGN_OR_RETURN(prompt, text::chatPrompt(tok.config().chat_template, a.system, a.prompt));
-    const int64_t end = tok.tokenId(text::chatEndToken());
-    if (end >= 0) t.stops.push_back(end);
-  }
-  if (tok.eos() >= 0) t.stops.push_back(tok.eos());
-  ASSIGN_OR_RETURN(t.ids, tok.encode(prompt, true));
-  t.tokenizer.emplace(std::move(tok));
-  return t;
-}
-
 Status generate(const GenerateArgs& a) {
   if (a.input_ids.empty() == a.prompt.empty()) {
     return makeError(StatusCode::kInvalidArgument, "give the prompt as text (--prompt) or as token ids (--input-ids), one of them");
@@ -82,13 +59,13 @@ Status generate(const GenerateArgs& a) {
   ImportArgs import = a.import;
   import.input_shapes = a.session.input_shapes;
   ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));
-  TextPrompt tp;
+  std::optional<text::TextPrompt> tp;  // --prompt: its tokenizer, ids and stops
   if (!a.prompt.empty()) {
-    ASSIGN_OR_RETURN(tp, textPrompt(a, model));
-    prompt = tp.ids;
+    ASSIGN_OR_RETURN(tp, text::textPrompt(a.model, model, a.tokenizer, a.prompt, a.chat, a.system));
+    prompt = tp->ids;
     if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
   }
-  stops.insert(stops.end(), tp.stops.begin(), tp.stops.end());
+  if (tp) stops.insert(stops.end(), tp->stops.begin(), tp->stops.end());
   ASSIGN_OR_RETURN(SessionOptions so, a.session.toOptions());
   GeneratorOptions go;
   go.backend = so.backend;
@@ -112,14 +89,14 @@ Status generate(const GenerateArgs& a) {
   Status text_error = Status::Ok();
   RETURN_IF_ERROR(gen->generate(prompt, opts, [&](int64_t id) {
     if (!a.logits_out.empty()) all_logits.insert(all_logits.end(), gen->logits(), gen->logits() + gen->vocabSize());
-    if (!tp.tokenizer) {
+    if (!tp) {
       std::printf(first ? "%lld" : " %lld", static_cast<long long>(id));
       std::fflush(stdout);
       first = false;
       return true;
     }
-    if (std::find(tp.stops.begin(), tp.stops.end(), id) != tp.stops.end()) return true;  // the end of the text: not shown
-    auto piece = tp.tokenizer->decodePiece(id);
+    if (std::find(tp->stops.begin(), tp->stops.end(), id) != tp->stops.end()) return true;  // the end of the text: not shown
+    auto piece = tp->tokenizer.decodePiece(id);
     if (!piece.ok()) {
       text_error = piece.status();
       return false;

