@@ -22,12 +22,25 @@ const ir::Node* PatternGraph::producer(int t, std::initializer_list<const char*>
 }
 
 std::vector<int> PatternGraph::users(int t) const {
-  std::vector<int> out;
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const auto& in = g_.nodes[i].inputs;
-    if (std::find(in.begin(), in.end(), t) != in.end()) out.push_back(static_cast<int>(i));
+  if (user_start_.empty()) {  // every tensor's readers at once, on the first call (a scan a call was quadratic)
+    const size_t nt = g_.tensors.size();
+    user_start_.assign(nt + 1, 0);
+    auto each_reader = [&](auto&& f) {
+      for (size_t i = 0; i < g_.nodes.size(); ++i) {
+        const auto& in = g_.nodes[i].inputs;
+        for (size_t k = 0; k < in.size(); ++k) {
+          if (in[k] >= 0 && std::find(in.begin(), in.begin() + k, in[k]) == in.begin() + k) f(in[k], int(i));
+        }
+      }
+    };
+    each_reader([&](int x, int) { ++user_start_[size_t(x) + 1]; });
+    for (size_t x = 0; x < nt; ++x) user_start_[x + 1] += user_start_[x];
+    user_list_.resize(size_t(user_start_[nt]));
+    std::vector<int> fill(user_start_.begin(), user_start_.end() - 1);
+    each_reader([&](int x, int i) { user_list_[size_t(fill[size_t(x)]++)] = i; });
   }
-  return out;
+  if (t < 0 || size_t(t) + 1 >= user_start_.size()) return {};
+  return std::vector<int>(user_list_.begin() + user_start_[size_t(t)], user_list_.begin() + user_start_[size_t(t) + 1]);
 }
 
 bool isOp(const ir::Node& n, const char* op) { return n.op && std::strcmp(n.op->name, op) == 0; }
@@ -73,7 +86,10 @@ Status replaceWithPatternNode(ir::Graph& g, int root, ir::Node node, std::vector
   FusionOptions none;
   FusionContext dce{g, none, FusionColumn::kCpu, {}, {}, nullptr};
   RETURN_IF_ERROR(eliminateDeadNodes(dce).status());
-  return ir::validateGraph(g);  // re-sorts: a reused output may now be made later than a reader
+  // A reused output may now be made later than a reader. Only the order: validating the
+  // whole graph after each of a decoder's 180 rewrites took 47 ms of its plan's compile
+  // (the pipeline validates once at its end).
+  return ir::restoreTopologicalOrder(g);
 }
 
 StatusOr<bool> rewriteAll(FusionContext& ctx, StatusOr<bool> (*match_one)(FusionContext&)) {

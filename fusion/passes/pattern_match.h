@@ -34,6 +34,7 @@ class PatternGraph {
   const ir::Graph& g_;
   std::vector<int> producers_;
   std::vector<int> uses_;
+  mutable std::vector<int> user_start_, user_list_;  // readers of tensor t: user_list_[user_start_[t] ..]
 };
 
 bool isOp(const ir::Node& n, const char* op);

@@ -135,6 +135,43 @@ Status checkNodeShape(const Graph& g, int i) {
 
 }  // namespace
 
+// Kahn's algorithm over `producer` (each tensor's node or -1), keeping the nodes' order
+// where it can; leftover nodes lie on a cycle.
+static Status sortTopologically(Graph& g, const std::vector<int>& producer) {
+  const int nn = static_cast<int>(g.nodes.size());
+  std::vector<int> pending(nn, 0);
+  std::vector<std::vector<int>> users(nn);
+  for (int i = 0; i < nn; ++i) {
+    for (int t : g.nodes[i].inputs) {
+      if (t >= 0 && producer[t] >= 0) {
+        ++pending[i];
+        users[producer[t]].push_back(i);
+      }
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // keeps file order when possible
+  for (int i = 0; i < nn; ++i) if (pending[i] == 0) ready.push(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[i]) if (--pending[u] == 0) ready.push(u);
+  }
+  if (static_cast<int>(order.size()) != nn) {
+    for (int i = 0; i < nn; ++i) {
+      if (pending[i] > 0) {
+        return makeError(StatusCode::kInvalidModel, "the graph has a cycle through ", describeNode(g, i));
+      }
+    }
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(nn);
+  for (int i : order) sorted.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(sorted);
+  return Status::Ok();
+}
+
 Status validateGraph(Graph& g) {
   const int nt = static_cast<int>(g.tensors.size());
   std::vector<int> producer(nt, -1);
@@ -176,38 +213,16 @@ Status validateGraph(Graph& g) {
       return makeError(StatusCode::kInvalidModel, "graph output ", describeTensor(g, t), " is never produced");
     }
   }
-  // Kahn's algorithm; leftover nodes lie on a cycle.
-  const int nn = static_cast<int>(g.nodes.size());
-  std::vector<int> pending(nn, 0);
-  std::vector<std::vector<int>> users(nn);
-  for (int i = 0; i < nn; ++i) {
+  return sortTopologically(g, producer);
+}
+
+Status restoreTopologicalOrder(Graph& g) {
+  const std::vector<int> producer = g.producers();
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
     for (int t : g.nodes[i].inputs) {
-      if (t >= 0 && producer[t] >= 0) {
-        ++pending[i];
-        users[producer[t]].push_back(i);
-      }
+      if (t >= 0 && producer[t] >= i) return sortTopologically(g, producer);
     }
   }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;  // keeps file order when possible
-  for (int i = 0; i < nn; ++i) if (pending[i] == 0) ready.push(i);
-  std::vector<int> order;
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[i]) if (--pending[u] == 0) ready.push(u);
-  }
-  if (static_cast<int>(order.size()) != nn) {
-    for (int i = 0; i < nn; ++i) {
-      if (pending[i] > 0) {
-        return makeError(StatusCode::kInvalidModel, "the graph has a cycle through ", describeNode(g, i));
-      }
-    }
-  }
-  std::vector<Node> sorted;
-  sorted.reserve(nn);
-  for (int i : order) sorted.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(sorted);
   return Status::Ok();
 }
 

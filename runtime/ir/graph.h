@@ -83,6 +83,10 @@ class Graph {
 // in range, each tensor produced at most once, outputs produced, no cycles. Reorders
 // `nodes` topologically. Messages name the node/tensor and the problem.
 Status validateGraph(Graph& g);
+// Only the reordering: nodes sorted topologically where a reader comes before its
+// producer (an error on a cycle), without validateGraph's checks (for passes rewriting
+// a graph many times; the pipeline validates once at its end).
+Status restoreTopologicalOrder(Graph& g);
 
 // Infers every tensor's dtype and shape from the graph inputs and constants, and the
 // known values of small computable tensors (Tensor::value). Nodes whose inputs are not

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tools/gguf/gguf_file.h"
+#include "tools/gguf/weight_arena.h"
 
 namespace gkrt::gguf {
 namespace {
@@ -88,8 +89,8 @@ TEST(GgufFile, ReadsEveryValueTypeAndTheTensorsInPlace) {
     EXPECT_EQ(tokens->strings, (std::vector<std::string>{"a", "\xc4\xa0the", ""}));
     const Value* nested = f->find("nested");
     ASSERT_EQ(nested->items.size(), 2u);
-    EXPECT_EQ(nested->items[0].items[1].i, -8);
-    EXPECT_EQ(nested->items[1].items[0].f, 0.25);
+    EXPECT_EQ(nested->items[0].ints[1], -8);
+    EXPECT_EQ(nested->items[1].floats[0], 0.25);
     EXPECT_NE(f->getString("llama.block_count").status().message().find("'llama.block_count' is uint32, not a string"),
               std::string::npos);
     EXPECT_NE(f->getInt("missing.key").status().message().find("'missing.key' is missing"), std::string::npos);
@@ -103,6 +104,22 @@ TEST(GgufFile, ReadsEveryValueTypeAndTheTensorsInPlace) {
     EXPECT_EQ(f->findTensor("c.weight")->bytes, 60u);
     EXPECT_EQ(f->findTensor("c.weight")->data[59], 3);
     EXPECT_EQ(f->findTensor("a.weight")->data - b->data, -64);
+  }
+}
+
+TEST(WeightArena, AlignedPiecesThatDoNotOverlapAcrossChunks) {
+  WeightArena arena(size_t(4) << 20);  // chunks of 4 MiB
+  std::vector<std::pair<uint8_t*, size_t>> pieces;
+  for (size_t bytes : {size_t(1), size_t(100), size_t(3) << 20, size_t(2) << 20, size_t(9) << 20, size_t(64)}) {
+    uint8_t* p = arena.allocate(bytes);  // the 2 MiB piece no longer fits the first chunk; 9 MiB gets a chunk of its own
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    std::memset(p, int(pieces.size() + 1), bytes);
+    pieces.push_back({p, bytes});
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {  // each piece kept its own bytes
+    EXPECT_EQ(pieces[i].first[0], uint8_t(i + 1));
+    EXPECT_EQ(pieces[i].first[pieces[i].second - 1], uint8_t(i + 1));
   }
 }
 

@@ -180,5 +180,26 @@ TEST(Validate, TopologicalOrder) {
   EXPECT_STREQ(g->nodes[0].op->name, "Exp");
 }
 
+TEST(Validate, RestoreTopologicalOrderOnlyReordersAndFindsCycles) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {2});
+  Value y = b.exp(x);
+  Value z = b.op1("Neg", {y});
+  b.output(b.add(z, x));
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(ir::restoreTopologicalOrder(*g).ok());  // in order: left as it is
+  EXPECT_STREQ(g->nodes[0].op->name, "Exp");
+  std::swap(g->nodes[0], g->nodes[2]);  // Add, Neg, Exp: both readers before their producers
+  ASSERT_TRUE(ir::restoreTopologicalOrder(*g).ok());
+  EXPECT_STREQ(g->nodes[0].op->name, "Exp");
+  EXPECT_STREQ(g->nodes[1].op->name, "Neg");
+  EXPECT_STREQ(g->nodes[2].op->name, "Add");
+  g->nodes[0].inputs[0] = g->nodes[1].outputs[0];  // Exp reads Neg, which reads Exp
+  const Status cycle = ir::restoreTopologicalOrder(*g);
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_NE(cycle.message().find("cycle"), std::string::npos) << cycle.message();
+}
+
 }  // namespace
 }  // namespace gkrt

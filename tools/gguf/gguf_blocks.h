@@ -24,43 +24,44 @@
 #include "runtime/ir/dtype.h"
 #include "runtime/ir/status.h"
 #include "tools/gguf/gguf_file.h"
+#include "tools/gguf/weight_arena.h"
 
 namespace gkrt::gguf {
 
-// A 2-D weight [N rows of K values] in blocks along K.
-// A vector whose resize leaves new elements uninitialised: converted weights are written
-// whole right after, and zeroing ~100 MB first cost a sixth of loading SmolLM2's .gguf.
-template <class T>
-struct UninitAllocator : std::allocator<T> {
-  template <class U> struct rebind { using other = UninitAllocator<U>; };
-  UninitAllocator() = default;
-  template <class U> UninitAllocator(const UninitAllocator<U>&) noexcept {}
-  template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
-  template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+// An array of T in a WeightArena (not owned: the arena holds it).
+template <class T> struct ArenaArray {
+  T* ptr = nullptr;
+  size_t count = 0;
+  T* data() const { return ptr; }
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  T& operator[](size_t i) const { return ptr[i]; }
 };
-template <class T> using UninitVector = std::vector<T, UninitAllocator<T>>;
 
+// A 2-D weight [N rows of K values] in blocks along K, its arrays in `arena`.
 struct BlockWeight {
   int64_t N = 0, K = 0, block = 0, blocks = 0, blob = 0;
   DType to = DType::kInt8;        // kUInt4, kInt4 (two a byte) or kInt8
-  UninitVector<uint8_t> values;   // [N, blocks, blob]
-  UninitVector<float> scales;     // [N, blocks]
-  UninitVector<float> offsets;    // [N, blocks], or empty
+  std::shared_ptr<WeightArena> arena;
+  ArenaArray<uint8_t> values;  // [N, blocks, blob]
+  ArenaArray<float> scales;    // [N, blocks]
+  ArenaArray<float> offsets;   // [N, blocks], or empty
 };
 
 // True for the types blockWeight converts.
 bool isBlockQuantType(uint32_t type);
 // A 2-D tensor of a block type; `row_of[n]` (when not empty) is the file's row that
 // becomes row n (the Q/K rotary permutation undone).
-StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::vector<int64_t>& row_of = {});
+StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::shared_ptr<WeightArena>& arena,
+                                  const std::vector<int64_t>& row_of = {});
 // The pieces of blockWeight, for weights made of several tensors' rows (Q/K/V as one):
 // the layout of `rows` rows of t's type and row length (values, scales and offsets
-// sized), and t's rows converted into rows first.. of it.
-StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows);
+// allocated), and t's rows converted into rows first.. of it (on the cores there are).
+StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows, const std::shared_ptr<WeightArena>& arena);
 Status convertBlockRows(const Tensor& t, const std::vector<int64_t>& row_of, BlockWeight& w, int64_t first);
 // The same values one a byte (int8: a nibble's value, 0..15 for kUInt4, -8..7 for
 // kInt4): a table rows are gathered from and then widened.
-BlockWeight valuesPerByte(const BlockWeight& w);
+StatusOr<BlockWeight> valuesPerByte(const BlockWeight& w);
 
 // F32, F16 or BF16 as float32, rows reordered as above (any rank: rows of dims[0]).
 StatusOr<std::vector<float>> floatValues(const Tensor& t, const std::vector<int64_t>& row_of = {});

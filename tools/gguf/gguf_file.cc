@@ -33,6 +33,16 @@ class Cursor {
     pos_ += sizeof(T);
     return Status::Ok();
   }
+  // A string when the bytes hold one (false, nothing read, when they do not).
+  bool readStringQuiet(std::string* s) {
+    uint64_t n = 0;
+    if (left() < sizeof n) return false;
+    std::memcpy(&n, p_ + pos_, sizeof n);
+    if (n > left() - sizeof n) return false;
+    s->assign(reinterpret_cast<const char*>(p_ + pos_ + sizeof n), size_t(n));
+    pos_ += sizeof n + size_t(n);
+    return true;
+  }
   Status readString(std::string* s, const std::string& field) {
     uint64_t n = 0;
     RETURN_IF_ERROR(read(&n, field + " (its length)"));
@@ -107,13 +117,30 @@ Status readValue(Cursor& c, ValueType type, Value* v, const std::string& field, 
       v->array_type = ValueType(et);
       const size_t least = v->array_type == ValueType::kString ? 8 : v->array_type == ValueType::kArray ? 12 : scalarBytes(v->array_type);
       if (n > c.left() / least) return c.truncated(field + " (" + std::to_string(n) + " elements)", n * least);
-      if (v->array_type == ValueType::kString) {
-        v->strings.resize(size_t(n));
-        for (uint64_t k = 0; k < n; ++k) RETURN_IF_ERROR(c.readString(&v->strings[size_t(k)], field + "[" + std::to_string(k) + "]"));
-      } else {
-        v->items.resize(size_t(n));
-        for (uint64_t k = 0; k < n; ++k) {
-          RETURN_IF_ERROR(readValue(c, v->array_type, &v->items[size_t(k)], field + "[" + std::to_string(k) + "]", depth + 1));
+      // Element by element without spelling the element's name (a tokenizer's arrays
+      // hold one entry a token: naming each one cost more than reading the file).
+      auto element = [&](uint64_t k) { return field + "[" + std::to_string(k) + "]"; };
+      switch (v->array_type) {
+        case ValueType::kString:
+          v->strings.resize(size_t(n));
+          for (uint64_t k = 0; k < n; ++k) {
+            if (!c.readStringQuiet(&v->strings[size_t(k)])) return c.readString(&v->strings[size_t(k)], element(k));
+          }
+          break;
+        case ValueType::kArray:
+          v->items.resize(size_t(n));
+          for (uint64_t k = 0; k < n; ++k) RETURN_IF_ERROR(readValue(c, v->array_type, &v->items[size_t(k)], element(k), depth + 1));
+          break;
+        default: {  // n elements of a fixed size fit: checked above
+          Value x;
+          const bool floating = v->array_type == ValueType::kFloat32 || v->array_type == ValueType::kFloat64;
+          if (floating) v->floats.resize(size_t(n));
+          else v->ints.resize(size_t(n));
+          for (uint64_t k = 0; k < n; ++k) {
+            RETURN_IF_ERROR(readValue(c, v->array_type, &x, field, depth + 1));
+            if (floating) v->floats[size_t(k)] = x.f;
+            else v->ints[size_t(k)] = x.i;
+          }
         }
       }
       return Status::Ok();

@@ -28,8 +28,9 @@ enum class ValueType : uint32_t {
 const char* valueTypeName(ValueType t);
 
 // One metadata value. Scalars: integers in `i` (unsigned ones that fit) or `u`, floats
-// in `f`, strings in `s`. Arrays: `array_type` and `items` (the element values; for the
-// large string arrays of a tokenizer, strings in `strings` instead, one per token).
+// in `f`, strings in `s`. Arrays by `array_type`, flat where a tokenizer's are large (one
+// entry a token): strings in `strings`, integers and bools in `ints` (as `i`), floats in
+// `floats`; arrays of arrays in `items`.
 struct Value {
   ValueType type = ValueType::kUInt8;
   int64_t i = 0;
@@ -37,9 +38,18 @@ struct Value {
   double f = 0;
   std::string s;
   ValueType array_type = ValueType::kUInt8;
-  std::vector<Value> items;           // numeric/bool arrays (and arrays of arrays)
-  std::vector<std::string> strings;   // string arrays
-  size_t arraySize() const { return array_type == ValueType::kString ? strings.size() : items.size(); }
+  std::vector<std::string> strings;  // string arrays
+  std::vector<int64_t> ints;         // integer and bool arrays
+  std::vector<double> floats;        // float32/float64 arrays
+  std::vector<Value> items;          // arrays of arrays
+  size_t arraySize() const {
+    switch (array_type) {
+      case ValueType::kString: return strings.size();
+      case ValueType::kFloat32: case ValueType::kFloat64: return floats.size();
+      case ValueType::kArray: return items.size();
+      default: return ints.size();
+    }
+  }
 };
 
 // ggml tensor types gkrt knows by name (others keep their number).

@@ -103,6 +103,15 @@ StatusOr<Hyper> hyperParameters(const GgufFile& f) {
 }
 
 
+// An arena array as a constant's bytes, the arena kept alive by it.
+template <class T> std::shared_ptr<const ir::ConstData> inArena(const ArenaArray<T>& a, const std::shared_ptr<WeightArena>& arena) {
+  auto c = std::make_shared<ir::ConstData>();
+  c->data = reinterpret_cast<const uint8_t*>(a.data());
+  c->size = a.size() * sizeof(T);
+  c->owner = arena;
+  return c;
+}
+
 template <class V> std::shared_ptr<const ir::ConstData> own(V v) {
   using T = typename V::value_type;
   auto held = std::make_shared<V>(std::move(v));
@@ -198,6 +207,7 @@ class Importer {
   GraphBuilder b_;
   std::map<std::string, Converted> converted_;  // by tensor name (+ "/bytes": one a byte)
   std::map<const ir::ConstData*, Node> nodes_;   // this build's constants
+  std::shared_ptr<WeightArena> arena_ = std::make_shared<WeightArena>();  // the converted block weights
 };
 
 StatusOr<const Converted*> Importer::blocks(const Tensor& t, const std::vector<int64_t>& row_of, bool one_a_byte) {
@@ -205,15 +215,15 @@ StatusOr<const Converted*> Importer::blocks(const Tensor& t, const std::vector<i
   const bool bytes = one_a_byte && TensorType(t.type) != TensorType::kQ8_0 && TensorType(t.type) != TensorType::kQ6_K;
   Converted& c = converted_[t.name + (bytes ? "/bytes" : "")];
   if (c.values) return &c;
-  ASSIGN_OR_RETURN(BlockWeight w, blockWeight(t, row_of));
-  if (bytes) w = valuesPerByte(w);
+  ASSIGN_OR_RETURN(BlockWeight w, blockWeight(t, arena_, row_of));
+  if (bytes) { ASSIGN_OR_RETURN(w, valuesPerByte(w)); }
   c.block = w.block;
   c.blocks = w.blocks;
   c.blob = w.blob;
   c.to = w.to;
-  c.values = own(std::move(w.values));
-  c.scales = own(std::move(w.scales));
-  if (!w.offsets.empty()) c.offsets = own(std::move(w.offsets));
+  c.values = inArena(w.values, arena_);
+  c.scales = inArena(w.scales, arena_);
+  if (!w.offsets.empty()) c.offsets = inArena(w.offsets, arena_);
   return &c;
 }
 
@@ -269,16 +279,16 @@ StatusOr<std::vector<Node>> Importer::linears(Node x, int64_t K, const std::vect
   Converted& c = converted_[key];
   if (!c.values && !c.floats) {
     if (isBlockQuantType(ts[0]->type)) {
-      ASSIGN_OR_RETURN(BlockWeight w, blockLayout(*ts[0], total));  // rows [N, blocks, blob]: one after another
+      ASSIGN_OR_RETURN(BlockWeight w, blockLayout(*ts[0], total, arena_));  // rows [N, blocks, blob]: one after another
       int64_t first = 0;
       for (size_t i = 0; i < parts.size(); ++i) {
         RETURN_IF_ERROR(convertBlockRows(*ts[i], parts[i].row_of, w, first));
         first += parts[i].N;
       }
       c.block = w.block, c.blocks = w.blocks, c.blob = w.blob, c.to = w.to;
-      c.values = own(std::move(w.values));
-      c.scales = own(std::move(w.scales));
-      if (!w.offsets.empty()) c.offsets = own(std::move(w.offsets));
+      c.values = inArena(w.values, arena_);
+      c.scales = inArena(w.scales, arena_);
+      if (!w.offsets.empty()) c.offsets = inArena(w.offsets, arena_);
     } else {
       std::vector<float> kn(size_t(K * total));  // [K, total]
       int64_t col = 0;

@@ -67,14 +67,12 @@ StatusOr<BpeTokenizer> BpeTokenizer::create(BpeConfig config) {
 #else
   BpeTokenizer t;
   if (config.tokens.empty()) return makeError(StatusCode::kInvalidArgument, config.what, ": the vocabulary is empty");
-  for (size_t i = 0; i < config.tokens.size(); ++i) t.ids_.emplace(config.tokens[i], static_cast<int64_t>(i));
   for (size_t r = 0; r < config.merges.size(); ++r) {
     const std::string& m = config.merges[r];
     const size_t sp = m.find(' ');
     if (sp == std::string::npos || sp == 0 || sp + 1 == m.size() || m.find(' ', sp + 1) != std::string::npos) {
       return makeError(StatusCode::kInvalidArgument, config.what, ": merge ", r, " '", m, "' is not two tokens joined by a space");
     }
-    t.ranks_.emplace(m, static_cast<int>(r));  // the first of a repeated merge keeps its rank
   }
   for (const std::vector<int64_t>* list : {&config.added, &config.user_defined}) {
     for (int64_t id : *list) {
@@ -134,6 +132,12 @@ StatusOr<BpeTokenizer> BpeTokenizer::create(BpeConfig config) {
   t.literal_.insert(config.added.begin(), config.added.end());
   t.literal_.insert(config.user_defined.begin(), config.user_defined.end());
   t.config_ = std::move(config);
+  t.ids_.reserve(t.config_.tokens.size());
+  for (size_t i = 0; i < t.config_.tokens.size(); ++i) t.ids_.emplace(t.config_.tokens[i], static_cast<int64_t>(i));
+  t.ranks_.reserve(t.config_.merges.size());
+  for (size_t r = 0; r < t.config_.merges.size(); ++r) {
+    t.ranks_.emplace(t.config_.merges[r], static_cast<int>(r));  // the first of a repeated merge keeps its rank
+  }
   return t;
 #endif
 }

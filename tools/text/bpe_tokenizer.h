@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -73,8 +74,10 @@ class BpeTokenizer {
   void encodeSentencePiece(const std::string& text, std::vector<int64_t>* out) const;  // sentencepiece.cc
 
   BpeConfig config_;
-  std::unordered_map<std::string, int64_t> ids_;
-  std::unordered_map<std::string, int> ranks_;
+  // Keyed by views of config_'s strings (their bytes stay put when the tokenizer moves):
+  // copying 100,000 tokens and merges into the maps was most of loading a tokenizer.
+  std::unordered_map<std::string_view, int64_t> ids_;
+  std::unordered_map<std::string_view, int> ranks_;
   std::vector<std::string> byte_spelling_;  // byte -> its character, UTF-8
   std::unordered_map<std::string, uint8_t> byte_of_;
   std::unordered_set<int64_t> literal_;     // every added token (their text is themselves)

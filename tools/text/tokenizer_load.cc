@@ -179,10 +179,10 @@ StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& f, const std::str
   if (c.sentencepiece) {
     const gguf::Value* scores = f.find("tokenizer.ggml.scores");
     if (!scores || scores->type != gguf::ValueType::kArray || scores->array_type != gguf::ValueType::kFloat32 ||
-        scores->items.size() != c.tokens.size()) {
+        scores->floats.size() != c.tokens.size()) {
       return bad(what, "tokenizer.ggml.scores is missing, not float32, or not one a token");
     }
-    for (const gguf::Value& v : scores->items) c.scores.push_back(static_cast<float>(v.f));
+    for (double v : scores->floats) c.scores.push_back(static_cast<float>(v));
     const gguf::Value* prefix = f.find("tokenizer.ggml.add_space_prefix");
     c.add_prefix_space = !prefix || prefix->type != gguf::ValueType::kBool || prefix->i != 0;
   } else {
@@ -197,8 +197,8 @@ StatusOr<BpeTokenizer> loadTokenizerGguf(const gguf::GgufFile& f, const std::str
       return bad(what, "tokenizer.ggml.token_type has " + std::to_string(types->arraySize()) + " entries for " +
                            std::to_string(c.tokens.size()) + " tokens");
     }
-    for (size_t i = 0; i < types->items.size(); ++i) {
-      const int64_t t = types->items[i].i;
+    for (size_t i = 0; i < types->ints.size(); ++i) {
+      const int64_t t = types->ints[i];
       if (t == 3) c.added.push_back(int64_t(i));         // control: matched when special tokens are
       if (t == 4) c.user_defined.push_back(int64_t(i));  // user-defined: always matched
     }

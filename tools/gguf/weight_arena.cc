@@ -1,0 +1,60 @@
+#include "tools/gguf/weight_arena.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace gkrt::gguf {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kAlign = 64;
+
+WeightArena::~WeightArena() {
+  for (const Chunk& c : chunks_) {
+#if defined(__linux__)
+    if (c.mapped) {
+      ::munmap(c.base, c.size);
+      continue;
+    }
+#endif
+    std::free(c.base);
+  }
+}
+
+uint8_t* WeightArena::allocate(size_t bytes) {
+  bytes = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (chunks_.empty() || chunks_.back().size - chunks_.back().used < bytes) {
+    Chunk c;
+    c.size = (std::max(bytes, chunk_bytes_) + kHugePage - 1) / kHugePage * kHugePage;
+#if defined(__linux__)
+    // Mapped one huge page over, the unaligned head and tail given back: address space
+    // only, touched (and zeroed by the kernel) page by page as conversion writes it.
+    void* m = ::mmap(nullptr, c.size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    uint8_t* raw = static_cast<uint8_t*>(m);
+    uint8_t* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) / kHugePage * kHugePage);
+    if (aligned > raw) ::munmap(raw, size_t(aligned - raw));
+    const size_t tail = size_t(raw + c.size + kHugePage - (aligned + c.size));
+    if (tail) ::munmap(aligned + c.size, tail);
+#if defined(MADV_HUGEPAGE)
+    ::madvise(aligned, c.size, MADV_HUGEPAGE);  // advice only: no error where THP is off
+#endif
+    c.base = aligned;
+    c.mapped = true;
+#else
+    c.base = static_cast<uint8_t*>(std::aligned_alloc(kAlign, c.size));
+    if (!c.base) return nullptr;
+#endif
+    chunks_.push_back(c);
+  }
+  Chunk& c = chunks_.back();
+  uint8_t* p = c.base + c.used;
+  c.used += bytes;
+  return p;
+}
+
+}  // namespace gkrt::gguf
