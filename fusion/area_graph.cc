@@ -17,6 +17,7 @@ AreaGraph::AreaGraph(const ir::Graph& g) {
   for (int i = 0; i < n; ++i) members_[i] = {i};
   node_users_.resize(n);
   node_producers_.resize(n);
+  seen_.assign(size_t(n), 0);
   const std::vector<int> producer = g.producers();
   for (int i = 0; i < n; ++i) {
     for (int t : g.nodes[i].inputs) {
@@ -30,35 +31,61 @@ AreaGraph::AreaGraph(const ir::Graph& g) {
 int AreaGraph::areaOf(int node) const {
   int r = node;
   while (parent_[r] != r) r = parent_[r];
+  while (parent_[node] != r) {  // path compression: later lookups take one step
+    const int next = parent_[node];
+    parent_[node] = r;
+    node = next;
+  }
   return r;
 }
 
-std::vector<int> AreaGraph::consumers(int area) const {
-  std::set<int> out;
+std::vector<int> AreaGraph::neighbours(int area, const std::vector<std::vector<int>>& edges) const {
+  std::vector<int> out;
   const int a = areaOf(area);
-  for (int m : members_[a]) for (int u : node_users_[m]) if (areaOf(u) != a) out.insert(areaOf(u));
-  return {out.begin(), out.end()};
+  for (int m : members_[a]) {
+    for (int other : edges[size_t(m)]) {
+      const int b = areaOf(other);
+      if (b != a) out.push_back(b);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
-std::vector<int> AreaGraph::producers(int area) const {
-  std::set<int> out;
-  const int a = areaOf(area);
-  for (int m : members_[a]) for (int p : node_producers_[m]) if (areaOf(p) != a) out.insert(areaOf(p));
-  return {out.begin(), out.end()};
-}
+std::vector<int> AreaGraph::consumers(int area) const { return neighbours(area, node_users_); }
+std::vector<int> AreaGraph::producers(int area) const { return neighbours(area, node_producers_); }
 
+// Depth-first over the areas downstream of `from`, marks stamped per search (a set a
+// search, and a sorted consumer list a step, made a decoder's clustering quadratic
+// with a large constant: 20 ms a plan).
 bool AreaGraph::reachesAvoiding(int from, int to, int skip) const {
-  std::vector<int> stack;
-  std::set<int> seen;
-  for (int c : consumers(from)) if (c != to && c != skip) stack.push_back(c);
+  if (++stamp_ == 0) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+    stamp_ = 1;
+  }
+  std::vector<int>& stack = stack_;
+  stack.clear();
+  auto push_consumers = [&](int a, bool first) {
+    for (int m : members_[a]) {
+      for (int u : node_users_[m]) {
+        const int c = areaOf(u);
+        if (c == a || c == skip || seen_[size_t(c)] == stamp_) continue;
+        if (c == to) {
+          if (first) continue;  // the direct edge from -> to is not a path through another area
+          return true;
+        }
+        seen_[size_t(c)] = stamp_;
+        stack.push_back(c);
+      }
+    }
+    return false;
+  };
+  push_consumers(areaOf(from), true);
   while (!stack.empty()) {
     const int a = stack.back();
     stack.pop_back();
-    if (!seen.insert(a).second) continue;
-    for (int c : consumers(a)) {
-      if (c == to) return true;
-      if (c != skip && !seen.count(c)) stack.push_back(c);
-    }
+    if (push_consumers(a, false)) return true;
   }
   return false;
 }
@@ -94,6 +121,15 @@ Status outlineGroups(ir::Graph& g, const std::vector<std::vector<int>>& groups, 
   std::vector<int> group_of(g.nodes.size(), -1);
   for (size_t k = 0; k < groups.size(); ++k) for (int n : groups[k]) group_of[n] = static_cast<int>(k);
   std::vector<int> producer = g.producers();
+  std::vector<std::set<int>> wanted(groups.size());  // each group's tensors read outside it or by the graph
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int t : g.nodes[i].inputs) {
+      if (t < 0 || producer[t] < 0) continue;
+      const int k = group_of[producer[t]];
+      if (k >= 0 && k != group_of[i]) wanted[size_t(k)].insert(t);
+    }
+  }
+  for (int t : g.outputs) if (producer[t] >= 0 && group_of[producer[t]] >= 0) wanted[size_t(group_of[producer[t]])].insert(t);
   std::vector<ir::Node> fused(groups.size());
   for (size_t k = 0; k < groups.size(); ++k) {
     auto sub = std::make_shared<ir::Graph>();
@@ -128,13 +164,7 @@ Status outlineGroups(ir::Graph& g, const std::vector<std::vector<int>>& groups, 
       sub->nodes.push_back(std::move(copy));
     }
     // Outputs: produced inside and read by a node outside the group or by the graph.
-    std::set<int> wanted;
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      if (group_of[i] == static_cast<int>(k)) continue;
-      for (int t : g.nodes[i].inputs) if (t >= 0 && producer[t] >= 0 && group_of[producer[t]] == static_cast<int>(k)) wanted.insert(t);
-    }
-    for (int t : g.outputs) if (producer[t] >= 0 && group_of[producer[t]] == static_cast<int>(k)) wanted.insert(t);
-    for (int t : wanted) {
+    for (int t : wanted[k]) {
       sub->outputs.push_back(remap.at(t));
       f.outputs.push_back(t);
     }

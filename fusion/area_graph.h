@@ -27,10 +27,14 @@ class AreaGraph {
 
  private:
   bool reachesAvoiding(int from, int to, int skip) const;  // path from -> ... -> to via other areas
+  // The other areas at the ends of `edges` (node_users_ or node_producers_) from area's nodes.
+  std::vector<int> neighbours(int area, const std::vector<std::vector<int>>& edges) const;
 
-  std::vector<int> parent_;
+  mutable std::vector<int> parent_;  // union-find, compressed as it is read
   std::vector<std::vector<int>> members_;
   std::vector<std::vector<int>> node_users_, node_producers_;
+  mutable std::vector<int> seen_, stack_;  // reachesAvoiding's marks (by stamp) and stack
+  mutable int stamp_ = 0;
 };
 
 // Replaces each group (node indices of `g`, 2+ nodes) by one Fused node whose

@@ -31,6 +31,7 @@ struct ConstData {
   const uint8_t* data = nullptr;
   size_t size = 0;
   std::shared_ptr<const void> owner;
+  bool huge_pages = false;  // the bytes lie in transparent huge pages (runtime/base/huge_page_arena.h)
   static std::shared_ptr<const ConstData> copyOf(const void* bytes, size_t size);
 };
 

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "tools/gguf/gguf_file.h"
-#include "tools/gguf/weight_arena.h"
+#include "runtime/base/huge_page_arena.h"
 
 namespace gkrt::gguf {
 namespace {
@@ -107,8 +107,8 @@ TEST(GgufFile, ReadsEveryValueTypeAndTheTensorsInPlace) {
   }
 }
 
-TEST(WeightArena, AlignedPiecesThatDoNotOverlapAcrossChunks) {
-  WeightArena arena(size_t(4) << 20);  // chunks of 4 MiB
+TEST(HugePageArena, AlignedPiecesThatDoNotOverlapAcrossChunks) {
+  HugePageArena arena(size_t(4) << 20);  // chunks of 4 MiB
   std::vector<std::pair<uint8_t*, size_t>> pieces;
   for (size_t bytes : {size_t(1), size_t(100), size_t(3) << 20, size_t(2) << 20, size_t(9) << 20, size_t(64)}) {
     uint8_t* p = arena.allocate(bytes);  // the 2 MiB piece no longer fits the first chunk; 9 MiB gets a chunk of its own

@@ -137,13 +137,13 @@ bool isBlockQuantType(uint32_t type) {
 }
 
 // `n` values of T from the arena, or an error naming the tensor.
-template <class T> StatusOr<ArenaArray<T>> arenaArray(WeightArena& arena, size_t n, const std::string& name) {
+template <class T> StatusOr<ArenaArray<T>> arenaArray(HugePageArena& arena, size_t n, const std::string& name) {
   uint8_t* p = arena.allocate(n * sizeof(T));
   if (!p) return makeError(StatusCode::kDeviceError, "out of memory converting GGUF tensor '", name, "' (", n * sizeof(T), " bytes)");
   return ArenaArray<T>{reinterpret_cast<T*>(p), n};
 }
 
-StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows, const std::shared_ptr<WeightArena>& arena) {
+StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows, const std::shared_ptr<HugePageArena>& arena) {
   if (!isBlockQuantType(t.type)) {
     return makeError(StatusCode::kUnsupported, "GGUF tensor '", t.name, "' is ", tensorTypeName(t.type),
                      "; gkrt converts F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K (requantize the file with llama.cpp's "
@@ -187,7 +187,7 @@ Status convertBlockRows(const Tensor& t, const std::vector<int64_t>& row_of, Blo
   return Status::Ok();
 }
 
-StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::shared_ptr<WeightArena>& arena, const std::vector<int64_t>& row_of) {
+StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::shared_ptr<HugePageArena>& arena, const std::vector<int64_t>& row_of) {
   ASSIGN_OR_RETURN(BlockWeight w, blockLayout(t, t.dims.size() == 2 ? t.dims[1] : 0, arena));
   RETURN_IF_ERROR(convertBlockRows(t, row_of, w, 0));
   return w;

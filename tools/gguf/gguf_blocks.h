@@ -24,11 +24,11 @@
 #include "runtime/ir/dtype.h"
 #include "runtime/ir/status.h"
 #include "tools/gguf/gguf_file.h"
-#include "tools/gguf/weight_arena.h"
+#include "runtime/base/huge_page_arena.h"
 
 namespace gkrt::gguf {
 
-// An array of T in a WeightArena (not owned: the arena holds it).
+// An array of T in a HugePageArena (not owned: the arena holds it).
 template <class T> struct ArenaArray {
   T* ptr = nullptr;
   size_t count = 0;
@@ -42,7 +42,7 @@ template <class T> struct ArenaArray {
 struct BlockWeight {
   int64_t N = 0, K = 0, block = 0, blocks = 0, blob = 0;
   DType to = DType::kInt8;        // kUInt4, kInt4 (two a byte) or kInt8
-  std::shared_ptr<WeightArena> arena;
+  std::shared_ptr<HugePageArena> arena;
   ArenaArray<uint8_t> values;  // [N, blocks, blob]
   ArenaArray<float> scales;    // [N, blocks]
   ArenaArray<float> offsets;   // [N, blocks], or empty
@@ -52,12 +52,12 @@ struct BlockWeight {
 bool isBlockQuantType(uint32_t type);
 // A 2-D tensor of a block type; `row_of[n]` (when not empty) is the file's row that
 // becomes row n (the Q/K rotary permutation undone).
-StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::shared_ptr<WeightArena>& arena,
+StatusOr<BlockWeight> blockWeight(const Tensor& t, const std::shared_ptr<HugePageArena>& arena,
                                   const std::vector<int64_t>& row_of = {});
 // The pieces of blockWeight, for weights made of several tensors' rows (Q/K/V as one):
 // the layout of `rows` rows of t's type and row length (values, scales and offsets
 // allocated), and t's rows converted into rows first.. of it (on the cores there are).
-StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows, const std::shared_ptr<WeightArena>& arena);
+StatusOr<BlockWeight> blockLayout(const Tensor& t, int64_t rows, const std::shared_ptr<HugePageArena>& arena);
 Status convertBlockRows(const Tensor& t, const std::vector<int64_t>& row_of, BlockWeight& w, int64_t first);
 // The same values one a byte (int8: a nibble's value, 0..15 for kUInt4, -8..7 for
 // kInt4): a table rows are gathered from and then widened.

@@ -104,11 +104,12 @@ StatusOr<Hyper> hyperParameters(const GgufFile& f) {
 
 
 // An arena array as a constant's bytes, the arena kept alive by it.
-template <class T> std::shared_ptr<const ir::ConstData> inArena(const ArenaArray<T>& a, const std::shared_ptr<WeightArena>& arena) {
+template <class T> std::shared_ptr<const ir::ConstData> inArena(const ArenaArray<T>& a, const std::shared_ptr<HugePageArena>& arena) {
   auto c = std::make_shared<ir::ConstData>();
   c->data = reinterpret_cast<const uint8_t*>(a.data());
   c->size = a.size() * sizeof(T);
   c->owner = arena;
+  c->huge_pages = true;
   return c;
 }
 
@@ -207,7 +208,7 @@ class Importer {
   GraphBuilder b_;
   std::map<std::string, Converted> converted_;  // by tensor name (+ "/bytes": one a byte)
   std::map<const ir::ConstData*, Node> nodes_;   // this build's constants
-  std::shared_ptr<WeightArena> arena_ = std::make_shared<WeightArena>();  // the converted block weights
+  std::shared_ptr<HugePageArena> arena_ = std::make_shared<HugePageArena>();  // the converted block weights
 };
 
 StatusOr<const Converted*> Importer::blocks(const Tensor& t, const std::vector<int64_t>& row_of, bool one_a_byte) {

@@ -82,16 +82,33 @@ std::vector<std::string> preTokenizerExpressions(const std::string& pre) {
   return {};
 }
 
+// j[key] when j is an object holding it, else null; by reference (json::value() copies,
+// and copying a 50,000-token vocabulary twice took most of loading it).
+static const json& member(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+// j when it is an array, else an empty one (by reference, as member()).
+static const json& arrayOrEmpty(const json& j) {
+  static const json kEmpty = json::array();
+  return j.is_array() ? j : kEmpty;
+}
+
 static StatusOr<BpeConfig> configFromJson(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return makeError(StatusCode::kNotFound, "cannot open tokenizer '", path, "'");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());  // parsing a string is faster than a stream
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const std::exception& e) {
     return bad(path, std::string("not JSON: ") + e.what());
   }
-  const json& m = j.value("model", json::object());
+  const json& m = member(j, "model");
+  if (!m.is_object()) return bad(path, "no \"model\" object: not a Hugging Face tokenizer.json");
   if (m.value("type", "") != "BPE") {
     return bad(path, "model type '" + m.value("type", std::string("?")) + "' is not supported (byte-level BPE only)");
   }
@@ -103,9 +120,12 @@ static StatusOr<BpeConfig> configFromJson(const std::string& path) {
   c.what = path;
   c.ignore_merges = m.value("ignore_merges", false);
   std::map<int64_t, std::string> by_id;
-  const json vocab = m.value("vocab", json::object());
-  for (const auto& [tok, id] : vocab.items()) by_id[id.get<int64_t>()] = tok;
-  for (const json& a : j.value("added_tokens", json::array())) {
+  const json& vocab = member(m, "vocab");
+  if (vocab.is_object()) {
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) by_id[it.value().get<int64_t>()] = it.key();
+  }
+  const json& added = member(j, "added_tokens");
+  for (const json& a : arrayOrEmpty(added)) {
     const int64_t id = a.value("id", int64_t(-1));
     if (id < 0) return bad(path, "an added token without an id");
     by_id[id] = a.value("content", "");
@@ -115,7 +135,9 @@ static StatusOr<BpeConfig> configFromJson(const std::string& path) {
   if (by_id.begin()->first < 0 || by_id.rbegin()->first > 10'000'000) return bad(path, "token ids out of range");
   c.tokens.resize(size_t(by_id.rbegin()->first + 1));
   for (auto& [id, tok] : by_id) c.tokens[size_t(id)] = tok;
-  for (const json& mg : m.value("merges", json::array())) {
+  const json& merges = member(m, "merges");
+  c.merges.reserve(merges.is_array() ? merges.size() : 0);
+  for (const json& mg : arrayOrEmpty(merges)) {
     if (mg.is_string()) c.merges.push_back(mg.get<std::string>());
     else if (mg.is_array() && mg.size() == 2) c.merges.push_back(mg[0].get<std::string>() + " " + mg[1].get<std::string>());
     else return bad(path, "a merge that is neither \"a b\" nor [a, b]");

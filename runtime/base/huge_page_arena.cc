@@ -1,18 +1,20 @@
-#include "tools/gguf/weight_arena.h"
+#include "runtime/base/huge_page_arena.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
-namespace gkrt::gguf {
+namespace gkrt {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kAlign = 64;
 
-WeightArena::~WeightArena() {
+HugePageArena::~HugePageArena() {
   for (const Chunk& c : chunks_) {
 #if defined(__linux__)
     if (c.mapped) {
@@ -24,7 +26,7 @@ WeightArena::~WeightArena() {
   }
 }
 
-uint8_t* WeightArena::allocate(size_t bytes) {
+uint8_t* HugePageArena::allocate(size_t bytes) {
   bytes = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
   std::lock_guard<std::mutex> lock(mu_);
   if (chunks_.empty() || chunks_.back().size - chunks_.back().used < bytes) {
@@ -57,4 +59,18 @@ uint8_t* WeightArena::allocate(size_t bytes) {
   return p;
 }
 
-}  // namespace gkrt::gguf
+bool transparentHugePages() {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  static const bool on = [] {
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string modes;
+    std::getline(f, modes);
+    return !modes.empty() && modes.find("[never]") == std::string::npos;
+  }();
+  return on;
+#else
+  return false;
+#endif
+}
+
+}  // namespace gkrt
