@@ -342,6 +342,15 @@ GKRT_TARGET_AVX2 void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w,
   }
 }
 
+void offsetTermsAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* off) {
+  switch (x.count) {
+    case 1: return offsetTerm<1>(d, w, x, n, off);
+    case 2: return offsetTerm<2>(d, w, x, n, off);
+    case 3: return offsetTerm<3>(d, w, x, n, off);
+    default: return offsetTerm<4>(d, w, x, n, off);
+  }
+}
+
 void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
   if (d.nibbles && d.int8_activations) return streamInt4UnitsRows(d, w, x, n0, n1, y);
   return d.int8_activations ? streamAvx2Rows<true>(d, w, x, n0, n1, y) : streamAvx2Rows<false>(d, w, x, n0, n1, y);

@@ -153,6 +153,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     stream_ = d_.M <= kMaxStreamRows && d_.block <= kMaxBlock;
 #ifdef GKRT_X86_TIERS
     vnni_ = !stream_ && vnniSuits(d_);
+    vnni_stream_ = stream_ && avx2_ && vnniStreamSuits(d_);
 #endif
   }
 
@@ -178,7 +179,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     std::string s = stream_ ? "gkrt block-quant gemv" : "gkrt block-quant gemm";
     s += d_.nibbles ? " 4-bit" : " 8-bit";
     s += stream_ && d_.int8_activations ? ", int8 activations" : ", float activations";
-    return s + (avx2_ ? ", avx2" : ", portable");
+    return s + (vnni_stream_ ? ", avx512_vnni" : avx2_ ? ", avx2" : ", portable");
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* ws) override {
@@ -223,6 +224,10 @@ class BlockQuantMatMulKernel final : public Kernel {
         g.sum += r0 * d_.blocks;
         if (g.scale8) g.scale8 += r0 * r.units * 8;
 #ifdef GKRT_X86_TIERS
+        if (vnni_stream_) {
+          streamInt4Vnni(d_, w, g, n0, n1, y + r0 * d_.N);
+          continue;
+        }
         if (avx2_) {
           streamAvx2(d_, w, g, n0, n1, y + r0 * d_.N);
           continue;
@@ -294,7 +299,7 @@ class BlockQuantMatMulKernel final : public Kernel {
 
   BlockQuantDims d_;
   ThreadPool& pool_;
-  bool avx2_ = false, stream_ = true, vnni_ = false;
+  bool avx2_ = false, stream_ = true, vnni_ = false, vnni_stream_ = false;
 };
 
 const Shape* shapeOf(const ir::Graph& g, const ir::Node& node, size_t k) {

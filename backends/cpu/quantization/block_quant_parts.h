@@ -63,12 +63,19 @@ void zeroSpareLanes(const BlockQuantDims& d, int64_t cols, float* panels);
 // values); the panels for columns [n0, n0 + cols).
 void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
 void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels);
+// The offsets' term of column n for each of x.count rows (the -8 of signed nibbles read
+// as q + 8 included): off[r] = sum over blocks of (offset - 8 scale) * sum of the block of x.
+void offsetTermsAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* off);
 
 // The AVX-512 VNNI prefill GEMM (block_quant_vnni.cc), int8 activations and B a multiple
 // of 32: whether it runs here (the CPU tier has avx512_vnni), the scratch a panel of 16
 // columns takes, rows i0 .. i1 of x quantized into r (q, scale, sum) in its order, and
 // panel p's 16 columns of y for every row of x.
 bool vnniSuits(const BlockQuantDims& d);
+// The 4-bit decode loop on AVX-512 VNNI (int8 activations, B a multiple of 32): as
+// streamAvx2 for 4-bit values, two units of 64 values a step (block_quant_vnni.cc).
+bool vnniStreamSuits(const BlockQuantDims& d);
+void streamInt4Vnni(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
 size_t vnniPanelBytes(const BlockQuantDims& d);
 void vnniQuantizeRows(const BlockQuantDims& d, const float* x, int64_t i0, int64_t i1, Rows& r);
 void gemmVnniPanel(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t p, uint8_t* scratch, float* y);

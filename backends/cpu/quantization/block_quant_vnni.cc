@@ -1,4 +1,5 @@
-// The AVX-512 VNNI prefill GEMM of the block-quant kernel (block_quant_parts.h): rows of
+// The AVX-512 VNNI loops of the block-quant kernel (block_quant_parts.h): the 4-bit decode
+// loop (streamInt4Vnni, below), and the prefill GEMM: rows of
 // x quantized to int8 per block (the op's int8 precision, as onnxruntime's MatMulNBits at
 // accuracy level 4 and llama.cpp's Q8 activations compute a prompt) against 8- or 4-bit
 // weights, 16 columns a panel.
@@ -16,8 +17,9 @@
 
 #ifdef GKRT_X86_TIERS
 // GCC 12's AVX-512 intrinsics hand an undefined vector to the builtins as the pass-through
-// of their unmasked forms, which -Wmaybe-uninitialized reports in every caller.
+// of their unmasked forms, which -W(maybe-)uninitialized reports in every caller.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -112,7 +114,172 @@ GKRT_TARGET_AVX512_VNNI void panelRows(const BlockQuantDims& d, const Weights& w
   for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * d.N + n0, live, _mm512_add_ps(acc[r], bias_v));
 }
 
+constexpr int64_t kStreamGroupsAhead = 2;  // column groups prefetched ahead, as the AVX2 loop
+
+GKRT_TARGET_AVX512_VNNI inline __m256 half(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+
+// [sum of a, sum of b, sum of c, sum of d].
+GKRT_TARGET_AVX512_VNNI inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(half(a), half(b)), _mm256_hadd_ps(half(c), half(d)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// The decode loop of block_quant_avx2.cc's streamInt4UnitsAvx2 on 512-bit vectors: two
+// units of 64 values (64 bytes of nibbles, four blocks of 32) a step, the low and high
+// nibbles against x's evens and odds (kUnits64 order, two units side by side) by two
+// vpdpbusd instead of vpmaddubsw + vpmaddwd per half; each int32 lane holds a quarter of
+// one block's sum, rescaled by [block scale x4 ...] times x's [sx x4 ...]. An odd last
+// unit and a last half unit take 256-bit vectors. R rows against NC columns.
+//
+// Blocks of 32 (every GGUF 4-bit type, onnxruntime-genai's int4): the offsets' term
+// (the -8 of signed nibbles read as q + 8, the stored offsets) goes into the same
+// accumulators, a quarter of each block's sum(x) a lane (an eighth in the half unit:
+// powers of two, so exact), instead of a pass over the column's scales after it; with
+// the four columns reduced together, that per-column tail was as long as the loop over
+// a 576-value column.
+template <int R, int NC>
+GKRT_TARGET_AVX512_VNNI void streamInt4Columns(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* y) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i flip = _mm512_set1_epi8(d.signed_nibbles ? char(0x88) : 0);
+  const __m512i quads = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const int64_t col_bytes = d.blocks * d.blob, full = x.stride / 64;
+  const uint8_t* wn = w.w + n * col_bytes;
+  const float* sn = w.scales + n * d.blocks;
+  const float* on = w.offsets ? w.offsets + n * d.blocks : nullptr;
+  const bool fold = d.block == 32;
+  const float neg = d.signed_nibbles ? -8.0f : 0.0f;  // the -8 of q + 8, times sum(x)
+  __m512 acc[R][NC];
+  __m256 tail[R][NC];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps(), tail[r][c] = _mm256_setzero_ps();
+  int64_t u = 0;
+  for (; u + 2 <= full; u += 2) {
+    const int64_t k0 = u * 64;
+    __m512i xl[R], xh[R];
+    __m512 xs[R], xn[R], xo[R];  // x's scales; sum(x) shares for the -8 and for the offsets
+    for (int r = 0; r < R; ++r) {
+      const int8_t* xq = x.q + r * x.stride + k0;
+      const __m256i* v = reinterpret_cast<const __m256i*>(xq);
+      xl[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(v)), _mm256_loadu_si256(v + 2), 1);
+      xh[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(v + 1)), _mm256_loadu_si256(v + 3), 1);
+      xs[r] = _mm512_loadu_ps(x.scale8 + (r * x.units + u) * 8);
+      if (fold) {
+        const __m512 sums = _mm512_permutexvar_ps(quads, _mm512_castps128_ps512(_mm_loadu_ps(x.sum + r * d.blocks + 2 * u)));
+        xn[r] = _mm512_mul_ps(sums, _mm512_set1_ps(neg * 0.25f));
+        xo[r] = _mm512_mul_ps(sums, _mm512_set1_ps(0.25f));
+      }
+    }
+    {
+      const int64_t step = NC * 64;
+      const char* ahead = reinterpret_cast<const char*>(wn + kStreamGroupsAhead * NC * col_bytes + (u / 2) * step);
+      for (int64_t o = 0; o < step; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
+    for (int c = 0; c < NC; ++c) {
+      const __m512i raw = _mm512_xor_si512(_mm512_loadu_si512(wn + c * col_bytes + k0 / 2), flip);
+      const __m512i lo = _mm512_and_si512(raw, low), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+      const float* sc = sn + c * d.blocks;
+      const __m128 four = fold ? _mm_loadu_ps(sc + 2 * u)
+                               : _mm_setr_ps(sc[k0 / d.block], sc[(k0 + 32) / d.block], sc[(k0 + 64) / d.block],
+                                             sc[(k0 + 96) / d.block]);
+      const __m512 sv = _mm512_permutexvar_ps(quads, _mm512_castps128_ps512(four));
+      const __m512 ov = fold && on ? _mm512_permutexvar_ps(quads, _mm512_castps128_ps512(_mm_loadu_ps(on + c * d.blocks + 2 * u)))
+                                   : _mm512_setzero_ps();
+      for (int r = 0; r < R; ++r) {
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xl[r]), hi, xh[r]);
+        if (fold) {  // scale * (sx * dot - 8 sum/4) + offset * sum/4
+          acc[r][c] = _mm512_fmadd_ps(sv, _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), xs[r], xn[r]), acc[r][c]);
+          if (on) acc[r][c] = _mm512_fmadd_ps(ov, xo[r], acc[r][c]);
+        } else {
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sv, xs[r]), acc[r][c]);
+        }
+      }
+    }
+  }
+  const __m256i low8 = _mm512_castsi512_si256(low), flip8 = _mm512_castsi512_si256(flip);
+  // The tails' offset terms, block by block, when folded: the blocks from first_tail on.
+  const int64_t first_tail = fold ? u * 2 : d.blocks;
+  if (u < full) {  // an odd last unit: 32 bytes
+    const int64_t k0 = u * 64;
+    for (int c = 0; c < NC; ++c) {
+      const __m256i raw = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wn + c * col_bytes + k0 / 2)), flip8);
+      const __m256i lo = _mm256_and_si256(raw, low8), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low8);
+      const float* sc = sn + c * d.blocks;
+      const __m256 sv = _mm256_set_m128(_mm_set1_ps(sc[(k0 + 32) / d.block]), _mm_set1_ps(sc[k0 / d.block]));
+      for (int r = 0; r < R; ++r) {
+        const __m256i* v = reinterpret_cast<const __m256i*>(x.q + r * x.stride + k0);
+        const __m256i dot = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, _mm256_loadu_si256(v)), hi,
+                                                _mm256_loadu_si256(v + 1));
+        const __m256 xs = _mm256_loadu_ps(x.scale8 + (r * x.units + u) * 8);
+        tail[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(sv, xs), tail[r][c]);
+      }
+    }
+  }
+  if (x.stride % 64 != 0) {  // a last 32 values: 16 bytes, lows then highs against x in kChunks32 order
+    const int64_t k0 = full * 64;
+    for (int c = 0; c < NC; ++c) {
+      const __m128i raw = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wn + c * col_bytes + k0 / 2)),
+                                        _mm256_castsi256_si128(flip8));
+      const __m128i low16 = _mm256_castsi256_si128(low8);
+      const __m256i wv = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), low16), _mm_and_si128(raw, low16));
+      const float s = sn[c * d.blocks + k0 / d.block];
+      for (int r = 0; r < R; ++r) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + r * x.stride + k0));
+        const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wv, xv);
+        tail[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(s * x.scale[r * d.blocks + k0 / d.block]), tail[r][c]);
+      }
+    }
+  }
+  float off[NC][R];
+  for (int c = 0; c < NC; ++c) {
+    if (!fold) {
+      offsetTermsAvx2(d, w, x, n + c, off[c]);
+      continue;
+    }
+    for (int r = 0; r < R; ++r) {  // the tail blocks' terms (at most three)
+      float t = 0.0f;
+      for (int64_t b = first_tail; b < d.blocks; ++b) {
+        const float sum = x.sum[r * d.blocks + b];
+        t += neg * sn[c * d.blocks + b] * sum + (on ? on[c * d.blocks + b] * sum : 0.0f);
+      }
+      off[c][r] = t;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_zextps256_ps512(tail[r][c]));
+    if constexpr (NC % 4 == 0) {
+      for (int c0 = 0; c0 < NC; c0 += 4) {
+        alignas(16) float sums[4];
+        _mm_store_ps(sums, reduce4(acc[r][c0], acc[r][c0 + 1], acc[r][c0 + 2], acc[r][c0 + 3]));
+        for (int c = c0; c < c0 + 4; ++c) y[r * d.N + n + c] = sums[c - c0] + off[c][r] + (w.bias ? w.bias[n + c] : 0.0f);
+      }
+    } else {
+      for (int c = 0; c < NC; ++c) y[r * d.N + n + c] = _mm512_reduce_add_ps(acc[r][c]) + off[c][r] + (w.bias ? w.bias[n + c] : 0.0f);
+    }
+  }
+}
+
+template <int R>
+void streamInt4Rows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
+  constexpr int NC = R == 1 ? 4 : R == 2 ? 2 : 1;
+  int64_t n = n0;
+  for (; n + NC <= n1; n += NC) streamInt4Columns<R, NC>(d, w, x, n, y);
+  for (; n < n1; ++n) streamInt4Columns<R, 1>(d, w, x, n, y);
+}
+
 }  // namespace
+
+bool vnniStreamSuits(const BlockQuantDims& d) {
+  return d.nibbles && d.int8_activations && d.block % 32 == 0 && cpuTier().has(CpuIsa::kAvx512Vnni);
+}
+
+void streamInt4Vnni(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
+  switch (x.count) {
+    case 1: return streamInt4Rows<1>(d, w, x, n0, n1, y);
+    case 2: return streamInt4Rows<2>(d, w, x, n0, n1, y);
+    case 3: return streamInt4Rows<3>(d, w, x, n0, n1, y);
+    default: return streamInt4Rows<4>(d, w, x, n0, n1, y);
+  }
+}
 
 bool vnniSuits(const BlockQuantDims& d) {
   return d.int8_activations && d.block % 32 == 0 && d.N > 0 && cpuTier().has(CpuIsa::kAvx512Vnni) &&
