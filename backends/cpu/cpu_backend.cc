@@ -310,7 +310,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::canRunConvOrPool(g, node)) return cpu::compileConvOrPool(g, node, *pool_);
   if (cpu::canRunNorm(g, node)) return cpu::compileNorm(g, node, *pool_);
   if (cpu::canRunTranspose(g, node)) return cpu::compileTranspose(g, node, *pool_);
-  if (cpu::canRunOneDnnRecurrent(g, node)) {
+  if (cpu::canRunOneDnnRecurrent(g, node) && !cpu::ownRecurrentIsFaster(g, node)) {
     auto k = cpu::compileOneDnnRecurrent(g, node);
     if (k.ok()) return k;  // else our own recurrent kernel
   }

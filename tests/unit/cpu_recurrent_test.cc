@@ -203,6 +203,38 @@ TEST(CpuRecurrent, InitialStatesSequenceLensLayout1) {
   }
 }
 
+// The own kernel's batched LSTM steps (every row a step in one pass over R): 6 rows (a
+// group of 4, then 2), hidden 24 (96 gate columns: a 64-column group, then 16, then 16)
+// and hidden 20 (80: 64 + 16, no remainder), both layouts; small LSTMs with the default
+// gates run there rather than on oneDNN, larger ones and other gates on oneDNN.
+TEST(CpuRecurrent, SmallLstmsRunTheBatchedStepsAndMatch) {
+  for (int64_t hidden : {24, 20}) {
+    for (int64_t layout : {0, 1}) {
+      Case c;
+      c.attrs = attrs(RnnDirection::kBidirectional, layout);
+      c.init_states = true;
+      c.batch = 6;
+      c.seq = 7;
+      c.input = 10;
+      c.hidden = hidden;
+      expectCpuMatchesReference(c);
+      Built m = build(c);
+      ASSERT_TRUE(m.graph);
+      EXPECT_TRUE(cpu::ownRecurrentIsFaster(*m.graph, m.graph->nodes.back())) << hidden;
+    }
+  }
+  Case big;
+  big.hidden = 72;
+  Built m = build(big);
+  ASSERT_TRUE(m.graph);
+  EXPECT_FALSE(cpu::ownRecurrentIsFaster(*m.graph, m.graph->nodes.back()));
+  Case peep;
+  peep.peepholes = true;
+  Built p = build(peep);
+  ASSERT_TRUE(p.graph);
+  EXPECT_FALSE(cpu::ownRecurrentIsFaster(*p.graph, p.graph->nodes.back()));
+}
+
 TEST(CpuRecurrent, LstmPeepholesInputForgetClip) {
   Case c;
   c.attrs = attrs(RnnDirection::kBidirectional);
