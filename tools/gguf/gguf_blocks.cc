@@ -179,8 +179,8 @@ Status convertBlockRows(const Tensor& t, const std::vector<int64_t>& row_of, Blo
   int64_t block_values = 0, block_bytes = 0;
   tensorTypeBlock(t.type, &block_values, &block_bytes);
   const int64_t row_bytes = w.K / block_values * block_bytes;
-  // Rows on every core (SmolLM2's 81 MB: about half the time on 2 cores as on one).
-#pragma omp parallel for schedule(static) if (rows * row_bytes >= (int64_t(1) << 20))
+  // One thread: on 2 cores two took as long (the page faults of fresh memory serialise),
+  // and when the other core was busy a run waited 90-190 ms at the join.
   for (int64_t n = 0; n < rows; ++n) {
     convertRow(t.type, t.data + (row_of.empty() ? n : row_of[size_t(n)]) * row_bytes, w, first + n);
   }
