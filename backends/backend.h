@@ -112,6 +112,10 @@ class Backend {
   // Called once after compile() of every node of a session, before any launch: device
   // backends build the session's program here (one build for all kernels).
   virtual Status finishCompile() { return Status::Ok(); }
+  // Whether this backend's kernel for `node` reads constant input k as it is, whole, at
+  // every launch (no packed copy of its own): the session then places such constants in
+  // huge-page memory (runtime/streamed_weights.h). Default: none.
+  virtual bool streamsConstantInput(const ir::Node& node, size_t k) const { return false; }
 
   // Optional: memory and ordering. Host defaults below.
   virtual bool isHost() const { return true; }

@@ -31,8 +31,8 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
   for (const std::string& name : options.shared_inputs) s->shared_[name] = SharedBuffer{};
   {  // an unknown backend or missing device is reported now, not at the first run
     ASSIGN_OR_RETURN(auto probe, createBackend(options.backend, options.backend_options));
-    if (options.huge_page_weights && probe->isHost()) {
-      const size_t copied = placeStreamedWeights(s->model_);  // every plan shares the copies
+    if (options.huge_page_weights) {
+      const size_t copied = placeStreamedWeights(s->model_, *probe);  // every plan shares the copies
       if (copied) GKRT_LOG_INFO("streamed weights: ", formatByteSize(copied), " copied into huge pages");
     }
   }

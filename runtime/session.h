@@ -53,9 +53,9 @@ struct SessionOptions {
   // buffer each, zeroed when made and kept across plan switches without a copy (other
   // backends: a buffer a plan, copied over as any input).
   std::set<std::string> shared_inputs;
-  // Host backends: weights the kernels stream as they are (block-quantized matmuls')
-  // copied once into huge-page memory (runtime/streamed_weights.h); false keeps them
-  // where the model has them (no copy: less memory).
+  // Weights the backend's kernels stream as they are (on the cpu, block-quantized
+  // matmuls') copied once into huge-page memory (runtime/streamed_weights.h); false keeps
+  // them where the model has them (no copy: less memory).
   bool huge_page_weights = true;
 };
 

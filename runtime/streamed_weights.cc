@@ -5,20 +5,18 @@
 #include <memory>
 
 #include "runtime/base/huge_page_arena.h"
-#include "runtime/ir/op_def.h"
 
 namespace gkrt {
 
-size_t placeStreamedWeights(ir::Graph& g) {
+size_t placeStreamedWeights(ir::Graph& g, const Backend& backend) {
   if (!transparentHugePages()) return 0;
   constexpr size_t kSmallest = 4096;  // a page: smaller constants gain nothing
   std::shared_ptr<HugePageArena> arena;
   std::map<const ir::ConstData*, std::shared_ptr<const ir::ConstData>> copies;  // one copy a constant
   size_t copied = 0;
   for (const ir::Node& n : g.nodes) {
-    if (!n.op || std::strcmp(n.op->name, "BlockQuantMatMul") != 0) continue;
-    for (size_t k = 1; k < n.inputs.size() && k <= 3; ++k) {  // values, scales, offsets
-      if (n.inputs[k] < 0) continue;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] < 0 || !backend.streamsConstantInput(n, k)) continue;
       ir::Tensor& t = g.tensors[size_t(n.inputs[k])];
       if (!t.constant || t.constant->huge_pages || t.constant->size < kSmallest) continue;
       auto it = copies.find(t.constant.get());

@@ -197,6 +197,10 @@ Status CpuBackend::finishCompile() {
 // Concat (inputs and output in one layout) on their own kernels; every other node
 // runs its reference kernel. A node whose tensors the layout plan made blocked only
 // ever gets a kernel that takes that layout (layoutUse).
+bool CpuBackend::streamsConstantInput(const ir::Node& node, size_t k) const {
+  return node.op && std::string(node.op->name) == "BlockQuantMatMul" && k >= 1 && k <= 3;
+}
+
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   const cpu::LayoutPlan& layout = layoutFor(g);
   const cpu::LayoutUse use = layoutUse(g, node);

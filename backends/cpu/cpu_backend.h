@@ -21,6 +21,8 @@ class CpuBackend : public Backend {
   const char* name() const override { return "cpu"; }
   FusionColumn fusionColumn() const override { return FusionColumn::kCpu; }
   bool supports(const ir::Graph& g, const ir::Node& node) const override;
+  // BlockQuantMatMul's values, scales and offsets (its kernel streams them per launch).
+  bool streamsConstantInput(const ir::Node& node, size_t k) const override;
   StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) override;
   Status finishCompile() override;
 

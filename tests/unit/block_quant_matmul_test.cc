@@ -8,11 +8,14 @@
 // partial block; block sizes 16, 32 and 64; with and without bias.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "backends/cpu/cpu_tier.h"
 #include "runtime/builder.h"
+#include "runtime/base/huge_page_arena.h"
 #include "runtime/session.h"
+#include "runtime/streamed_weights.h"
 #include "tests/unit/test_support.h"
 
 namespace gkrt {
@@ -94,6 +97,36 @@ TEST(BlockQuantMatMul, CpuMatchesReferenceOnEveryLayoutRowCountAndPrecision) {
       EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 1e-4, 1e-3), "") << what;
     }
   }
+}
+
+// The cpu backend streams the block weights as they are: a session copies them once into
+// huge-page memory (same bytes, marked), leaves the input x alone, and a backend that does
+// not stream them (the reference) gets nothing copied.
+TEST(BlockQuantMatMul, StreamedWeightsAreCopiedForTheBackendThatStreamsThem) {
+  if (!transparentHugePages()) GTEST_SKIP() << "no transparent huge pages on this machine";
+  const Case c{DType::kUInt4, true, 1, 576, 64, 32, false};
+  ir::Graph g = graphOf(c, DType::kInt8, 7);
+  const ir::Graph original = ir::cloneGraph(g);
+  auto cpu = createBackend("cpu", {});
+  auto ref = createBackend("reference", {});
+  ASSERT_TRUE(cpu.ok() && ref.ok());
+  ir::Graph for_ref = ir::cloneGraph(g);
+  EXPECT_EQ(placeStreamedWeights(for_ref, **ref), 0u);
+  const size_t copied = placeStreamedWeights(g, **cpu);
+  const ir::Node& n = g.nodes.back();
+  size_t want = 0;
+  for (size_t k = 1; k <= 3; ++k) {
+    const ir::Tensor& t = g.tensors[size_t(n.inputs[k])];
+    const ir::Tensor& o = original.tensors[size_t(n.inputs[k])];
+    ASSERT_TRUE(t.constant && o.constant) << k;
+    want += o.constant->size;
+    EXPECT_TRUE(t.constant->huge_pages) << k;
+    EXPECT_NE(t.constant->data, o.constant->data) << k;
+    ASSERT_EQ(t.constant->size, o.constant->size) << k;
+    EXPECT_EQ(std::memcmp(t.constant->data, o.constant->data, t.constant->size), 0) << k;
+  }
+  EXPECT_EQ(copied, want);
+  EXPECT_FALSE(g.tensors[size_t(n.inputs[0])].constant);  // x is an input
 }
 
 TEST(BlockQuantMatMul, Int8ActivationsAreCloseToFloatAndNamedInTheProfile) {

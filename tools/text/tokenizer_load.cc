@@ -121,6 +121,7 @@ static StatusOr<BpeConfig> configFromJson(const std::string& path) {
   c.ignore_merges = m.value("ignore_merges", false);
   std::map<int64_t, std::string> by_id;
   const json& vocab = member(m, "vocab");
+  if (!vocab.is_null() && !vocab.is_object()) return bad(path, "model.vocab is not an object of token: id pairs");
   if (vocab.is_object()) {
     for (auto it = vocab.begin(); it != vocab.end(); ++it) by_id[it.value().get<int64_t>()] = it.key();
   }

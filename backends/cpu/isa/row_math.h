@@ -73,4 +73,16 @@ inline float expNonPositive(float v) {
   return v < -87.0f ? 0.0f : p * scale;
 }
 
+// Sigmoid and tanh through expNonPositive of -|x|, for loops that vectorise whole:
+// relative error ~3e-7 (sigmoid), absolute ~2e-7 (tanh).
+inline float sigmoidOf(float x) {
+  const float e = expNonPositive(-std::fabs(x));
+  const float r = 1.0f / (1.0f + e);
+  return x >= 0.0f ? r : e * r;
+}
+inline float tanhOf(float x) {
+  const float e = expNonPositive(-2.0f * std::fabs(x));
+  return std::copysign((1.0f - e) / (1.0f + e), x);
+}
+
 }  // namespace gkrt::cpu

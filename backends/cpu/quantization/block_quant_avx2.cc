@@ -221,41 +221,6 @@ GKRT_TARGET_AVX2 void streamInt4UnitsAvx2(const BlockQuantDims& d, const Weights
   }
 }
 
-template <int R>
-void streamInt4Units(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  constexpr int NC = R == 1 ? 4 : R == 2 ? 2 : 1;
-  int64_t n = n0;
-  for (; n + NC <= n1; n += NC) streamInt4UnitsAvx2<R, NC>(d, w, x, n, y);
-  for (; n < n1; ++n) streamInt4UnitsAvx2<R, 1>(d, w, x, n, y);
-}
-
-void streamInt4UnitsRows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  switch (x.count) {
-    case 1: return streamInt4Units<1>(d, w, x, n0, n1, y);
-    case 2: return streamInt4Units<2>(d, w, x, n0, n1, y);
-    case 3: return streamInt4Units<3>(d, w, x, n0, n1, y);
-    default: return streamInt4Units<4>(d, w, x, n0, n1, y);
-  }
-}
-
-template <int R, bool kInt8Acts>
-void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  constexpr int NC = R == 1 ? 4 : R == 2 ? 2 : 1;
-  int64_t n = n0;
-  for (; n + NC <= n1; n += NC) streamColumnsAvx2<R, NC, kInt8Acts>(d, w, x, n, y);
-  for (; n < n1; ++n) streamColumnsAvx2<R, 1, kInt8Acts>(d, w, x, n, y);
-}
-
-template <bool kInt8Acts>
-void streamAvx2Rows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  switch (x.count) {
-    case 1: return streamAvx2<1, kInt8Acts>(d, w, x, n0, n1, y);
-    case 2: return streamAvx2<2, kInt8Acts>(d, w, x, n0, n1, y);
-    case 3: return streamAvx2<3, kInt8Acts>(d, w, x, n0, n1, y);
-    default: return streamAvx2<4, kInt8Acts>(d, w, x, n0, n1, y);
-  }
-}
-
 // 32 values of one column's block (from value c of the block) widened: v[q] = values
 // c + 8q .. c + 8q + 7, as q * scale + offset.
 GKRT_TARGET_AVX2 inline void widen32(const BlockQuantDims& d, const uint8_t* blk, int64_t c, __m256 s, __m256 o, __m256* v) {
@@ -352,8 +317,12 @@ void offsetTermsAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, i
 }
 
 void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  if (d.nibbles && d.int8_activations) return streamInt4UnitsRows(d, w, x, n0, n1, y);
-  return d.int8_activations ? streamAvx2Rows<true>(d, w, x, n0, n1, y) : streamAvx2Rows<false>(d, w, x, n0, n1, y);
+  streamRowsAndColumns(x, n0, n1, [&](auto rows, auto cols, int64_t n) {
+    constexpr int R = decltype(rows)::value, NC = decltype(cols)::value;
+    if (d.nibbles && d.int8_activations) return streamInt4UnitsAvx2<R, NC>(d, w, x, n, y);
+    if (d.int8_activations) return streamColumnsAvx2<R, NC, true>(d, w, x, n, y);
+    streamColumnsAvx2<R, NC, false>(d, w, x, n, y);
+  });
 }
 
 }  // namespace gkrt::cpu::block_quant

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "runtime/ir/ops/block_quant_matmul.h"
 
@@ -39,6 +40,27 @@ struct Rows {
   float* scale8 = nullptr;  // kUnits64: per row and unit of 64, sx of its halves x4 each
   int64_t units = 0;        // units of 64 a row (the last may be half)
 };
+
+// The streaming loops' shape, one place for every tier: `loop(rows, cols, n)` (rows and
+// cols std::integral_constant) for R = x.count rows (at most kMaxRows) against output
+// columns n .. n + cols, cols 4 for one row, 2 for two, 1 for more while they last, then
+// one at a time up to n1.
+template <int R, class Loop>
+inline void streamColumnGroups(int64_t n0, int64_t n1, Loop&& loop) {
+  constexpr int NC = R == 1 ? 4 : R == 2 ? 2 : 1;
+  int64_t n = n0;
+  for (; n + NC <= n1; n += NC) loop(std::integral_constant<int, R>{}, std::integral_constant<int, NC>{}, n);
+  for (; n < n1; ++n) loop(std::integral_constant<int, R>{}, std::integral_constant<int, 1>{}, n);
+}
+template <class Loop>
+inline void streamRowsAndColumns(const Rows& x, int64_t n0, int64_t n1, Loop&& loop) {
+  switch (x.count) {
+    case 1: return streamColumnGroups<1>(n0, n1, loop);
+    case 2: return streamColumnGroups<2>(n0, n1, loop);
+    case 3: return streamColumnGroups<3>(n0, n1, loop);
+    default: return streamColumnGroups<4>(n0, n1, loop);
+  }
+}
 
 // The stored value k of a block as the integer it stands for.
 inline int storedValue(const BlockQuantDims& d, const uint8_t* blk, int64_t k) {

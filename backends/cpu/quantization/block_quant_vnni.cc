@@ -258,14 +258,6 @@ GKRT_TARGET_AVX512_VNNI void streamInt4Columns(const BlockQuantDims& d, const We
   }
 }
 
-template <int R>
-void streamInt4Rows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  constexpr int NC = R == 1 ? 4 : R == 2 ? 2 : 1;
-  int64_t n = n0;
-  for (; n + NC <= n1; n += NC) streamInt4Columns<R, NC>(d, w, x, n, y);
-  for (; n < n1; ++n) streamInt4Columns<R, 1>(d, w, x, n, y);
-}
-
 }  // namespace
 
 bool vnniStreamSuits(const BlockQuantDims& d) {
@@ -273,12 +265,9 @@ bool vnniStreamSuits(const BlockQuantDims& d) {
 }
 
 void streamInt4Vnni(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y) {
-  switch (x.count) {
-    case 1: return streamInt4Rows<1>(d, w, x, n0, n1, y);
-    case 2: return streamInt4Rows<2>(d, w, x, n0, n1, y);
-    case 3: return streamInt4Rows<3>(d, w, x, n0, n1, y);
-    default: return streamInt4Rows<4>(d, w, x, n0, n1, y);
-  }
+  streamRowsAndColumns(x, n0, n1, [&](auto rows, auto cols, int64_t n) {
+    streamInt4Columns<decltype(rows)::value, decltype(cols)::value>(d, w, x, n, y);
+  });
 }
 
 bool vnniSuits(const BlockQuantDims& d) {

@@ -131,18 +131,9 @@ GKRT_RECURRENT_CLONES void addRowsTimes(const float* h, int64_t rows, const floa
 // The LSTM cell's elementwise part with ONNX's default activations (sigmoid, tanh,
 // tanh), no clip, peepholes or coupled gates, in one loop over the hidden units:
 // gates g = [i, o, f, c~] (pre-activation, the matmuls and biases added), c and h updated
-// in place. Sigmoid and tanh through expNonPositive of -|x| (relative error ~3e-7,
-// tanh's absolute ~2e-7), so the loop vectorises whole: the separate SLEEF tanh calls a
-// gate (1-ulp, 64 elements a call) were a third of a small LSTM's time.
-inline float sigmoidOf(float x) {
-  const float e = expNonPositive(-std::fabs(x));
-  const float r = 1.0f / (1.0f + e);
-  return x >= 0.0f ? r : e * r;
-}
-inline float tanhOf(float x) {
-  const float e = expNonPositive(-2.0f * std::fabs(x));
-  return std::copysign((1.0f - e) / (1.0f + e), x);
-}
+// in place. Sigmoid and tanh inline (row_math.h), so the loop vectorises whole: the
+// separate SLEEF tanh calls a gate (1-ulp, 64 elements a call) were a third of a small
+// LSTM's time.
 GKRT_RECURRENT_CLONES void lstmDefaultGates(const float* __restrict g, int64_t H, float* __restrict c, float* __restrict h) {
   for (int64_t j = 0; j < H; ++j) {
     const float i = sigmoidOf(g[j]), o = sigmoidOf(g[H + j]), f = sigmoidOf(g[2 * H + j]), cc = tanhOf(g[3 * H + j]);
