@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/layout/blocked_layout.h"
 #include "runtime/builder.h"
 #include "tests/unit/test_support.h"
@@ -174,6 +175,49 @@ TEST(CpuQuantKernels, DequantizationChainOfADynamicLayerIsOneFusedLoop) {
   EXPECT_EQ(got->countDetail("small op(s) run first"), 1) << got->details;
   EXPECT_EQ(got->countDetail("integer input(s) cast on load"), 1) << got->details;
   EXPECT_EQ(testing::compareTensors(got->outputs[0], (*want)[0], 1e-6, 1e-6), "");
+}
+
+// ConvInteger as onnxruntime's older quantizer writes it: u8 weights with a zero point (and
+// s8 weights with one per output channel). oneDNN's convolutions take no weight zero
+// point, so with VNNI the weights run as s8 (u8 ^ 0x80) and gkrt takes the zero point's
+// term, c[o] * (window sum of x - x_zp), off the int32 sums; bit for bit the reference's,
+// with groups, stride, dilation, padding and a run-time x zero point.
+TEST(CpuQuantKernels, ConvIntegerWeightZeroPointsFoldedEqualTheReference) {
+  struct Case {
+    DType wt;
+    int64_t C, K, groups, stride, dilation, pad;
+    bool per_channel, runtime_xzp;
+  };
+  const Case cases[] = {{DType::kUInt8, 24, 32, 1, 2, 1, 1, false, false},
+                        {DType::kInt8, 16, 24, 2, 1, 2, 2, true, true},
+                        {DType::kUInt8, 16, 16, 16, 1, 1, 1, true, false},
+                        {DType::kUInt8, 3, 20, 1, 1, 1, 0, false, true}};
+  const bool vnni = cpu::cpuTier().has(cpu::CpuIsa::kAvx512Vnni) || cpu::cpuTier().avx_vnni;
+  for (const Case& t : cases) {
+    SCOPED_TRACE("C " + std::to_string(t.C) + " K " + std::to_string(t.K) + " groups " + std::to_string(t.groups));
+    GraphBuilder b;
+    const Shape xs = {2, t.C, 13, 11};
+    Value x = b.input("x", DType::kUInt8, xs);
+    const uint8_t xzp_value = 121;
+    Value xzp = t.runtime_xzp ? b.input("xzp", DType::kUInt8, {}) : b.constant("xzp", DType::kUInt8, {}, &xzp_value);
+    const Shape ws = {t.K, t.C / t.groups, 3, 3};
+    const HostTensor w = randomBytes(t.wt, ws, 31);
+    std::vector<uint8_t> wzp(t.per_channel ? t.K : 1);
+    for (size_t o = 0; o < wzp.size(); ++o) wzp[o] = static_cast<uint8_t>(t.wt == DType::kUInt8 ? 178 - 3 * o : 250 + 3 * o);
+    Value y = b.op1("ConvInteger", {x, b.constant("w", t.wt, ws, w.data()), xzp,
+                                    b.constant("wzp", t.wt, t.per_channel ? Shape{t.K} : Shape{}, wzp.data())},
+                    Conv2DAttrs{{t.stride, t.stride}, {t.pad, t.pad, t.pad, t.pad}, {t.dilation, t.dilation}, t.groups});
+    b.output(y, "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    std::vector<HostTensor> in{randomBytes(DType::kUInt8, xs, 32)};
+    if (t.runtime_xzp) {
+      in.emplace_back(DType::kUInt8, Shape{});
+      *static_cast<uint8_t*>(in.back().data()) = 97;
+    }
+    const std::string details = expectCpuEqualsReference(*g, in);
+    if (vnni && t.groups == 1) EXPECT_NE(details.find("zero point folded"), std::string::npos) << details;
+  }
 }
 
 // The float path of the oneDNN int8 kernels (CPUs without VNNI; forced here with

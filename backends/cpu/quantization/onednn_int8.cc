@@ -132,8 +132,18 @@ class OneDnnInt8Kernel final : public Kernel {
     // u8 matmul weights (attention's activation x activation matmuls) run as s8: w ^ 0x80
     // = w - 128, with the weight zero point moved by -128 (oneDNN takes one on a matmul).
     const bool shiftable = !op.conv && w.dtype == DType::kUInt8 && (!wzp || (wzp->isConstant() && numElements(wzp->shape) == 1));
-    native_ = useNativeInt8(path) && (w.dtype == DType::kInt8 || shiftable);  // else the float path
+    // ConvInteger with u8 weights or weight zero points (oneDNN's convolutions take none):
+    // the weights run as s8 and the zero point's term is taken off after (foldWeightZeroPoints).
+    const bool conv_fold = op.conv && !op.requant && w.isConstant() && (!wzp || wzp->isConstant()) &&
+                           (w.dtype == DType::kUInt8 || !allZero(wzp));
+    native_ = useNativeInt8(path) && (w.dtype == DType::kInt8 || shiftable || conv_fold);  // else the float path
     w_shift_ = native_ && w.dtype == DType::kUInt8;
+    if (native_ && conv_fold) {
+      wz_.resize(w.shape[0]);
+      for (int64_t o = 0; o < w.shape[0]; ++o) {
+        wz_[o] = (wzp ? static_cast<int32_t>(constAt(*wzp, numElements(wzp->shape) == 1 ? 0 : o)) : 0) - (w_shift_ ? 128 : 0);
+      }
+    }
     channels_ = op.conv ? w.shape[0] : w.shape.back();
     inner_ = op.conv ? y.shape[2] * y.shape[3] : 1;
     y_dtype_ = y.dtype;
@@ -221,6 +231,7 @@ class OneDnnInt8Kernel final : public Kernel {
     prim_.execute(stream_, args);
     if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
     stream_.wait();
+    if (!wz_.empty()) foldWeightZeroPoints(in[op_.x], out[0]);
     if (op_.to_float) return Status::Ok();
     if ((!native_ || f32_out_) && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
     else if (!native_ || f32_out_) requantize(y_float_.data(), out[0]);
@@ -228,6 +239,7 @@ class OneDnnInt8Kernel final : public Kernel {
   }
   std::string detail() const override {
     return std::string(native_ ? "oneDNN int8 " : "oneDNN f32 on int8 values ") + impl_ + (x_nhwc_ || y_nhwc_ ? ", nhwc" : "") +
+           (wz_.empty() ? "" : w_shift_ ? ", u8 weights as s8, zero point folded" : ", weight zero point folded") +
            (x_reorder_ || y_reorder_ ? ", layout reorders" : "") + (op_.to_float ? ", float32 out with bias/activation post-ops" : "") +
            (f32_out_ ? ", float32 out requantized by gkrt (odd output zero point)" : "") + (y_block_ ? ", requantized from nChw" + std::to_string(y_block_) + "c" : "");
   }
@@ -273,7 +285,7 @@ class OneDnnInt8Kernel final : public Kernel {
     }
     if (runtime_xzp_) attr->set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     else if (xzp_value_ != 0) attr->set_zero_points(DNNL_ARG_SRC, 0, {xzp_value_});
-    if (!allZero(wzp) || w_shift_) {
+    if ((!allZero(wzp) || w_shift_) && wz_.empty()) {
       if (op.conv || (wzp && (!wzp->isConstant() || numElements(wzp->shape) != 1))) {
         throw std::runtime_error("oneDNN int8: weight zero points other than one constant on a matmul");
       }
@@ -342,6 +354,84 @@ class OneDnnInt8Kernel final : public Kernel {
     }
   }
 
+  // Folded weight zero points: sum (x - xz)(w - wz) = sum (x - xz) w8 - c[o] * sum (x - xz),
+  // w8 = w - 128 for u8 weights (c = wz - 128), the second sum over o's window and its
+  // group's channels (padding adds nothing, as in the reference). Channel sums per input
+  // pixel, then window sums per output pixel, then y -= c[o] * window sum.
+  struct ConvGeometry {
+    int64_t N, C, H, W, G, O, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
+  };
+  void foldWeightZeroPoints(const TensorView& x, const MutableTensorView& y) {
+    const ConvGeometry& q = geo_;
+    const int64_t HW = q.H * q.W, OHW = q.OH * q.OW, CG = q.C / q.G, OG = q.O / q.G;
+    int32_t* s = chan_sum_.data();
+    int32_t* win = win_sum_.data();
+    pool_.parallelFor(q.N * q.G * q.H, 1, std::max<int64_t>(1, kQuantMinPerThread / (q.W * CG)), [&](int, int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        if (x.dtype == DType::kUInt8) channelSumRow(x.as<uint8_t>(), r, s + r * q.W);
+        else channelSumRow(x.as<int8_t>(), r, s + r * q.W);
+      }
+    });
+    pool_.parallelFor(q.N * q.G * q.OH, 1, std::max<int64_t>(1, kQuantMinPerThread / (q.OW * q.KH * q.KW)), [&](int, int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t ng = r / q.OH, oh = r % q.OH;
+        const int32_t* sp = s + ng * HW;
+        for (int64_t ow = 0; ow < q.OW; ++ow) {
+          int32_t acc = 0;
+          for (int64_t kh = 0; kh < q.KH; ++kh) {
+            const int64_t ih = oh * q.SH - q.PH + kh * q.DH;
+            if (ih < 0 || ih >= q.H) continue;
+            for (int64_t kw = 0; kw < q.KW; ++kw) {
+              const int64_t iw = ow * q.SW - q.PW + kw * q.DW;
+              if (iw >= 0 && iw < q.W) acc += sp[ih * q.W + iw];
+            }
+          }
+          win[r * q.OW + ow] = acc;
+        }
+      }
+    });
+    int32_t* yo = y.as<int32_t>();
+    if (!y_nhwc_) {
+      pool_.parallelFor(q.N * q.O, 1, std::max<int64_t>(1, kQuantMinPerThread / OHW), [&](int, int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t n = r / q.O, o = r % q.O;
+          const int32_t c = wz_[o];
+          const int32_t* wp = win + (n * q.G + o / OG) * OHW;
+          int32_t* yp = yo + r * OHW;
+          for (int64_t p = 0; p < OHW; ++p) yp[p] -= c * wp[p];
+        }
+      });
+    } else {
+      pool_.parallelFor(q.N * OHW, 1, std::max<int64_t>(1, kQuantMinPerThread / q.O), [&](int, int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t n = r / OHW, p = r % OHW;
+          int32_t* yp = yo + r * q.O;
+          for (int64_t o = 0; o < q.O; ++o) yp[o] -= wz_[o] * win[(n * q.G + o / OG) * OHW + p];
+        }
+      });
+    }
+  }
+  // Row r = (n, g, h) of the channel sums: sum over g's channels of x - xz, per pixel of the row.
+  template <class T> void channelSumRow(const T* x, int64_t r, int32_t* __restrict out) const {
+    const ConvGeometry& q = geo_;
+    const int64_t HW = q.H * q.W, CG = q.C / q.G, h = r % q.H, ng = r / q.H, n = ng / q.G, g = ng % q.G;
+    const int32_t base = -static_cast<int32_t>(CG) * xzp_value_;
+    for (int64_t w = 0; w < q.W; ++w) out[w] = base;
+    if (!x_nhwc_) {
+      for (int64_t c = g * CG; c < (g + 1) * CG; ++c) {
+        const T* xr = x + (n * q.C + c) * HW + h * q.W;
+        for (int64_t w = 0; w < q.W; ++w) out[w] += xr[w];
+      }
+    } else {
+      for (int64_t w = 0; w < q.W; ++w) {
+        const T* xp = x + ((n * q.H + h) * q.W + w) * q.C + g * CG;
+        int32_t acc = 0;
+        for (int64_t c = 0; c < CG; ++c) acc += xp[c];
+        out[w] += acc;
+      }
+    }
+  }
+
   // Weights as float32 (w - w_zp) for the float path; `per_row`: zero points by the
   // outer index (conv output channel), else by the last (matmul column).
   std::vector<float> floatWeights(const ir::Tensor& w, const ir::Tensor* wzp, bool per_row) const {
@@ -373,6 +463,12 @@ class OneDnnInt8Kernel final : public Kernel {
     const dnnl::memory::desc w_any(w_dims, wt, tag::any);
     const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
     const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
+    if (!wz_.empty()) {
+      geo_ = {xs[0], xs[1], xs[2], xs[3], G, ys[1], ys[2], ys[3], ws[2], ws[3], a.strides[0], a.strides[1],
+              a.pads[0], a.pads[1], a.dilations[0], a.dilations[1]};
+      chan_sum_.resize(xs[0] * G * xs[2] * xs[3]);
+      win_sum_.resize(xs[0] * G * ys[2] * ys[3]);
+    }
     const ir::Tensor* bias = tensorAt(g, n, op_.bias);
     const dnnl::memory::desc b_md({channels_}, bt, tag::x);
     auto desc = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -400,7 +496,11 @@ class OneDnnInt8Kernel final : public Kernel {
       else if (f32 && !y_nhwc_ && pd.dst_desc() == dnnl::memory::desc(yd, dt::f32, tag::nChw16c)) y_block_ = 16;
       else y_reorder_ = dnnl::reorder(y_prim_, y_mem_);
     }
-    if (native_) {
+    if (native_ && w_shift_) {  // u8 -> s8, w - 128 (the 128 is in wz_)
+      std::vector<uint8_t> s8(numElements(ws));
+      for (size_t i = 0; i < s8.size(); ++i) s8[i] = w.constant->data[i] ^ 0x80;
+      reorderWeights(w_plain, pd.weights_desc(), s8.data());
+    } else if (native_) {
       reorderWeights(w_plain, pd.weights_desc(), w.constant->data);
     } else {
       std::vector<float> wf = floatWeights(w, wzp, true);
@@ -466,6 +566,9 @@ class OneDnnInt8Kernel final : public Kernel {
   bool native_ = false, w_shift_ = false;
   bool f32_out_ = false;  // native int8 in, float32 out, requantized by requantize() (odd output zero point)
   std::vector<uint8_t> w_s8_;  // u8 weights as s8 (w ^ 0x80)
+  std::vector<int32_t> wz_;  // ConvInteger: the weight zero point per output channel, folded after oneDNN (- 128 for u8)
+  ConvGeometry geo_{};
+  std::vector<int32_t> chan_sum_, win_sum_;  // foldWeightZeroPoints' buffers, made at compile
   dnnl::stream stream_;
   ThreadPool& pool_;
   bool x_nhwc_ = false, y_nhwc_ = false;  // the int8 layout plan's NHWC activations (int8_layout.h)
