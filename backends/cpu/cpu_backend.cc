@@ -29,6 +29,7 @@
 #include "backends/cpu/rnn/onednn_recurrent.h"
 #include "backends/cpu/nn/pattern_kernels.h"
 #include "backends/cpu/quantization/quant_kernels.h"
+#include "backends/cpu/rnn/quantized_lstm_kernel.h"
 #include "backends/cpu/rnn/recurrent_kernel.h"
 #include "backends/cpu/tensor/resize_kernel.h"
 #include "backends/cpu/tensor/split_kernel.h"
@@ -319,6 +320,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (k.ok()) return k;  // else our own recurrent kernel
   }
   if (cpu::canRunRecurrent(g, node)) return cpu::compileRecurrent(g, node, *pool_);
+  if (cpu::canRunQuantizedLstm(g, node)) return cpu::compileQuantizedLstm(g, node, *pool_);
   if (cpu::canRunResize(g, node)) return cpu::compileResize(g, node, *pool_);
   if (cpu::canRunSplit(g, node)) return cpu::compileSplit(g, node, *pool_);
   return makeReferenceKernel(node);

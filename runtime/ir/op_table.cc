@@ -18,6 +18,7 @@ void registerTrainingOps(std::vector<OpDef>& t);
 void registerFusedOps(std::vector<OpDef>& t);
 void registerDynamicShapeOps(std::vector<OpDef>& t);
 void registerRecurrentOps(std::vector<OpDef>& t);
+void registerRecurrentQuantOps(std::vector<OpDef>& t);
 void registerControlFlowOps(std::vector<OpDef>& t);
 void registerGatherScatterOps(std::vector<OpDef>& t);
 void registerSortingOps(std::vector<OpDef>& t);
@@ -63,6 +64,7 @@ struct OpTable {
     ops::registerFusedOps(ops);
     ops::registerDynamicShapeOps(ops);
     ops::registerRecurrentOps(ops);
+    ops::registerRecurrentQuantOps(ops);
     ops::registerControlFlowOps(ops);
     ops::registerGatherScatterOps(ops);
     ops::registerSortingOps(ops);

@@ -239,9 +239,9 @@ def main():
             if qdq:
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             want = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]).run(None, feeds)
-            # DynamicQuantizeLSTM: onnxruntime also quantizes X and h at every step, gkrt
-            # runs the float LSTM on the dequantized weights: held to the float source
-            # model instead, at least as close to it as onnxruntime's own run is
+            # DynamicQuantizeLSTM: gkrt quantizes X and h as onnxruntime does (within ~1e-3
+            # of it); held, as the other dynamic files, to the float source model: at least
+            # as close to it as onnxruntime's own run is
             # Dynamically quantized matmuls likewise: on CPUs without VNNI onnxruntime's u8 x s8
             # kernel saturates its 16-bit pair sums (the comment above), gkrt's int8 is exact,
             # so the two differ by more than rounding (1.1e-2 on MiniLM, AVX2 EPYC) while each

@@ -6,8 +6,10 @@
 // linear_before_reset and non-default activations. Also a hand-computed one-step RNN,
 // so the reference itself is pinned to the ONNX formula, and the shape errors.
 #include <cmath>
+#include <random>
 
 #include "backends/cpu/rnn/onednn_recurrent.h"
+#include "backends/cpu/rnn/quantized_lstm_kernel.h"
 #include "backends/cpu/rnn/recurrent_kernel.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
@@ -233,6 +235,75 @@ TEST(CpuRecurrent, SmallLstmsRunTheBatchedStepsAndMatch) {
   Built p = build(peep);
   ASSERT_TRUE(p.graph);
   EXPECT_FALSE(cpu::ownRecurrentIsFaster(*p.graph, p.graph->nodes.back()));
+}
+
+// onnxruntime's DynamicQuantizeLSTM (X and h quantized at run time): the cpu kernel's
+// integer products are the reference's (the small-R float path exact, the int8 GEMM for
+// hidden sizes over 128), so they agree to float rounding of the gates; with
+// sequence_lens, initial states, uint8 and int8 weights, per-direction and per-column
+// scales and zero points, both directions.
+TEST(CpuRecurrent, DynamicQuantizeLstmMatchesTheReference) {
+  struct QCase {
+    int64_t hidden, batch;
+    DType wt;
+    bool per_column, lens;
+  };
+  for (const QCase& q : {QCase{20, 3, DType::kUInt8, false, true}, QCase{64, 2, DType::kInt8, true, false},
+                         QCase{136, 2, DType::kInt8, false, true}}) {
+    SCOPED_TRACE("hidden " + std::to_string(q.hidden));
+    const int64_t D = 2, H = q.hidden, GH = 4 * H, I = 12, T = 6, B = q.batch, P = q.per_column ? GH : 1;
+    GraphBuilder b;
+    std::mt19937 rng(7);
+    auto bytes = [&](const std::string& name, const Shape& s) {
+      std::vector<uint8_t> v(numElements(s));
+      for (auto& x : v) x = static_cast<uint8_t>(q.wt == DType::kUInt8 ? 64 + rng() % 128 : rng() % 256);
+      return b.constant(name, q.wt, s, v.data());
+    };
+    std::vector<float> ws(D * P), rs(D * P);
+    std::vector<uint8_t> wz(D * P), rz(D * P);
+    for (int64_t i = 0; i < D * P; ++i) {
+      ws[i] = 0.004f + 0.0001f * (i % 7);
+      rs[i] = 0.003f + 0.0001f * (i % 5);
+      wz[i] = static_cast<uint8_t>(q.wt == DType::kUInt8 ? 120 + i % 9 : static_cast<uint8_t>(static_cast<int8_t>(i % 5 - 2)));
+      rz[i] = static_cast<uint8_t>(q.wt == DType::kUInt8 ? 126 + i % 5 : static_cast<uint8_t>(static_cast<int8_t>(i % 3 - 1)));
+    }
+    const Shape ps = q.per_column ? Shape{D, GH} : Shape{D};
+    std::vector<float> bias = randomTensor({D, 2 * GH}, 4).toFloats();
+    for (float& x : bias) x *= 0.1f;
+    std::vector<Value> ins = {b.input("x", DType::kFloat32, {T, B, I}), bytes("w", {D, I, GH}), bytes("r", {D, H, GH}),
+                              b.constant({D, 2 * GH}, bias)};
+    std::vector<HostTensor> inputs = {randomTensor({T, B, I}, 1)};
+    if (q.lens) {
+      ins.push_back(b.input("lens", DType::kInt32, {B}));
+      HostTensor t(DType::kInt32, {B});
+      for (int64_t i = 0; i < B; ++i) t.as<int32_t>()[i] = static_cast<int32_t>(T - i);
+      inputs.push_back(t);
+    } else {
+      ins.push_back(Value{-1});
+    }
+    ins.push_back(b.input("h0", DType::kFloat32, {D, B, H}));
+    ins.push_back(b.input("c0", DType::kFloat32, {D, B, H}));
+    inputs.push_back(randomTensor({D, B, H}, 5));
+    inputs.push_back(randomTensor({D, B, H}, 6));
+    ins.push_back(Value{-1});
+    ins.push_back(b.constant("ws", DType::kFloat32, ps, ws.data()));
+    ins.push_back(b.constant("wz", q.wt, ps, wz.data()));
+    ins.push_back(b.constant("rs", DType::kFloat32, ps, rs.data()));
+    ins.push_back(b.constant("rz", q.wt, ps, rz.data()));
+    auto ys = b.op("DynamicQuantizeLSTM", ins, attrs(RnnDirection::kBidirectional), 3);
+    for (size_t k = 0; k < ys.size(); ++k) b.output(ys[k], "y" + std::to_string(k));
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    EXPECT_TRUE(cpu::canRunQuantizedLstm(*g, g->nodes.back()));
+    auto want = testing::runGraph(*g, inputs, "reference");
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    for (int threads : {1, 2}) {
+      cpu::ThreadPool pool(threads);
+      auto k = cpu::compileQuantizedLstm(*g, g->nodes.back(), pool);
+      ASSERT_TRUE(k.ok()) << k.status().toString();
+      expectAllClose(launchKernel(**k, *g, inputs), *want, "DynamicQuantizeLSTM, " + std::to_string(threads) + " threads");
+    }
+  }
 }
 
 TEST(CpuRecurrent, LstmPeepholesInputForgetClip) {

@@ -32,6 +32,8 @@ void registerElementwiseConverters(std::map<std::string, Converter>& t);
 void registerNNConverters(std::map<std::string, Converter>& t);
 void registerTensorConverters(std::map<std::string, Converter>& t);
 void registerRecurrentConverters(std::map<std::string, Converter>& t);
+// com.microsoft DynamicQuantizeLSTM as gkrt's op of that name (onnx_converters_recurrent.cc).
+Status convertDynamicQuantizeLstm(Context& c, const Node& n, Outs& o);
 void registerControlConverters(std::map<std::string, Converter>& t);
 void registerIndexingConverters(std::map<std::string, Converter>& t);
 void registerActivationConverters(std::map<std::string, Converter>& t);

@@ -10,11 +10,8 @@
 //   DynamicQuantizeMatMul: A quantized to uint8 at run time as onnxruntime does
 //     (DynamicQuantizeLinear), then MatMulInteger x a_scale * b_scale + bias (one
 //     MatMulIntegerToFloat after matmul_integer_to_float_fusion);
-//   DynamicQuantizeLSTM: its int8 W [dirs, I, 4H] and R [dirs, H, 4H] dequantized with
-//     their per-direction or per-column scales and zero points (folded at conversion for
-//     constant weights) and transposed to the LSTM's layout; onnxruntime also quantizes
-//     X and h at every step, which the float LSTM does not (its outputs differ from
-//     onnxruntime's by that rounding, about 1e-2 of their scale);
+//   DynamicQuantizeLSTM: gkrt's op of that name (onnx_converters_recurrent.cc), X and h
+//     quantized at run time as onnxruntime does (runtime/ir/ops/recurrent_quant.h);
 //   GatherBlockQuantized: the 4- or 8-bit block-quantized table dequantized, then Gather.
 #include <map>
 #include <optional>
@@ -190,28 +187,6 @@ Status dynamicQuantizeMatMul(Context& c, const Node& n, Outs& o) {
 }
 
 // int8 w [dirs, rows, 4H] with scale/zero point [dirs] or [dirs, 4H] -> float [dirs, 4H, rows].
-Value dequantizeRecurrentWeight(Context& c, Value w, Value scale, Value zp) {
-  auto perDirection = [&](Value v) {
-    const size_t r = shapeOf(c, v).size();
-    return c.op1("Unsqueeze", {v}, AxesAttrs{r == 1 ? Ints{1, 2} : Ints{1}, true});
-  };
-  const Value wf = c.op1("Cast", {w}, CastAttrs{DType::kFloat32});
-  const Value zf = c.op1("Cast", {perDirection(zp)}, CastAttrs{DType::kFloat32});
-  const Value deq = c.op1("Mul", {c.op1("Sub", {wf, zf}), perDirection(scale)});
-  return c.op1("Transpose", {deq}, PermAttrs{{0, 2, 1}});
-}
-
-Status dynamicQuantizeLstm(Context& c, const Node& n, Outs& o) {
-  if (n.input_size() < 12) return unsupported(n, "needs W_scale, W_zero_point, R_scale and R_zero_point (inputs 8-11)");
-  const Value w = dequantizeRecurrentWeight(c, c.in(n, 1), c.in(n, 8), c.in(n, 9));
-  const Value r = dequantizeRecurrentWeight(c, c.in(n, 2), c.in(n, 10), c.in(n, 11));
-  std::vector<Value> ins = {c.in(n, 0), w, r};
-  for (int k = 3; k < 8; ++k) ins.push_back(c.in(n, k));
-  ASSIGN_OR_RETURN(o, convertAs(c, n, "LSTM", ins, 3, {}));
-  o.resize(std::min<size_t>(o.size(), static_cast<size_t>(n.output_size())));
-  return Status::Ok();
-}
-
 // data: uint8 holding two 4-bit values a byte (low nibble first) along the last axis, or
 // int4/uint4/int8/uint8 elements; scales: data's shape with quantize_axis in blocks;
 // zero points as the data (4-bit packed in uint8 along the last axis; default 8 for
@@ -288,7 +263,7 @@ void registerContribQuantConverters(std::map<std::string, Converter>& t) {
   t[ms + "QGemm"] = qgemm;
   t[ms + "MatMulIntegerToFloat"] = matMulIntegerToFloat;
   t[ms + "DynamicQuantizeMatMul"] = dynamicQuantizeMatMul;
-  t[ms + "DynamicQuantizeLSTM"] = dynamicQuantizeLstm;
+  t[ms + "DynamicQuantizeLSTM"] = convertDynamicQuantizeLstm;
   t[ms + "GatherBlockQuantized"] = gatherBlockQuantized;
 }
 

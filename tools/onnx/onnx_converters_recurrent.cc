@@ -116,6 +116,22 @@ Status rnn(Context& c, const Node& n, Outs& o) { return recurrent(c, n, o, "RNN"
 
 }  // namespace
 
+// Its 12 inputs as they are (W and R int8/uint8, transposed against LSTM's), LSTM's
+// attributes; gkrt's op computes it as onnxruntime does (runtime/ir/ops/recurrent_quant.h).
+Status convertDynamicQuantizeLstm(Context& c, const Node& n, Outs& o) {
+  if (n.input_size() < 12) return unsupported(n, "needs W_scale, W_zero_point, R_scale and R_zero_point (inputs 8-11)");
+  for (int k : {0, 1, 2, 8, 9, 10, 11}) {
+    if (!c.present(n, k)) return unsupported(n, "input " + std::to_string(k) + " is required");
+  }
+  if (!isFloat(dtypeOf(c, c.in(n, 0)))) return unsupported(n, "X must be a float tensor");
+  ASSIGN_OR_RETURN(RecurrentAttrs a, recurrentAttrs(n, 3));
+  std::vector<Value> ins;
+  for (int k = 0; k < 12; ++k) ins.push_back(c.in(n, k));
+  o = c.op("DynamicQuantizeLSTM", ins, a, 3);
+  o.resize(std::min<size_t>(o.size(), static_cast<size_t>(n.output_size())));
+  return Status::Ok();
+}
+
 void registerRecurrentConverters(std::map<std::string, Converter>& t) {
   t["LSTM"] = lstm;
   t["GRU"] = gru;

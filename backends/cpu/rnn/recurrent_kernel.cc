@@ -114,34 +114,6 @@ __attribute__((always_inline)) inline void addRowsTimesBody(const float* h, cons
   }
 }
 
-GKRT_RECURRENT_CLONES void addRowsTimes(const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n,
-                                        float* acc, int64_t lda) {
-  for (int64_t b0 = 0; b0 < rows; b0 += 4) {
-    const float* hb = h + b0 * K;
-    float* ab = acc + b0 * lda;
-    switch (std::min<int64_t>(4, rows - b0)) {
-      case 1: addRowsTimesBody<1>(hb, rt, K, ldr, n, ab, lda); break;
-      case 2: addRowsTimesBody<2>(hb, rt, K, ldr, n, ab, lda); break;
-      case 3: addRowsTimesBody<3>(hb, rt, K, ldr, n, ab, lda); break;
-      default: addRowsTimesBody<4>(hb, rt, K, ldr, n, ab, lda); break;
-    }
-  }
-}
-
-// The LSTM cell's elementwise part with ONNX's default activations (sigmoid, tanh,
-// tanh), no clip, peepholes or coupled gates, in one loop over the hidden units:
-// gates g = [i, o, f, c~] (pre-activation, the matmuls and biases added), c and h updated
-// in place. Sigmoid and tanh inline (row_math.h), so the loop vectorises whole: the
-// separate SLEEF tanh calls a gate (1-ulp, 64 elements a call) were a third of a small
-// LSTM's time.
-GKRT_RECURRENT_CLONES void lstmDefaultGates(const float* __restrict g, int64_t H, float* __restrict c, float* __restrict h) {
-  for (int64_t j = 0; j < H; ++j) {
-    const float i = sigmoidOf(g[j]), o = sigmoidOf(g[H + j]), f = sigmoidOf(g[2 * H + j]), cc = tanhOf(g[3 * H + j]);
-    const float cn = f * c[j] + i * cc;
-    c[j] = cn;
-    h[j] = o * tanhOf(cn);
-  }
-}
 
 // Weights of one direction, laid out for the kernel.
 struct DirectionWeights {
@@ -394,6 +366,31 @@ class RecurrentKernel final : public Kernel {
 };
 
 }  // namespace
+
+GKRT_RECURRENT_CLONES void addRowsTimes(const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n,
+                                        float* acc, int64_t lda) {
+  for (int64_t b0 = 0; b0 < rows; b0 += 4) {
+    const float* hb = h + b0 * K;
+    float* ab = acc + b0 * lda;
+    switch (std::min<int64_t>(4, rows - b0)) {
+      case 1: addRowsTimesBody<1>(hb, rt, K, ldr, n, ab, lda); break;
+      case 2: addRowsTimesBody<2>(hb, rt, K, ldr, n, ab, lda); break;
+      case 3: addRowsTimesBody<3>(hb, rt, K, ldr, n, ab, lda); break;
+      default: addRowsTimesBody<4>(hb, rt, K, ldr, n, ab, lda); break;
+    }
+  }
+}
+
+// Sigmoid and tanh inline (row_math.h), so the loop vectorises whole: the separate SLEEF
+// tanh calls a gate (1-ulp, 64 elements a call) were a third of a small LSTM's time.
+GKRT_RECURRENT_CLONES void lstmDefaultGates(const float* __restrict g, int64_t H, float* __restrict c, float* __restrict h) {
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = sigmoidOf(g[j]), o = sigmoidOf(g[H + j]), f = sigmoidOf(g[2 * H + j]), cc = tanhOf(g[3 * H + j]);
+    const float cn = f * c[j] + i * cc;
+    c[j] = cn;
+    h[j] = o * tanhOf(cn);
+  }
+}
 
 bool canRunRecurrent(const ir::Graph& g, const ir::Node& node) {
   if (!node.op) return false;

@@ -27,4 +27,13 @@ StatusOr<std::unique_ptr<Kernel>> compileRecurrent(const ir::Graph& g, const ir:
 // steps of 8 x 128; 0.19 against 0.05 ms for one step of 512).
 bool ownRecurrentIsFaster(const ir::Graph& g, const ir::Node& node);
 
+// acc[b][0:n] += sum_k h[b][k] * rt[k * ldr + 0:n] for `rows` rows of h (stride K) and acc
+// (stride lda): R^T's rows streamed once for all rows, 16-column groups in registers.
+void addRowsTimes(const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc, int64_t lda);
+
+// The LSTM cell's elementwise part with ONNX's default activations (sigmoid, tanh, tanh)
+// and no clip, peepholes or coupled gates: g = [i, o, f, c~] pre-activations (H each),
+// c and h updated in place, in one vectorised loop (also quantized_lstm_kernel.cc's).
+void lstmDefaultGates(const float* g, int64_t H, float* c, float* h);
+
 }  // namespace gkrt::cpu

@@ -33,7 +33,7 @@ Activation defaultActivation(RnnActivation fn) {
 
 RecurrentKind recurrentKind(const ir::Node& n) {
   const std::string name = n.op ? n.op->name : "";
-  return name == "LSTM" ? RecurrentKind::kLstm : name == "GRU" ? RecurrentKind::kGru : RecurrentKind::kRnn;
+  return name == "LSTM" || name == "DynamicQuantizeLSTM" ? RecurrentKind::kLstm : name == "GRU" ? RecurrentKind::kGru : RecurrentKind::kRnn;
 }
 
 namespace {

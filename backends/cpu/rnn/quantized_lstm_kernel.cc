@@ -1,0 +1,232 @@
+#include "backends/cpu/rnn/quantized_lstm_kernel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/quantization/int8_gemm.h"
+#include "backends/cpu/rnn/recurrent_kernel.h"
+#include "runtime/ir/op_def.h"
+#include "runtime/ir/ops/op_helpers.h"
+#include "runtime/ir/ops/recurrent.h"
+#include "runtime/ir/ops/recurrent_quant.h"
+
+namespace gkrt::cpu {
+namespace {
+
+using ops::RecurrentSpec;
+constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kSeqLens = 4, kInitH = 5, kInitC = 6, kP = 7;
+
+constexpr int64_t kSmallHidden = 128;
+
+// Element i of an int8 or uint8 constant.
+int32_t byteAt(const ir::Tensor& t, int64_t i) {
+  return t.dtype == DType::kUInt8 ? t.constant->data[i] : static_cast<int8_t>(t.constant->data[i]);
+}
+
+const ir::Tensor* inputTensor(const ir::Graph& g, const ir::Node& node, int k) {
+  return static_cast<int>(node.inputs.size()) > k && node.inputs[k] >= 0 ? &g.tensors[node.inputs[k]] : nullptr;
+}
+
+StatusOr<RecurrentSpec> specOf(const ir::Graph& g, const ir::Node& node) {
+  const Shape& r = g.tensors[node.inputs[kR]].shape;
+  if (r.size() != 3) return makeError(StatusCode::kInvalidArgument, "DynamicQuantizeLSTM R must be 3-D");
+  return ops::recurrentSpec(node, g.tensors[node.inputs[kX]].shape, {r[0], r[2], r[1]});
+}
+
+// Column j's value of direction d from a scale or zero point of 1, D or D x GH values.
+double paramAt(const ir::Tensor& t, int64_t D, int64_t GH, int64_t d, int64_t j) {
+  const int64_t count = numElements(t.shape);
+  return ops::loadF(t.constant->data, t.dtype, count == 1 ? 0 : count == D ? d : d * GH + j);
+}
+
+struct Direction {
+  PackedInt8B w, r;            // (w - wz) [input x 4H], (r - rz) [H x 4H]
+  std::vector<float> r_float;  // small R: (r - rz) as float32 [H x 4H], its sums exact (exact_r_)
+  std::vector<float> h_centred, acc_f;  // small R: hu - hz, and h R as float32
+  std::vector<float> mx, mh;   // float(x_scale * ws[j]) and float(h_scale * rs[j]) of this launch / step
+  std::vector<float> ws, rs;   // scales per column
+  std::vector<float> bias;     // Wb + Rb
+  std::vector<int32_t> acc_x;  // X W: [steps * batch][4H]
+  std::vector<int32_t> acc_h;  // h R: [batch][4H]
+  std::vector<float> h, c, gates;
+  std::vector<uint8_t> hu;     // h as uint8
+  Int8GemmScratch scratch_r;
+};
+
+class QuantizedLstmKernel final : public Kernel {
+ public:
+  QuantizedLstmKernel(const ir::Graph& g, const ir::Node& node, RecurrentSpec spec, ThreadPool& pool)
+      : s_(std::move(spec)), pool_(pool), one_(1) {
+    const int64_t H = s_.hidden, GH = 4 * H, I = s_.input, D = s_.directions, B = s_.batch, rows = s_.seq * B;
+    const ir::Tensor &w = *inputTensor(g, node, kW), &r = *inputTensor(g, node, kR);
+    const ir::Tensor &wsc = *inputTensor(g, node, ops::kQlstmWScale), &wzp = *inputTensor(g, node, ops::kQlstmWZp);
+    const ir::Tensor &rsc = *inputTensor(g, node, ops::kQlstmRScale), &rzp = *inputTensor(g, node, ops::kQlstmRZp);
+    const ir::Tensor* bt = inputTensor(g, node, kB);
+    dirs_.resize(D);
+    for (int64_t d = 0; d < D; ++d) {
+      Direction& dir = dirs_[d];
+      std::vector<int32_t> wz(GH), rz(GH);
+      dir.ws.resize(GH);
+      dir.rs.resize(GH);
+      dir.bias.assign(GH, 0.0f);
+      for (int64_t j = 0; j < GH; ++j) {
+        wz[j] = static_cast<int32_t>(paramAt(wzp, D, GH, d, j));
+        rz[j] = static_cast<int32_t>(paramAt(rzp, D, GH, d, j));
+        dir.ws[j] = static_cast<float>(paramAt(wsc, D, GH, d, j));
+        dir.rs[j] = static_cast<float>(paramAt(rsc, D, GH, d, j));
+        if (bt) {
+          const float* b = reinterpret_cast<const float*>(bt->constant->data) + d * 2 * GH;
+          dir.bias[j] = b[j] + b[GH + j];
+        }
+      }
+      packInt8B(w.constant->data + d * I * GH, w.dtype, I, GH, wz, &dir.w);
+      packInt8B(r.constant->data + d * H * GH, r.dtype, H, GH, rz, &dir.r);
+      // A small R's products summed in float32 by the float LSTM's register-blocked loop:
+      // exact while every |sum| < 2^24 (255 * max|r - rz| * H), and faster than the int8
+      // GEMM's per-call set-up at these sizes.
+      int32_t most = 0;
+      for (int64_t i = 0; i < H * GH; ++i) {
+        most = std::max(most, std::abs(byteAt(r, d * H * GH + i) - rz[i % GH]));
+      }
+      if (H <= kSmallHidden && int64_t{255} * most * H < (int64_t{1} << 24)) {
+        dir.r_float.resize(H * GH);
+        for (int64_t i = 0; i < H * GH; ++i) {
+          dir.r_float[i] = static_cast<float>(byteAt(r, d * H * GH + i) - rz[i % GH]);
+        }
+        dir.h_centred.resize(B * H);
+      }
+      dir.acc_x.resize(rows * GH);
+      dir.acc_h.resize(B * GH);
+      dir.h.resize(B * H);
+      dir.c.resize(B * H);
+      dir.gates.resize(B * GH);
+      dir.hu.resize(B * H);
+      dir.mx.resize(GH);
+      dir.mh.resize(GH);
+      dir.acc_f.resize(B * GH);
+      dir.scratch_r = makeInt8GemmScratch(dir.r, 1, B);
+    }
+    scratch_x_ = makeInt8GemmScratch(dirs_[0].w, pool_.size(), rows);
+    lens_.assign(B, s_.seq);
+    xu_.resize(rows * I);
+  }
+
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
+    const int64_t rows = s_.seq * s_.batch, I = s_.input;
+    const bool has_lens = in[kSeqLens].present();
+    for (int64_t b = 0; b < s_.batch; ++b) {
+      const int64_t len = has_lens ? ops::loadIndex(in[kSeqLens], b) : s_.seq;
+      if (len < 0 || len > s_.seq) {
+        return makeError(StatusCode::kInvalidArgument, "sequence_lens[", b, "] = ", len, " is outside 0..", s_.seq);
+      }
+      lens_[b] = len;
+    }
+    const float* x = in[kX].as<float>();
+    xq_ = ops::dynamicU8(x, rows * I);
+    ops::quantizeU8(x, rows * I, xq_, xu_.data());
+    for (Direction& dir : dirs_) int8Gemm(rows, xu_.data(), DType::kUInt8, xq_.zp, dir.w, dir.acc_x.data(), pool_, scratch_x_);
+    auto state = [&](int k) { return static_cast<int>(in.size()) > k && in[k].present() ? in[k].as<float>() : nullptr; };
+    float* y = !out.empty() && out[0].data ? out[0].as<float>() : nullptr;
+    if (y && has_lens) std::memset(y, 0, out[0].size() * sizeof(float));
+    const float *init_h = state(kInitH), *init_c = state(kInitC);
+    pool_.parallelFor(s_.directions, 1, 1, [&](int, int64_t begin, int64_t end) {
+      for (int64_t d = begin; d < end; ++d) runDirection(d, init_h, init_c, y);
+    });
+    const int64_t H = s_.hidden;
+    for (size_t o = 1; o < out.size() && o < 3; ++o) {
+      if (!out[o].data) continue;
+      for (int64_t d = 0; d < s_.directions; ++d) {
+        const std::vector<float>& v = o == 1 ? dirs_[d].h : dirs_[d].c;
+        for (int64_t b = 0; b < s_.batch; ++b) {
+          std::memcpy(out[o].as<float>() + s_.stateIndex(d, b), v.data() + b * H, H * sizeof(float));
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void runDirection(int64_t d, const float* init_h, const float* init_c, float* y) {
+    const int64_t H = s_.hidden, GH = 4 * H, B = s_.batch;
+    Direction& dir = dirs_[d];
+    for (int64_t b = 0; b < B; ++b) {
+      if (init_h) std::memcpy(dir.h.data() + b * H, init_h + s_.stateIndex(d, b), H * sizeof(float));
+      else std::fill_n(dir.h.data() + b * H, H, 0.0f);
+      if (init_c) std::memcpy(dir.c.data() + b * H, init_c + s_.stateIndex(d, b), H * sizeof(float));
+      else std::fill_n(dir.c.data() + b * H, H, 0.0f);
+    }
+    std::vector<float>& mx = dir.mx;
+    std::vector<float>& mh = dir.mh;
+    for (int64_t j = 0; j < GH; ++j) mx[j] = xq_.scale * dir.ws[j];
+    const int64_t steps = *std::max_element(lens_.begin(), lens_.end());
+    for (int64_t step = 0; step < steps; ++step) {
+      // h of every row (those past their length held), as the reference quantizes it
+      const ops::U8Quant hq = ops::dynamicU8(dir.h.data(), B * H);
+      ops::quantizeU8(dir.h.data(), B * H, hq, dir.hu.data());
+      if (!dir.r_float.empty()) {
+        for (int64_t i = 0; i < B * H; ++i) dir.h_centred[i] = static_cast<float>(static_cast<int>(dir.hu[i]) - hq.zp);
+        std::fill(dir.acc_f.begin(), dir.acc_f.end(), 0.0f);
+        addRowsTimes(dir.h_centred.data(), B, dir.r_float.data(), H, GH, GH, dir.acc_f.data(), GH);  // exact integers
+      } else {
+        int8Gemm(B, dir.hu.data(), DType::kUInt8, hq.zp, dir.r, dir.acc_h.data(), one_, dir.scratch_r);
+        for (int64_t i = 0; i < B * GH; ++i) dir.acc_f[i] = static_cast<float>(dir.acc_h[i]);
+      }
+      for (int64_t j = 0; j < GH; ++j) mh[j] = hq.scale * dir.rs[j];
+      for (int64_t b = 0; b < B; ++b) {
+        if (step >= lens_[b]) continue;
+        const int64_t t = s_.reversed(d) ? lens_[b] - 1 - step : step;
+        const int32_t* ax = dir.acc_x.data() + (s_.batch_first ? b * s_.seq + t : t * B + b) * GH;
+        const float* ah = dir.acc_f.data() + b * GH;
+        float* g = dir.gates.data() + b * GH;
+        for (int64_t j = 0; j < GH; ++j) {
+          const float xw = static_cast<float>(ax[j]) * mx[j];
+          g[j] = (xw + ah[j] * mh[j]) + dir.bias[j];
+        }
+        float* h = dir.h.data() + b * H;
+        lstmDefaultGates(g, H, dir.c.data() + b * H, h);
+        if (y) std::memcpy(y + s_.yIndex(t, d, b), h, H * sizeof(float));
+      }
+    }
+  }
+
+  RecurrentSpec s_;
+  ThreadPool& pool_;
+  ThreadPool one_;  // each direction's step GEMMs, on the thread that runs the direction
+  std::vector<Direction> dirs_;
+  Int8GemmScratch scratch_x_;
+  std::vector<uint8_t> xu_;
+  ops::U8Quant xq_;
+  std::vector<int64_t> lens_;  // sequence_lens of this launch (all seq without it)
+};
+
+}  // namespace
+
+bool canRunQuantizedLstm(const ir::Graph& g, const ir::Node& node) {
+  if (!node.op || std::string(node.op->name) != "DynamicQuantizeLSTM" || node.inputs.size() != 12) return false;
+  const ir::Tensor* x = inputTensor(g, node, kX);
+  if (!x || x->dtype != DType::kFloat32 || inputTensor(g, node, kP)) return false;
+  for (int k : {kW, kR, kB, ops::kQlstmWScale, ops::kQlstmWZp, ops::kQlstmRScale, ops::kQlstmRZp}) {
+    const ir::Tensor* t = inputTensor(g, node, k);
+    if ((t || k != kB) && (!t || !t->isConstant())) return false;
+  }
+  for (int k : {kInitH, kInitC}) {
+    const ir::Tensor* t = inputTensor(g, node, k);
+    if (t && t->dtype != DType::kFloat32) return false;
+  }
+  auto spec = specOf(g, node);
+  if (!spec.ok() || spec->clip > 0.0f || spec->input_forget) return false;
+  for (const auto& a : spec->act) {
+    if (a[0].fn != RnnActivation::kSigmoid || a[1].fn != RnnActivation::kTanh || a[2].fn != RnnActivation::kTanh) return false;
+  }
+  return true;
+}
+
+StatusOr<std::unique_ptr<Kernel>> compileQuantizedLstm(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+  ASSIGN_OR_RETURN(RecurrentSpec spec, specOf(g, node));
+  return std::unique_ptr<Kernel>(std::make_unique<QuantizedLstmKernel>(g, node, std::move(spec), pool));
+}
+
+}  // namespace gkrt::cpu

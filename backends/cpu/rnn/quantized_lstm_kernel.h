@@ -1,0 +1,21 @@
+// DynamicQuantizeLSTM (runtime/ir/ops/recurrent_quant.h) on the cpu backend: X quantized
+// to uint8 once, then X W for every step and direction as one exact int8 GEMM
+// (int8_gemm.h, on all threads); per step, h quantized to uint8 and h R as an exact
+// int8 GEMM, the two rescaled and added as the reference adds them, and the gates in one
+// vectorised loop (lstmDefaultGates); the two directions of a bidirectional op on two
+// threads. W and R are packed when the session is compiled. The integer products are
+// the reference's; only sigmoid/tanh's approximations differ (~3e-7 relative). Cases
+// with peepholes, clip, coupled gates or other activations run the reference kernel.
+#pragma once
+
+#include <memory>
+
+#include "backends/backend.h"
+#include "backends/cpu/thread_pool.h"
+
+namespace gkrt::cpu {
+
+bool canRunQuantizedLstm(const ir::Graph& g, const ir::Node& node);
+StatusOr<std::unique_ptr<Kernel>> compileQuantizedLstm(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
+
+}  // namespace gkrt::cpu
