@@ -623,6 +623,68 @@ recurrent_case("GRU_forward", "GRU", [f32(T_, B_, I_), rw(1, 3 * H_, I_), rw(1, 
 recurrent_case("RNN_reverse_initial_h", "RNN",
                [f32(T_, B_, I_), rw(1, H_, I_), rw(1, H_, H_), rw(1, 2 * H_), None, f32(1, B_, H_)], 2,
                hidden_size=H_, direction="reverse")
+# onnxruntime's DynamicQuantizeLSTM as gkrt defines it (runtime/ir/ops/recurrent_quant.h):
+# X quantized to uint8 once, h before every step over the batch, exact integer products
+# rescaled in float32 by x_scale * w_scale[column], then LSTM's default gates.
+def dyn_u8(x):
+    x = x.astype(np.float32)
+    mx, mn = max(np.float32(0), x.max()), min(np.float32(0), x.min())
+    scale = np.float32((np.float32(1) if mx == mn else np.float32(mx - mn)) / np.float32(255))
+    zp = int(np.rint(np.clip(np.float32(0) - np.float32(mn / scale), 0, 255)))
+    q = np.clip(np.rint((x / scale).astype(np.float32)) + zp, 0, 255).astype(np.int64)
+    return q, scale, zp
+
+
+def quant_lstm(x, w, r, b, h0, c0, ws, wz, rs, rz, reverse_dirs):
+    T, B, _ = x.shape
+    D, H = r.shape[0], r.shape[1]
+    G = 4 * H
+    per = lambda p, d: np.broadcast_to(p.reshape(D, -1)[d] if p.size > 1 else p.reshape(1), (G,))  # noqa: E731
+    xq, xs, xz = dyn_u8(x)
+    y = np.zeros((T, D, B, H), np.float32)
+    hs_out, cs_out = np.zeros((D, B, H), np.float32), np.zeros((D, B, H), np.float32)
+    sig = lambda v: (1.0 / (1.0 + np.exp(-v.astype(np.float64)))).astype(np.float32)  # noqa: E731
+    for d in range(D):
+        wc = w[d].astype(np.int64) - per(wz, d).astype(np.int64)
+        rc = r[d].astype(np.int64) - per(rz, d).astype(np.int64)
+        mx = (xs * per(ws, d)).astype(np.float32)
+        xw = ((xq - xz) @ wc).astype(np.float32) * mx  # [T, B, G]
+        bias = (b[d, :G] + b[d, G:]).astype(np.float32)
+        h, c = h0[d].copy(), c0[d].copy()
+        for step in range(T):
+            t = T - 1 - step if d in reverse_dirs else step
+            hq, hsc, hz = dyn_u8(h)
+            mh = (hsc * per(rs, d)).astype(np.float32)
+            pre = ((xw[t] + ((hq - hz) @ rc).astype(np.float32) * mh) + bias).astype(np.float32)
+            i, o, f, cc = sig(pre[:, :H]), sig(pre[:, H:2 * H]), sig(pre[:, 2 * H:3 * H]), np.tanh(pre[:, 3 * H:].astype(np.float64))
+            c = (f * c + i * cc).astype(np.float32)
+            h = (o * np.tanh(c.astype(np.float64))).astype(np.float32)
+            y[t, d] = h
+        hs_out[d], cs_out[d] = h, c
+    return [y, hs_out, cs_out]
+
+
+qT, qB, qI, qH = 5, 2, 6, 4
+qx = f32(qT, qB, qI)
+qw = rng.integers(0, 256, (2, qI, 4 * qH)).astype(np.uint8)
+qr = rng.integers(0, 256, (2, qH, 4 * qH)).astype(np.uint8)
+qb = f32(2, 8 * qH, lo=-0.2, hi=0.2)
+qh0, qc0 = f32(2, qB, qH, lo=-0.5, hi=0.5), f32(2, qB, qH, lo=-0.5, hi=0.5)
+qws, qrs = np.array([0.006, 0.004], np.float32), np.array([0.005, 0.007], np.float32)
+qwz, qrz = np.array([128, 121], np.uint8), np.array([131, 127], np.uint8)
+case("DynamicQuantizeLSTM_bidirectional_uint8", "DynamicQuantizeLSTM",
+     [qx, qw, qr, qb, None, qh0, qc0, None, qws, qwz, qrs, qrz],
+     quant_lstm(qx, qw, qr, qb, qh0, qc0, qws, qwz, qrs, qrz, {1}), {"hidden_size": qH, "direction": "bidirectional"},
+     rtol=1e-4, atol=1e-5, constant_inputs=(1, 2, 3, 8, 9, 10, 11))
+qw8 = rng.integers(-128, 128, (1, qI, 4 * qH)).astype(np.int8)
+qr8 = rng.integers(-128, 128, (1, qH, 4 * qH)).astype(np.int8)
+qcol = lambda lo, hi: rng.uniform(lo, hi, (1, 4 * qH)).astype(np.float32)  # noqa: E731
+qz8 = lambda: rng.integers(-3, 4, (1, 4 * qH)).astype(np.int8)  # noqa: E731
+qwc, qrc, qwz8, qrz8 = qcol(0.003, 0.008), qcol(0.003, 0.008), qz8(), qz8()
+case("DynamicQuantizeLSTM_forward_int8_per_column", "DynamicQuantizeLSTM",
+     [qx, qw8, qr8, qb[:1], None, qh0[:1], qc0[:1], None, qwc, qwz8, qrc, qrz8],
+     quant_lstm(qx, qw8, qr8, qb[:1], qh0[:1], qc0[:1], qwc, qwz8, qrc, qrz8, set()), {"hidden_size": qH},
+     rtol=1e-4, atol=1e-5, constant_inputs=(1, 2, 3, 8, 9, 10, 11))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import op_cases_indexing_conv_transpose  # noqa: E402
 

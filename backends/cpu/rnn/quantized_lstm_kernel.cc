@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/quantization/int8_gemm.h"
+#include "backends/cpu/quantization/int8_vnni_gemm.h"
 #include "backends/cpu/rnn/recurrent_kernel.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
@@ -47,6 +48,11 @@ struct Direction {
   std::vector<float> r_float;  // small R: (r - rz) as float32 [H x 4H], its sums exact (exact_r_)
   std::vector<float> h_centred, acc_f;  // small R: hu - hz, and h R as float32
   std::vector<float> mx, mh;   // float(x_scale * ws[j]) and float(h_scale * rs[j]) of this launch / step
+  // AVX-512 VNNI: W and R as int8 (uint8 ^ 0x80) with their zero points moved to match
+  // (wz8 = wz - 128), h's rows padded to R's K; the zero points' terms taken off after.
+  VnniB wv, rv;
+  std::vector<int32_t> wz8, rz8;
+  std::vector<int32_t> h_sum;  // per row: sum of h's uint8
   std::vector<float> ws, rs;   // scales per column
   std::vector<float> bias;     // Wb + Rb
   std::vector<int32_t> acc_x;  // X W: [steps * batch][4H]
@@ -108,10 +114,20 @@ class QuantizedLstmKernel final : public Kernel {
       dir.mh.resize(GH);
       dir.acc_f.resize(B * GH);
       dir.scratch_r = makeInt8GemmScratch(dir.r, 1, B);
+      if (vnni_) {
+        packShifted(w, d * I * GH, I, GH, wz, &dir.wv, &dir.wz8);
+        if (dir.r_float.empty()) {
+          packShifted(r, d * H * GH, H, GH, rz, &dir.rv, &dir.rz8);
+          dir.hu.assign(B * dir.rv.padK(), 0);
+          dir.h_sum.resize(B);
+        }
+      }
     }
     scratch_x_ = makeInt8GemmScratch(dirs_[0].w, pool_.size(), rows);
+    x_stride_ = vnni_ ? dirs_[0].wv.padK() : I;
+    x_sum_.resize(rows);
     lens_.assign(B, s_.seq);
-    xu_.resize(rows * I);
+    xu_.assign(rows * x_stride_, 0);
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
@@ -126,8 +142,24 @@ class QuantizedLstmKernel final : public Kernel {
     }
     const float* x = in[kX].as<float>();
     xq_ = ops::dynamicU8(x, rows * I);
-    ops::quantizeU8(x, rows * I, xq_, xu_.data());
-    for (Direction& dir : dirs_) int8Gemm(rows, xu_.data(), DType::kUInt8, xq_.zp, dir.w, dir.acc_x.data(), pool_, scratch_x_);
+    if (!vnni_) {
+      ops::quantizeU8(x, rows * I, xq_, xu_.data());
+      for (Direction& dir : dirs_) int8Gemm(rows, xu_.data(), DType::kUInt8, xq_.zp, dir.w, dir.acc_x.data(), pool_, scratch_x_);
+    } else {
+      for (int64_t m = 0; m < rows; ++m) {
+        uint8_t* xm = xu_.data() + m * x_stride_;
+        ops::quantizeU8(x + m * I, I, xq_, xm);
+        int32_t sum = 0;
+        for (int64_t k = 0; k < I; ++k) sum += xm[k];
+        x_sum_[m] = sum;
+      }
+      for (Direction& dir : dirs_) {
+        pool_.parallelFor(dir.wv.panels, 1, 1, [&](int, int64_t p0, int64_t p1) {
+          vnniGemm(rows, xu_.data(), x_stride_, dir.wv, dir.acc_x.data(), dir.wv.N, p0, p1);
+          takeZeroPoints(rows, x_sum_.data(), xq_.zp, I, dir.wv, dir.wz8, dir.acc_x.data(), p0, p1);
+        });
+      }
+    }
     auto state = [&](int k) { return static_cast<int>(in.size()) > k && in[k].present() ? in[k].as<float>() : nullptr; };
     float* y = !out.empty() && out[0].data ? out[0].as<float>() : nullptr;
     if (y && has_lens) std::memset(y, 0, out[0].size() * sizeof(float));
@@ -165,12 +197,25 @@ class QuantizedLstmKernel final : public Kernel {
     for (int64_t step = 0; step < steps; ++step) {
       // h of every row (those past their length held), as the reference quantizes it
       const ops::U8Quant hq = ops::dynamicU8(dir.h.data(), B * H);
-      ops::quantizeU8(dir.h.data(), B * H, hq, dir.hu.data());
-      if (!dir.r_float.empty()) {
+      if (!dir.rv.data.empty()) {  // VNNI: rows padded to R's K
+        const int64_t ld = dir.rv.padK();
+        for (int64_t b = 0; b < B; ++b) {
+          uint8_t* hb = dir.hu.data() + b * ld;
+          ops::quantizeU8(dir.h.data() + b * H, H, hq, hb);
+          int32_t sum = 0;
+          for (int64_t k = 0; k < H; ++k) sum += hb[k];
+          dir.h_sum[b] = sum;
+        }
+        vnniGemm(B, dir.hu.data(), ld, dir.rv, dir.acc_h.data(), GH, 0, dir.rv.panels);
+        takeZeroPoints(B, dir.h_sum.data(), hq.zp, H, dir.rv, dir.rz8, dir.acc_h.data(), 0, dir.rv.panels);
+        for (int64_t i = 0; i < B * GH; ++i) dir.acc_f[i] = static_cast<float>(dir.acc_h[i]);
+      } else if (!dir.r_float.empty()) {
+        ops::quantizeU8(dir.h.data(), B * H, hq, dir.hu.data());
         for (int64_t i = 0; i < B * H; ++i) dir.h_centred[i] = static_cast<float>(static_cast<int>(dir.hu[i]) - hq.zp);
         std::fill(dir.acc_f.begin(), dir.acc_f.end(), 0.0f);
         addRowsTimes(dir.h_centred.data(), B, dir.r_float.data(), H, GH, GH, dir.acc_f.data(), GH);  // exact integers
       } else {
+        ops::quantizeU8(dir.h.data(), B * H, hq, dir.hu.data());
         int8Gemm(B, dir.hu.data(), DType::kUInt8, hq.zp, dir.r, dir.acc_h.data(), one_, dir.scratch_r);
         for (int64_t i = 0; i < B * GH; ++i) dir.acc_f[i] = static_cast<float>(dir.acc_h[i]);
       }
@@ -192,9 +237,35 @@ class QuantizedLstmKernel final : public Kernel {
     }
   }
 
+  // W or R of direction d (at element `at`, K x N) as int8 for vpdpbusd: uint8 values
+  // shifted by -128 (x ^ 0x80) and their zero points with them.
+  static void packShifted(const ir::Tensor& t, int64_t at, int64_t K, int64_t N, const std::vector<int32_t>& zp, VnniB* out,
+                          std::vector<int32_t>* zp8) {
+    const int32_t shift = t.dtype == DType::kUInt8 ? 128 : 0;
+    std::vector<int8_t> w8(K * N);
+    for (int64_t i = 0; i < K * N; ++i) w8[i] = static_cast<int8_t>(byteAt(t, at + i) - shift);
+    packVnniB(w8.data(), K, N, out);
+    zp8->resize(N);
+    for (int64_t j = 0; j < N; ++j) (*zp8)[j] = zp[j] - shift;
+  }
+  // c = sum (a - az)(w8 - wz8[j]) from c = sum a w8: - az colsum[j] - wz8[j] a_sum[m] + K az wz8[j].
+  static void takeZeroPoints(int64_t M, const int32_t* a_sum, int32_t az, int64_t K, const VnniB& b,
+                             const std::vector<int32_t>& wz8, int32_t* c, int64_t p0, int64_t p1) {
+    const int64_t j1 = std::min(b.N, p1 * 16);
+    for (int64_t m = 0; m < M; ++m) {
+      int32_t* cm = c + m * b.N;
+      for (int64_t j = p0 * 16; j < j1; ++j) {
+        cm[j] += -az * b.colsum[j] - wz8[j] * a_sum[m] + static_cast<int32_t>(K) * az * wz8[j];
+      }
+    }
+  }
+
   RecurrentSpec s_;
   ThreadPool& pool_;
-  ThreadPool one_;  // each direction's step GEMMs, on the thread that runs the direction
+  ThreadPool one_;
+  const bool vnni_ = vnniGemmAvailable();
+  int64_t x_stride_ = 0;        // X's uint8 rows: input, or W's padded K (VNNI)
+  std::vector<int32_t> x_sum_;  // VNNI: per row of X, the sum of its uint8  // each direction's step GEMMs, on the thread that runs the direction
   std::vector<Direction> dirs_;
   Int8GemmScratch scratch_x_;
   std::vector<uint8_t> xu_;

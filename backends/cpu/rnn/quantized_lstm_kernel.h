@@ -1,9 +1,11 @@
 // DynamicQuantizeLSTM (runtime/ir/ops/recurrent_quant.h) on the cpu backend: X quantized
-// to uint8 once, then X W for every step and direction as one exact int8 GEMM
-// (int8_gemm.h, on all threads); per step, h quantized to uint8 and h R as an exact
-// int8 GEMM, the two rescaled and added as the reference adds them, and the gates in one
-// vectorised loop (lstmDefaultGates); the two directions of a bidirectional op on two
-// threads. W and R are packed when the session is compiled. The integer products are
+// to uint8 once, then X W for every step and direction as one exact int8 GEMM (on all
+// threads); per step, h quantized to uint8 and h R exact (float32 sums of the integer
+// products by the float LSTM's register-blocked loop for hidden sizes up to 128, an int8
+// GEMM above), the two rescaled and added as the reference adds them, and the gates in
+// one vectorised loop (lstmDefaultGates); the two directions of a bidirectional op on two
+// threads. The int8 GEMMs: vpdpbusd where the CPU has AVX-512 VNNI (int8_vnni_gemm.h,
+// weights as int8 and the zero points' terms taken off after), int8_gemm.h elsewhere. W and R are packed when the session is compiled. The integer products are
 // the reference's; only sigmoid/tanh's approximations differ (~3e-7 relative). Cases
 // with peepholes, clip, coupled gates or other activations run the reference kernel.
 #pragma once
