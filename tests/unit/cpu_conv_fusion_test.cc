@@ -361,6 +361,30 @@ ir::Graph shuffleUnit(int64_t c, int64_t hw, int64_t groups) {
   return *b.finish();
 }
 
+// MobileNetV3's channel counts (24, 40, 72: off the 16-channel block, so a blocked plan
+// keeps those tensors plain and reorders at each convolution) choose channels-last when
+// three convolutions in four have them; a graph with a quarter of them stays blocked.
+TEST(ChannelsLast, ConvolutionsWithChannelsOffTheBlockChooseNhwc) {
+  auto chain = [](const std::vector<int64_t>& channels) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {1, 3, 24, 24});
+    int64_t c = 3;
+    uint32_t seed = 1;
+    for (int64_t n : channels) {
+      x = b.relu(conv(b, x, c, n, 1, seed++));
+      x = b.relu(conv(b, x, n, n, 3, seed++, true, n));  // depthwise
+      c = n;
+    }
+    b.output(x, "y");
+    return *b.finish();
+  };
+  const int block = 16;
+  EXPECT_TRUE(cpu::channelsLastSuits(chain({24, 40, 72, 40}), block));   // 8 of 8 off the block
+  EXPECT_FALSE(cpu::channelsLastSuits(chain({24, 32, 64, 96}), block));  // 2 of 8
+  EXPECT_FALSE(cpu::channelsLastSuits(chain({24, 40, 72, 40}), 0));      // no blocks at all: plain
+  EXPECT_FALSE(cpu::channelsLastSuits(chain({24, 40, 72, 40}), 8));      // 8 lanes (AVX2): 24, 40, 72 are blocks of 8
+}
+
 TEST(ChannelsLast, ChannelShuffleIsOneGatherAndAShuffleNetUnitRunsNhwcWithoutReorders) {
   const ir::Graph g = shuffleUnit(24, 10, 4);
   ir::Graph fused = g;

@@ -24,7 +24,9 @@
 // qualifies. Chosen per graph (channelsLastSuits) where oneDNN's convolutions cannot
 // take the channel blocks: grouped convolutions whose groups hold channels that are not
 // a multiple of the block (ShuffleNet's 4 groups of 34) run only on NHWC (brgconv) or
-// plain (gemm:jit, 1.5-18x slower), so a blocked plan reordered twice per convolution.
+// plain (gemm:jit, 1.5-18x slower), so a blocked plan reordered twice per convolution;
+// and graphs where three convolutions in four have channel counts off the block (their
+// tensors stay plain in a blocked plan, reordered at each convolution: MobileNetV3).
 // In such a plan gkrt's own blocked pooling, Resize, Split, Concat copies and the int8
 // NHWC plan stand aside (oneDNN's pooling and concat take NHWC).
 // BackendOptions::cpu_blocked_layout (or GKRT_CPU_LAYOUT=plain, read by CpuBackend's

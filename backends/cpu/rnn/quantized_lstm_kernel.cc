@@ -59,7 +59,7 @@ struct Direction {
   std::vector<int32_t> acc_h;  // h R: [batch][4H]
   std::vector<float> h, c, gates;
   std::vector<uint8_t> hu;     // h as uint8
-  Int8GemmScratch scratch_r;
+  Int8GemmScratch scratch_x, scratch_r;  // each direction's own: their packings may differ (SDOT or not)
 };
 
 class QuantizedLstmKernel final : public Kernel {
@@ -114,6 +114,7 @@ class QuantizedLstmKernel final : public Kernel {
       dir.mh.resize(GH);
       dir.acc_f.resize(B * GH);
       dir.scratch_r = makeInt8GemmScratch(dir.r, 1, B);
+      if (!vnni_) dir.scratch_x = makeInt8GemmScratch(dir.w, pool_.size(), rows);
       if (vnni_) {
         packShifted(w, d * I * GH, I, GH, wz, &dir.wv, &dir.wz8);
         if (dir.r_float.empty()) {
@@ -123,7 +124,6 @@ class QuantizedLstmKernel final : public Kernel {
         }
       }
     }
-    scratch_x_ = makeInt8GemmScratch(dirs_[0].w, pool_.size(), rows);
     x_stride_ = vnni_ ? dirs_[0].wv.padK() : I;
     x_sum_.resize(rows);
     lens_.assign(B, s_.seq);
@@ -144,7 +144,7 @@ class QuantizedLstmKernel final : public Kernel {
     xq_ = ops::dynamicU8(x, rows * I);
     if (!vnni_) {
       ops::quantizeU8(x, rows * I, xq_, xu_.data());
-      for (Direction& dir : dirs_) int8Gemm(rows, xu_.data(), DType::kUInt8, xq_.zp, dir.w, dir.acc_x.data(), pool_, scratch_x_);
+      for (Direction& dir : dirs_) int8Gemm(rows, xu_.data(), DType::kUInt8, xq_.zp, dir.w, dir.acc_x.data(), pool_, dir.scratch_x);
     } else {
       for (int64_t m = 0; m < rows; ++m) {
         uint8_t* xm = xu_.data() + m * x_stride_;
@@ -267,7 +267,6 @@ class QuantizedLstmKernel final : public Kernel {
   int64_t x_stride_ = 0;        // X's uint8 rows: input, or W's padded K (VNNI)
   std::vector<int32_t> x_sum_;  // VNNI: per row of X, the sum of its uint8  // each direction's step GEMMs, on the thread that runs the direction
   std::vector<Direction> dirs_;
-  Int8GemmScratch scratch_x_;
   std::vector<uint8_t> xu_;
   ops::U8Quant xq_;
   std::vector<int64_t> lens_;  // sequence_lens of this launch (all seq without it)
