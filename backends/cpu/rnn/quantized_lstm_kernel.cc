@@ -97,7 +97,7 @@ class QuantizedLstmKernel final : public Kernel {
       for (int64_t i = 0; i < H * GH; ++i) {
         most = std::max(most, std::abs(byteAt(r, d * H * GH + i) - rz[i % GH]));
       }
-      if (H <= kSmallHidden && int64_t{255} * most * H < (int64_t{1} << 24)) {
+      if (!vnni_ && H <= kSmallHidden && int64_t{255} * most * H < (int64_t{1} << 24)) {
         dir.r_float.resize(H * GH);
         for (int64_t i = 0; i < H * GH; ++i) {
           dir.r_float[i] = static_cast<float>(byteAt(r, d * H * GH + i) - rz[i % GH]);
@@ -154,7 +154,10 @@ class QuantizedLstmKernel final : public Kernel {
         x_sum_[m] = sum;
       }
       for (Direction& dir : dirs_) {
-        pool_.parallelFor(dir.wv.panels, 1, 1, [&](int, int64_t p0, int64_t p1) {
+        // panels a thread: enough work (~256k products, a few microseconds) to pay for the
+        // parallel region (an LSTM tagger's 24 x 32 x 256 runs on one thread)
+        const int64_t min_panels = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, rows * x_stride_ * 16));
+        pool_.parallelFor(dir.wv.panels, 1, min_panels, [&](int, int64_t p0, int64_t p1) {
           vnniGemm(rows, xu_.data(), x_stride_, dir.wv, dir.acc_x.data(), dir.wv.N, p0, p1);
           takeZeroPoints(rows, x_sum_.data(), xq_.zp, I, dir.wv, dir.wz8, dir.acc_x.data(), p0, p1);
         });
