@@ -5,6 +5,7 @@
 
 #include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/math/gemm.h"
+#include "backends/cpu/quantization/block_quant_onednn.h"
 #include "backends/cpu/quantization/block_quant_parts.h"
 #include "runtime/ir/op_def.h"
 
@@ -128,16 +129,15 @@ void streamPortable(const BlockQuantDims& d, const Weights& w, const Rows& x, in
   }
 }
 
-void widenPanelsPortable(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels) {
-  zeroSpareLanes(d, cols, panels);
+void widenPanelsPortable(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* dst, PanelLayout at) {
   for (int64_t j = 0; j < cols; ++j) {
     const int64_t n = n0 + j;
-    float* lane = panels + (j / kGemmNR) * d.K * kGemmNR + j % kGemmNR;
+    float* lane = at.at(dst, j);
     for (int64_t b = 0; b < d.blocks; ++b) {
       const uint8_t* blk = w.w + (n * d.blocks + b) * d.blob;
       const float s = w.scales[n * d.blocks + b], o = offsetOf(d, w, n, b, false);
       const int64_t k0 = b * d.block, len = std::min(d.block, d.K - k0);
-      for (int64_t k = 0; k < len; ++k) lane[(k0 + k) * kGemmNR] = float(storedValue(d, blk, k)) * s + o;
+      for (int64_t k = 0; k < len; ++k) lane[(k0 + k) * at.row] = float(storedValue(d, blk, k)) * s + o;
     }
   }
 }
@@ -155,6 +155,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     vnni_ = !stream_ && vnniSuits(d_);
     vnni_stream_ = stream_ && avx2_ && vnniStreamSuits(d_);
 #endif
+    if (!stream_ && !vnni_) dnn_ = BlockQuantOneDnnGemm::make(d_);
   }
 
   size_t workspaceBytes() const override {
@@ -165,6 +166,7 @@ class BlockQuantMatMulKernel final : public Kernel {
              size_t(pool_.size()) * align64(vnniPanelBytes(d_));
     }
 #endif
+    if (dnn_) return dnn_->workspaceBytes();
     if (!stream_) {
       return align64(sizeof(float) * size_t(packedASize(d_.M, d_.K))) +
              size_t(pool_.size()) * align64(sizeof(float) * size_t(kPrefillCols * d_.K));
@@ -176,7 +178,7 @@ class BlockQuantMatMulKernel final : public Kernel {
 
   std::string detail() const override {
     if (vnni_) return std::string("gkrt block-quant gemm") + (d_.nibbles ? " 4-bit" : " 8-bit") + ", int8 activations, avx512_vnni";
-    std::string s = stream_ ? "gkrt block-quant gemv" : "gkrt block-quant gemm";
+    std::string s = stream_ ? "gkrt block-quant gemv" : dnn_ ? "gkrt block-quant widening, oneDNN " + dnn_->impl() : "gkrt block-quant gemm";
     s += d_.nibbles ? " 4-bit" : " 8-bit";
     s += stream_ && d_.int8_activations ? ", int8 activations" : ", float activations";
     return s + (vnni_stream_ ? ", avx512_vnni" : avx2_ ? ", avx2" : ", portable");
@@ -194,6 +196,15 @@ class BlockQuantMatMulKernel final : public Kernel {
 #ifdef GKRT_X86_TIERS
     if (vnni_) return launchVnni(w, x, y, base);
 #endif
+    if (dnn_) {
+      float* wide = reinterpret_cast<float*>(base);
+      for (int64_t n0 = 0; n0 < d_.N; n0 += dnn_->width()) {
+        const int64_t cols = std::min(dnn_->width(), d_.N - n0);
+        pool_.parallelFor(cols, 4, 16, [&](int, int64_t j0, int64_t j1) { widenColumns(w, n0 + j0, j1 - j0, wide + j0 * d_.K); });
+        dnn_->multiply(x, wide, w.bias ? w.bias + n0 : nullptr, y + n0, cols);
+      }
+      return Status::Ok();
+    }
     if (!stream_) return launchGemm(w, x, y, base);
     Rows r;
     r.stride = d_.blocks * d_.block;
@@ -276,15 +287,8 @@ class BlockQuantMatMulKernel final : public Kernel {
       float* panels = reinterpret_cast<float*>(base + size_t(thread) * per_thread);
       for (int64_t g = g0; g < g1; ++g) {
         const int64_t n0 = g * width, cols = std::min(width, d_.N - n0);
-#ifdef GKRT_X86_TIERS
-        if (avx2_) {
-          widenPanelsAvx2(d_, w, n0, cols, panels);
-        } else {
-          widenPanelsPortable(d_, w, n0, cols, panels);
-        }
-#else
-        widenPanelsPortable(d_, w, n0, cols, panels);
-#endif
+        zeroSpareLanes(d_, cols, panels);
+        widen(w, n0, cols, panels, packedPanels(d_));
         gemmSerial(d_.M, a_pack, d_.K, panels, cols, y + n0, d_.N, nullptr);
         if (w.bias) {
           for (int64_t m = 0; m < d_.M; ++m)
@@ -295,11 +299,34 @@ class BlockQuantMatMulKernel final : public Kernel {
     return Status::Ok();
   }
 
+  void widen(const Weights& w, int64_t n0, int64_t cols, float* dst, PanelLayout at) const {
+#ifdef GKRT_X86_TIERS
+    if (avx2_) return widenPanelsAvx2(d_, w, n0, cols, dst, at);
+#endif
+    widenPanelsPortable(d_, w, n0, cols, dst, at);
+  }
+
+  void widenColumns(const Weights& w, int64_t n0, int64_t cols, float* dst) const {
+#ifdef GKRT_X86_TIERS
+    if (avx2_) return widenColumnsAvx2(d_, w, n0, cols, dst);
+#endif
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t n = n0 + j;
+      for (int64_t b = 0; b < d_.blocks; ++b) {
+        const uint8_t* blk = w.w + (n * d_.blocks + b) * d_.blob;
+        const float s = w.scales[n * d_.blocks + b], o = offsetOf(d_, w, n, b, false);
+        const int64_t k0 = b * d_.block, len = std::min(d_.block, d_.K - k0);
+        for (int64_t k = 0; k < len; ++k) dst[j * d_.K + k0 + k] = float(storedValue(d_, blk, k)) * s + o;
+      }
+    }
+  }
+
   int64_t units() const { return (d_.blocks * d_.block + 63) / 64; }
 
   BlockQuantDims d_;
   ThreadPool& pool_;
   bool avx2_ = false, stream_ = true, vnni_ = false, vnni_stream_ = false;
+  std::unique_ptr<BlockQuantOneDnnGemm> dnn_;  // the prefill product where oneDNN has it
 };
 
 const Shape* shapeOf(const ir::Graph& g, const ir::Node& node, size_t k) {

@@ -5,9 +5,12 @@
 //    and each block is an integer dot product (AVX2: vpmaddubsw on the nibbles, the
 //    scale product as one FMA a block); float32: the block's values widened to float
 //    and multiplied with x. The offsets' term is sum(offset * sum of the block of x).
-//  - More rows (prefill): each task widens 64 columns at a time to float panels and runs
-//    the packed GEMM (backends/cpu/math/gemm.h) on them, in float32 whatever the
-//    precision (more exact than int8 activations, which the op allows).
+//  - More rows (prefill): the columns widened to float32, a chunk of up to 4 MB at a
+//    time, and multiplied by oneDNN's matmul (block_quant_onednn.h); builds without
+//    oneDNN: each task widens 64 columns at a time to float panels and runs the packed
+//    GEMM (backends/cpu/math/gemm.h) on them. float32 whatever the precision (more exact
+//    than int8 activations, which the op allows), except with avx512_vnni and precision
+//    int8 (block_quant_vnni.cc).
 // Allocates nothing per launch. AVX2+FMA when the CPU tier has it (cpu_tier.h), else
 // portable loops; GKRT_CPU_ISA=scalar runs those.
 #pragma once
