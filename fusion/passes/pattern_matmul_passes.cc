@@ -200,6 +200,31 @@ StatusOr<bool> allReduceBiasOnce(FusionContext& ctx) {
   return false;
 }
 
+// Add(BlockQuantMatMul(x, w, s, o?) with no bias, b [N]) -> BlockQuantMatMul(x, w, s, o, b):
+// MatMulNBits as the quantised batch matmul of inference_qbmm_add_fusion (its own bias input).
+StatusOr<bool> blockQuantBiasOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& add = g.nodes[i];
+    if (!isOp(add, "Add") || add.inputs.size() != 2) continue;
+    for (int k : {0, 1}) {
+      const int r = add.inputs[k], b = add.inputs[1 - k];
+      const ir::Node* mm = pg.producer(r, {"BlockQuantMatMul"});
+      if (!mm || !pg.singleUse(r) || !isBias(g, b, r) || g.tensors[add.outputs[0]].shape != g.tensors[r].shape) continue;
+      if (mm->inputs.size() > 4 && mm->inputs[4] >= 0) continue;
+      std::vector<int> ins = mm->inputs;
+      ins.resize(5, -1);
+      ins[4] = b;
+      const int mm_index = pg.producerIndex(r);
+      RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i),
+          patternNode("BlockQuantMatMul", add.name, mm->attrs, std::move(ins), {add.outputs[0]}), {mm_index}));
+      return true;
+    }
+  }
+  return false;
+}
+
 PassResult rewriteEpilogues(FusionContext& ctx, StatusOr<bool> (*once)(FusionContext&)) {
   const std::set<int> qbmm = passWillRun("inference_qbmm_add_fusion", ctx.options, ctx.column)
                                  ? qbmmAddTensors(ctx.graph) : std::set<int>{};
@@ -222,6 +247,8 @@ PassResult fuseMatMulAllReduce(FusionContext& ctx) { return !findOp("MatMulAllRe
 // MindSpore's form is QuantBatchMatmul -> AllReduce -> Add; gkrt has no int8 batch matmul
 // yet, so this matches the float product (MatMul / BatchMatMul) in that position.
 PassResult fuseQbmmAllReduceAdd(FusionContext& ctx) { return !findOp("MatMulAllReduce") ? PassResult(false) : rewriteAll(ctx, allReduceBiasOnce); }
-// fuseQbmmAdd (inference_qbmm_add_fusion) lives with the QDQ patterns: quant_dq_op_q_fusion.cc.
+// fuseQbmmAdd (inference_qbmm_add_fusion) lives with the QDQ patterns: quant_dq_op_q_fusion.cc;
+// its block-quant half is here.
+PassResult fuseBlockQuantBias(FusionContext& ctx) { return rewriteAll(ctx, blockQuantBiasOnce); }
 
 }  // namespace gkrt::passes

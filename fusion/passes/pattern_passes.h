@@ -54,6 +54,7 @@ PassResult fuseMatMulAdd(FusionContext& ctx);
 PassResult fuseMatMulRelu(FusionContext& ctx);
 PassResult fuseMatMulGelu(FusionContext& ctx);
 PassResult fuseQbmmAdd(FusionContext& ctx);
+PassResult fuseBlockQuantBias(FusionContext& ctx);  // the BlockQuantMatMul half of fuseQbmmAdd
 PassResult fuseQbmmAllReduceAdd(FusionContext& ctx);
 
 }  // namespace gkrt::passes

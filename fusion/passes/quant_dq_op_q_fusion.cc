@@ -35,6 +35,7 @@
 
 #include "fusion/passes/passes.h"
 #include "fusion/passes/pattern_match.h"
+#include "fusion/passes/pattern_passes.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
 
@@ -444,7 +445,11 @@ PassResult fuseQuantDqOpQ(FusionContext& ctx) {
   return fused || tables;
 }
 
-PassResult fuseQbmmAdd(FusionContext& ctx) { return !findOp("QuantBatchMatMul") ? PassResult(false) : rewriteAll(ctx, fuseOneQbmmAdd); }
+PassResult fuseQbmmAdd(FusionContext& ctx) {
+  ASSIGN_OR_RETURN(bool quant, !findOp("QuantBatchMatMul") ? PassResult(false) : rewriteAll(ctx, fuseOneQbmmAdd));
+  ASSIGN_OR_RETURN(bool block, fuseBlockQuantBias(ctx));  // MatMulNBits' form: its bias input
+  return quant || block;
+}
 
 std::set<int> qbmmAddTensors(const ir::Graph& g) {
   std::set<int> tensors;

@@ -7,7 +7,8 @@
 // work in float32: a value within rounding of a .5 edge may land one step away; the ops
 // run on the device there, checked below). inference_qbmm_add_fusion
 // turns the QDQ form of QuantBatchMatmul + Add into QuantBatchMatMul (opencl and cuda run
-// it with a rendered int32-sum GEMM).
+// it with a rendered int32-sum GEMM), and BlockQuantMatMul (MatMulNBits) + Add into
+// BlockQuantMatMul with its bias input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -317,6 +318,56 @@ TEST(PatternQbmmAdd, NearMissesAreLeftAlone) {
   auto f = compiled(*g, "--fusion_profile=ascend --disable_pass=CommonSubexpressionElimination");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(testing::countOps(*f, "QuantBatchMatMul"), 0);
+}
+
+// BlockQuantMatMul(x [1, 20, 64], 4-bit w, scales, offsets) + b: `bias_shape` [16] fuses;
+// a second reader of the product or a bias of the product's shape do not.
+ir::Graph blockQuantAddGraph(const Shape& bias_shape, bool product_output) {
+  constexpr int64_t M = 20, K = 64, N = 16, B = 32;
+  std::mt19937 rng(5);
+  std::vector<uint8_t> w(size_t(N * (K / B) * (B / 2)));
+  for (uint8_t& v : w) v = static_cast<uint8_t>(rng());
+  std::vector<float> s(size_t(N * K / B), 0.02f), o(s.size(), -0.16f);
+  GraphBuilder b;
+  const Value x = b.input("x", DType::kFloat32, {1, M, K});
+  QuantAttrs a;
+  a.block_size = B;
+  a.to = DType::kUInt4;
+  const Value p = b.op1("BlockQuantMatMul", {x, b.constant("w", DType::kUInt8, {N, K / B, B / 2}, w.data()),
+                                             b.constant("s", DType::kFloat32, {N, K / B}, s.data()),
+                                             b.constant("o", DType::kFloat32, {N, K / B}, o.data())}, a);
+  const HostTensor bias = testing::randomTensor(bias_shape, 6);
+  b.output(b.add(p, b.constant("bias", DType::kFloat32, bias_shape, bias.data())), "y");
+  if (product_output) b.output(p, "p");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(PatternQbmmAdd, BlockQuantMatMulTakesItsBiasAddAndEqualsTheUnfusedGraph) {
+  const ir::Graph g = blockQuantAddGraph({16}, false);
+  const HostTensor x = testing::randomTensor({1, 20, 64}, 7);
+  auto want = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  for (const char* flags : {"--opt_level=2", "--fusion_profile=ascend"}) {
+    auto f = compiled(g, flags);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(testing::countOps(*f, "BlockQuantMatMul"), 1) << flags;
+    EXPECT_EQ(testing::countOps(*f, "Add"), 0) << flags;
+    for (const std::string& backend : availableBackends()) {
+      auto got = testing::runGraph(g, {x}, backend, *parseFusionFlags(flags));
+      ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
+      EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-5, 1e-4), "") << backend << " " << flags;
+    }
+  }
+  auto off = compiled(g, "--opt_level=2 --disable_pass=inference_qbmm_add_fusion");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(testing::countOps(*off, "Add"), 1);
+  for (const ir::Graph& near : {blockQuantAddGraph({16}, true), blockQuantAddGraph({20, 16}, false)}) {
+    auto f = compiled(near, "--opt_level=2");
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(testing::countOps(*f, "Add"), 1);
+  }
 }
 
 }  // namespace
