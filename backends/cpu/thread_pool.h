@@ -22,6 +22,9 @@ namespace gkrt::cpu {
 // oneDNN's primitives run on OpenMP with the pool's thread count; within this scope they
 // run on the calling thread alone (a primitive too small to pay for the parallel region
 // it opens per step: a small LSTM's 24 a run cost more than its arithmetic at 2 threads).
+// A oneDNN matmul of fewer multiply-adds than this is made and run within one
+// (OneThreadScope): at 2 threads an 8 x 256 x 128 product took 5 us split, 2 us alone.
+constexpr int64_t kSerialMatMulMacs = 1 << 20;
 class OneThreadScope {
  public:
   OneThreadScope();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -125,6 +126,9 @@ class OneDnnMatMul final : public Kernel {
     dnnl::primitive_attr attr;
     if (p_.alpha != 1.0f) attr.set_output_scales(0, {p_.alpha});
     appendPostOps(p_.posts, rank, &attr, &post_mems_);
+    serial_ = numElements(p_.y) * (p_.ta ? as[as.size() - 2] : as.back()) < kSerialMatMulMacs;
+    std::optional<OneThreadScope> serial;  // made for the thread count it runs on
+    if (serial_) serial.emplace();
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_use, w_md, y_md), attr, cpuEngine());
     impl_ = pd.impl_info_str();  // its reference code: gkrt's own GEMM instead (the caller's next choice)
     if (isReferenceImpl(impl_)) throw std::runtime_error("oneDNN has only its reference matmul (" + impl_ + ") here");
@@ -164,8 +168,12 @@ class OneDnnMatMul final : public Kernel {
       args.set(DNNL_ARG_WEIGHTS, b_bf16_);
     }
     setPostOpArgs(p_.posts, post_mems_, in, &args);
-    args.execute(prim_, stream_);
-    stream_.wait();
+    {
+      std::optional<OneThreadScope> serial;
+      if (serial_) serial.emplace();
+      args.execute(prim_, stream_);
+      stream_.wait();
+    }
     if (gelu_tail_) {
       float* y = static_cast<float*>(out[0].data);
       pool_->parallelFor(numElements(p_.y), 1024, 16384, [&](int, int64_t b, int64_t e) { geluErfInPlace(y + b, e - b); });
@@ -180,6 +188,7 @@ class OneDnnMatMul final : public Kernel {
   dnnl::stream stream_;
   ThreadPool* pool_;
   bool gelu_tail_ = false;
+  bool serial_ = false;  // under kSerialMatMulMacs: made and run on the calling thread
   dnnl::matmul prim_;
   dnnl::memory a_mem_, b_mem_, y_mem_;
   dnnl::memory a_bf16_, b_bf16_;         // bf16 runs: the converted activations

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -170,6 +171,9 @@ class OneDnnInt8Kernel final : public Kernel {
     const dt xt = native_ ? dnnlType(x.dtype) : dt::f32, yt = native_ && !f32_out_ ? dnnlType(y.dtype) : dt::f32;
     if (!native_) x_float_.resize(numElements(x.shape));
     if ((!native_ || f32_out_) && !op.to_float) y_float_.resize(numElements(y.shape));  // to_float: oneDNN writes y itself
+    serial_ = !op.conv && numElements(y.shape) * x.shape.back() < kSerialMatMulMacs;
+    std::optional<OneThreadScope> serial;  // made for the thread count it runs on
+    if (serial_) serial.emplace();
     if (op.conv) buildConv(g, n, x, w, y, wzp, xt, yt, attr);
     else buildMatMul(x, w, y, wzp, xt, yt, attr);
     if (native_ && runtime_xzp_) zp_mem_ = dnnl::memory({{1}, dt::s32, tag::x}, oneDnnEngine(), &xzp_value_);
@@ -228,9 +232,13 @@ class OneDnnInt8Kernel final : public Kernel {
       args[DNNL_ARG_SRC] = x_mem_;
     }
     args[DNNL_ARG_DST] = y_reorder_ || y_block_ ? y_prim_ : y_mem_;
-    prim_.execute(stream_, args);
-    if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
-    stream_.wait();
+    {
+      std::optional<OneThreadScope> serial;
+      if (serial_) serial.emplace();
+      prim_.execute(stream_, args);
+      if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
+      stream_.wait();
+    }
     if (!wz_.empty()) foldWeightZeroPoints(in[op_.x], out[0]);
     if (op_.to_float) return Status::Ok();
     if ((!native_ || f32_out_) && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
@@ -564,6 +572,7 @@ class OneDnnInt8Kernel final : public Kernel {
 
   Int8Op op_;
   bool native_ = false, w_shift_ = false;
+  bool serial_ = false;  // a matmul under kSerialMatMulMacs: made and run on the calling thread
   bool f32_out_ = false;  // native int8 in, float32 out, requantized by requantize() (odd output zero point)
   std::vector<uint8_t> w_s8_;  // u8 weights as s8 (w ^ 0x80)
   std::vector<int32_t> wz_;  // ConvInteger: the weight zero point per output channel, folded after oneDNN (- 128 for u8)
