@@ -170,13 +170,7 @@ class QuantizedLstmKernel final : public Kernel {
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const int64_t rows = s_.seq * s_.batch, I = s_.input;
     const bool has_lens = in[kSeqLens].present();
-    for (int64_t b = 0; b < s_.batch; ++b) {
-      const int64_t len = has_lens ? ops::loadIndex(in[kSeqLens], b) : s_.seq;
-      if (len < 0 || len > s_.seq) {
-        return makeError(StatusCode::kInvalidArgument, "sequence_lens[", b, "] = ", len, " is outside 0..", s_.seq);
-      }
-      lens_[b] = len;
-    }
+    RETURN_IF_ERROR(readSequenceLengths(s_, has_lens ? &in[kSeqLens] : nullptr, &lens_));
     const float* x = in[kX].as<float>();
     xq_ = ops::dynamicU8(x, rows * I);
     if (!vnni_) {
@@ -201,16 +195,9 @@ class QuantizedLstmKernel final : public Kernel {
     pool_.parallelFor(s_.directions, 1, 1, [&](int, int64_t begin, int64_t end) {
       for (int64_t d = begin; d < end; ++d) runDirection(d, init_h, init_c, y);
     });
-    const int64_t H = s_.hidden;
-    for (size_t o = 1; o < out.size() && o < 3; ++o) {
-      if (!out[o].data) continue;
-      for (int64_t d = 0; d < s_.directions; ++d) {
-        const std::vector<float>& v = o == 1 ? dirs_[d].h : dirs_[d].c;
-        for (int64_t b = 0; b < s_.batch; ++b) {
-          std::memcpy(out[o].as<float>() + s_.stateIndex(d, b), v.data() + b * H, H * sizeof(float));
-        }
-      }
-    }
+    const float* h_rows[2] = {dirs_[0].h.data(), s_.directions > 1 ? dirs_[1].h.data() : nullptr};
+    const float* c_rows[2] = {dirs_[0].c.data(), s_.directions > 1 ? dirs_[1].c.data() : nullptr};
+    storeFinalStates(s_, out, h_rows, c_rows);
     return Status::Ok();
   }
 
@@ -218,12 +205,8 @@ class QuantizedLstmKernel final : public Kernel {
   void runDirection(int64_t d, const float* init_h, const float* init_c, float* y) {
     const int64_t H = s_.hidden, GH = 4 * H, B = s_.batch;
     Direction& dir = dirs_[d];
-    for (int64_t b = 0; b < B; ++b) {
-      if (init_h) std::memcpy(dir.h.data() + b * H, init_h + s_.stateIndex(d, b), H * sizeof(float));
-      else std::fill_n(dir.h.data() + b * H, H, 0.0f);
-      if (init_c) std::memcpy(dir.c.data() + b * H, init_c + s_.stateIndex(d, b), H * sizeof(float));
-      else std::fill_n(dir.c.data() + b * H, H, 0.0f);
-    }
+    loadInitialState(s_, d, init_h, dir.h.data());
+    loadInitialState(s_, d, init_c, dir.c.data());
     std::vector<float>& mx = dir.mx;
     std::vector<float>& mh = dir.mh;
     for (int64_t j = 0; j < GH; ++j) mx[j] = xq_.scale * dir.ws[j];

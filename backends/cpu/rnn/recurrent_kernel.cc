@@ -183,15 +183,7 @@ class RecurrentKernel final : public Kernel {
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     const bool has_lens = static_cast<int>(in.size()) > kSeqLens && in[kSeqLens].present();
-    if (has_lens) {
-      for (int64_t b = 0; b < s_.batch; ++b) {
-        const int64_t len = ops::loadIndex(in[kSeqLens], b);
-        if (len < 0 || len > s_.seq) {
-          return makeError(StatusCode::kInvalidArgument, "sequence_lens[", b, "] = ", len, " is outside 0..", s_.seq);
-        }
-        lens_[b] = len;
-      }
-    }
+    RETURN_IF_ERROR(readSequenceLengths(s_, has_lens ? &in[kSeqLens] : nullptr, &lens_));
     float* y = !out.empty() && out[0].data ? out[0].as<float>() : nullptr;
     if (y && has_lens) std::memset(y, 0, out[0].size() * sizeof(float));
     const float* x = in[kX].as<float>();
@@ -207,16 +199,9 @@ class RecurrentKernel final : public Kernel {
     pool_.parallelFor(s_.directions, 1, 1, [&](int, int64_t begin, int64_t end) {
       for (int64_t d = begin; d < end; ++d) runDirection(d, init_h, init_c, y);
     });
-    const int64_t H = s_.hidden;
-    for (size_t o = 1; o < out.size() && o < 3; ++o) {
-      if (!out[o].data) continue;
-      for (int64_t d = 0; d < s_.directions; ++d) {
-        const std::vector<float>& v = o == 1 ? scratch_[d].h : scratch_[d].c;
-        for (int64_t b = 0; b < s_.batch; ++b) {
-          std::memcpy(out[o].as<float>() + s_.stateIndex(d, b), v.data() + b * H, H * sizeof(float));
-        }
-      }
-    }
+    const float* h_rows[2] = {scratch_[0].h.data(), s_.directions > 1 ? scratch_[1].h.data() : nullptr};
+    const float* c_rows[2] = {scratch_[0].c.data(), s_.directions > 1 ? scratch_[1].c.data() : nullptr};
+    storeFinalStates(s_, out, h_rows, c_rows);
     return Status::Ok();
   }
 
@@ -224,18 +209,8 @@ class RecurrentKernel final : public Kernel {
   void runDirection(int64_t d, const float* init_h, const float* init_c, float* y) {
     const int64_t H = s_.hidden, GH = s_.gates * H;
     DirectionScratch& sc = scratch_[d];
-    for (int64_t b = 0; b < s_.batch; ++b) {
-      float* h = sc.h.data() + b * H;
-      float* c = sc.c.data() + b * H;
-      if (init_h)
-        std::memcpy(h, init_h + s_.stateIndex(d, b), H * sizeof(float));
-      else
-        std::fill(h, h + H, 0.0f);
-      if (init_c)
-        std::memcpy(c, init_c + s_.stateIndex(d, b), H * sizeof(float));
-      else
-        std::fill(c, c + H, 0.0f);
-    }
+    loadInitialState(s_, d, init_h, sc.h.data());
+    loadInitialState(s_, d, init_c, sc.c.data());
     const int64_t steps = *std::max_element(lens_.begin(), lens_.end());
     const bool whole = std::all_of(lens_.begin(), lens_.end(), [&](int64_t l) { return l == s_.seq; });
     if (default_gates_ && whole) return lstmSteps(d, y);
@@ -407,6 +382,36 @@ bool canRunRecurrent(const ir::Graph& g, const ir::Node& node) {
     if (o >= 0 && g.tensors[o].dtype != DType::kFloat32) return false;
   }
   return inputTensor(g, node, kX) && inputTensor(g, node, kW) && inputTensor(g, node, kR);
+}
+
+Status readSequenceLengths(const ops::RecurrentSpec& s, const TensorView* in, std::vector<int64_t>* lens) {
+  lens->assign(size_t(s.batch), s.seq);
+  for (int64_t b = 0; in && b < s.batch; ++b) {
+    const int64_t len = ops::loadIndex(*in, b);
+    if (len < 0 || len > s.seq) return makeError(StatusCode::kInvalidArgument, "sequence_lens[", b, "] = ", len, " is outside 0..", s.seq);
+    (*lens)[size_t(b)] = len;
+  }
+  return Status::Ok();
+}
+
+void loadInitialState(const ops::RecurrentSpec& s, int64_t d, const float* init, float* rows) {
+  const int64_t H = s.hidden;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    if (init) std::memcpy(rows + b * H, init + s.stateIndex(d, b), size_t(H) * sizeof(float));
+    else std::fill_n(rows + b * H, H, 0.0f);
+  }
+}
+
+void storeFinalStates(const ops::RecurrentSpec& s, const std::vector<MutableTensorView>& out, const float* const* h_rows,
+                      const float* const* c_rows) {
+  const int64_t H = s.hidden;
+  for (size_t o = 1; o < out.size() && o < 3; ++o) {
+    if (!out[o].data) continue;
+    for (int64_t d = 0; d < s.directions; ++d) {
+      const float* v = o == 1 ? h_rows[d] : c_rows[d];
+      for (int64_t b = 0; b < s.batch; ++b) std::memcpy(out[o].as<float>() + s.stateIndex(d, b), v + b * H, size_t(H) * sizeof(float));
+    }
+  }
 }
 
 bool ownRecurrentIsFaster(const ir::Graph& g, const ir::Node& node) {

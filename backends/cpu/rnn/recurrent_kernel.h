@@ -10,8 +10,11 @@
 
 #include <memory>
 
+#include <vector>
+
 #include "backends/backend.h"
 #include "backends/cpu/thread_pool.h"
+#include "runtime/ir/ops/recurrent.h"
 
 namespace gkrt::cpu {
 
@@ -35,5 +38,15 @@ void addRowsTimes(const float* h, int64_t rows, const float* rt, int64_t K, int6
 // and no clip, peepholes or coupled gates: g = [i, o, f, c~] pre-activations (H each),
 // c and h updated in place, in one vectorised loop (also quantized_lstm_kernel.cc's).
 void lstmDefaultGates(const float* g, int64_t H, float* c, float* h);
+
+// What the recurrent kernels (this one and quantized_lstm_kernel.cc) share around their
+// steps: a launch's sequence_lens into `lens` (seq for every row when `in` is null or
+// absent; an error names a length outside 0..seq), direction d's rows [batch][H] from the
+// op's initial state (ONNX layout; zeros without one), and the final-state outputs
+// out[1] (Y_h) and out[2] (Y_c, LSTM) from each direction's rows.
+Status readSequenceLengths(const ops::RecurrentSpec& s, const TensorView* in, std::vector<int64_t>* lens);
+void loadInitialState(const ops::RecurrentSpec& s, int64_t d, const float* init, float* rows);
+void storeFinalStates(const ops::RecurrentSpec& s, const std::vector<MutableTensorView>& out, const float* const* h_rows,
+                      const float* const* c_rows);
 
 }  // namespace gkrt::cpu
