@@ -81,7 +81,7 @@ double paramAt(const ir::Tensor& t, int64_t D, int64_t GH, int64_t d, int64_t j)
 }
 
 struct Direction {
-  PackedInt8B w, r;            // (w - wz) [input x 4H], (r - rz) [H x 4H]
+  PackedInt8B w, r;            // without VNNI: (w - wz) [input x 4H], (r - rz) [H x 4H] (r: not small R's)
   std::vector<float> r_float;  // small R: (r - rz) as float32 [H x 4H], its sums exact (exact_r_)
   std::vector<float> h_centred, acc_f;  // small R: hu - hz, and h R as float32
   std::vector<float> mx, mh;   // float(x_scale * ws[j]) and float(h_scale * rs[j]) of this launch / step
@@ -125,21 +125,26 @@ class QuantizedLstmKernel final : public Kernel {
           dir.bias[j] = b[j] + b[GH + j];
         }
       }
-      packInt8B(w.constant->data + d * I * GH, w.dtype, I, GH, wz, &dir.w);
-      packInt8B(r.constant->data + d * H * GH, r.dtype, H, GH, rz, &dir.r);
-      // A small R's products summed in float32 by the float LSTM's register-blocked loop:
-      // exact while every |sum| < 2^24 (255 * max|r - rz| * H), and faster than the int8
-      // GEMM's per-call set-up at these sizes.
-      int32_t most = 0;
-      for (int64_t i = 0; i < H * GH; ++i) {
-        most = std::max(most, std::abs(byteAt(r, d * H * GH + i) - rz[i % GH]));
-      }
-      if (!vnni_ && H <= kSmallHidden && int64_t{255} * most * H < (int64_t{1} << 24)) {
-        dir.r_float.resize(H * GH);
-        for (int64_t i = 0; i < H * GH; ++i) {
-          dir.r_float[i] = static_cast<float>(byteAt(r, d * H * GH + i) - rz[i % GH]);
+      if (vnni_) {  // every product by vpdpbusd: only the int8 packings
+        packShifted(w, d * I * GH, I, GH, wz, &dir.wv, &dir.wz8);
+        packShifted(r, d * H * GH, H, GH, rz, &dir.rv, &dir.rz8);
+        dir.h_sum.resize(B);
+      } else {
+        packInt8B(w.constant->data + d * I * GH, w.dtype, I, GH, wz, &dir.w);
+        dir.scratch_x = makeInt8GemmScratch(dir.w, pool_.size(), rows);
+        // A small R's products summed in float32 by the float LSTM's register-blocked loop:
+        // exact while every |sum| < 2^24 (255 * max|r - rz| * H), and faster than the int8
+        // GEMM's per-call set-up at these sizes.
+        int32_t most = 0;
+        for (int64_t i = 0; i < H * GH; ++i) most = std::max(most, std::abs(byteAt(r, d * H * GH + i) - rz[i % GH]));
+        if (H <= kSmallHidden && int64_t{255} * most * H < (int64_t{1} << 24)) {
+          dir.r_float.resize(H * GH);
+          for (int64_t i = 0; i < H * GH; ++i) dir.r_float[i] = static_cast<float>(byteAt(r, d * H * GH + i) - rz[i % GH]);
+          dir.h_centred.resize(B * H);
+        } else {
+          packInt8B(r.constant->data + d * H * GH, r.dtype, H, GH, rz, &dir.r);
+          dir.scratch_r = makeInt8GemmScratch(dir.r, 1, B);
         }
-        dir.h_centred.resize(B * H);
       }
       dir.acc_x.resize(rows * GH);
       dir.acc_h.resize(B * GH);
@@ -150,16 +155,7 @@ class QuantizedLstmKernel final : public Kernel {
       dir.mx.resize(GH);
       dir.mh.resize(GH);
       dir.acc_f.resize(B * GH);
-      dir.scratch_r = makeInt8GemmScratch(dir.r, 1, B);
-      if (!vnni_) dir.scratch_x = makeInt8GemmScratch(dir.w, pool_.size(), rows);
-      if (vnni_) {
-        packShifted(w, d * I * GH, I, GH, wz, &dir.wv, &dir.wz8);
-        if (dir.r_float.empty()) {
-          packShifted(r, d * H * GH, H, GH, rz, &dir.rv, &dir.rz8);
-          dir.hu.assign(B * dir.rv.padK(), 0);
-          dir.h_sum.resize(B);
-        }
-      }
+      if (vnni_) dir.hu.assign(B * dir.rv.padK(), 0);  // rows padded to R's K
     }
     x_stride_ = vnni_ ? dirs_[0].wv.padK() : I;
     x_sum_.resize(rows);
