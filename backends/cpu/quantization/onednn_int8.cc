@@ -19,6 +19,7 @@
 
 #include "backends/cpu/onednn/onednn_kernels.h"
 #include "backends/cpu/onednn/onednn_post_ops.h"
+#include "backends/cpu/quantization/conv_zero_points.h"
 #include "backends/cpu/quantization/quant_kernels.h"
 #endif
 
@@ -134,7 +135,7 @@ class OneDnnInt8Kernel final : public Kernel {
     // = w - 128, with the weight zero point moved by -128 (oneDNN takes one on a matmul).
     const bool shiftable = !op.conv && w.dtype == DType::kUInt8 && (!wzp || (wzp->isConstant() && numElements(wzp->shape) == 1));
     // ConvInteger with u8 weights or weight zero points (oneDNN's convolutions take none):
-    // the weights run as s8 and the zero point's term is taken off after (foldWeightZeroPoints).
+    // the weights run as s8 and the zero point's term is taken off after (conv_zero_points.h).
     const bool conv_fold = op.conv && !op.requant && w.isConstant() && (!wzp || wzp->isConstant()) &&
                            (w.dtype == DType::kUInt8 || !allZero(wzp));
     native_ = useNativeInt8(path) && (w.dtype == DType::kInt8 || shiftable || conv_fold);  // else the float path
@@ -239,7 +240,7 @@ class OneDnnInt8Kernel final : public Kernel {
       if (y_reorder_) y_reorder_.execute(stream_, y_prim_, y_mem_);
       stream_.wait();
     }
-    if (!wz_.empty()) foldWeightZeroPoints(in[op_.x], out[0]);
+    if (fold_) fold_->apply(in[op_.x], xzp_value_, out[0], pool_);
     if (op_.to_float) return Status::Ok();
     if ((!native_ || f32_out_) && y_block_) requantizeBlocked(static_cast<const float*>(y_prim_.get_data_handle()), out[0]);
     else if (!native_ || f32_out_) requantize(y_float_.data(), out[0]);
@@ -362,83 +363,6 @@ class OneDnnInt8Kernel final : public Kernel {
     }
   }
 
-  // Folded weight zero points: sum (x - xz)(w - wz) = sum (x - xz) w8 - c[o] * sum (x - xz),
-  // w8 = w - 128 for u8 weights (c = wz - 128), the second sum over o's window and its
-  // group's channels (padding adds nothing, as in the reference). Channel sums per input
-  // pixel, then window sums per output pixel, then y -= c[o] * window sum.
-  struct ConvGeometry {
-    int64_t N, C, H, W, G, O, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
-  };
-  void foldWeightZeroPoints(const TensorView& x, const MutableTensorView& y) {
-    const ConvGeometry& q = geo_;
-    const int64_t HW = q.H * q.W, OHW = q.OH * q.OW, CG = q.C / q.G, OG = q.O / q.G;
-    int32_t* s = chan_sum_.data();
-    int32_t* win = win_sum_.data();
-    pool_.parallelFor(q.N * q.G * q.H, 1, std::max<int64_t>(1, kQuantMinPerThread / (q.W * CG)), [&](int, int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        if (x.dtype == DType::kUInt8) channelSumRow(x.as<uint8_t>(), r, s + r * q.W);
-        else channelSumRow(x.as<int8_t>(), r, s + r * q.W);
-      }
-    });
-    pool_.parallelFor(q.N * q.G * q.OH, 1, std::max<int64_t>(1, kQuantMinPerThread / (q.OW * q.KH * q.KW)), [&](int, int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const int64_t ng = r / q.OH, oh = r % q.OH;
-        const int32_t* sp = s + ng * HW;
-        for (int64_t ow = 0; ow < q.OW; ++ow) {
-          int32_t acc = 0;
-          for (int64_t kh = 0; kh < q.KH; ++kh) {
-            const int64_t ih = oh * q.SH - q.PH + kh * q.DH;
-            if (ih < 0 || ih >= q.H) continue;
-            for (int64_t kw = 0; kw < q.KW; ++kw) {
-              const int64_t iw = ow * q.SW - q.PW + kw * q.DW;
-              if (iw >= 0 && iw < q.W) acc += sp[ih * q.W + iw];
-            }
-          }
-          win[r * q.OW + ow] = acc;
-        }
-      }
-    });
-    int32_t* yo = y.as<int32_t>();
-    if (!y_nhwc_) {
-      pool_.parallelFor(q.N * q.O, 1, std::max<int64_t>(1, kQuantMinPerThread / OHW), [&](int, int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t n = r / q.O, o = r % q.O;
-          const int32_t c = wz_[o];
-          const int32_t* wp = win + (n * q.G + o / OG) * OHW;
-          int32_t* yp = yo + r * OHW;
-          for (int64_t p = 0; p < OHW; ++p) yp[p] -= c * wp[p];
-        }
-      });
-    } else {
-      pool_.parallelFor(q.N * OHW, 1, std::max<int64_t>(1, kQuantMinPerThread / q.O), [&](int, int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) {
-          const int64_t n = r / OHW, p = r % OHW;
-          int32_t* yp = yo + r * q.O;
-          for (int64_t o = 0; o < q.O; ++o) yp[o] -= wz_[o] * win[(n * q.G + o / OG) * OHW + p];
-        }
-      });
-    }
-  }
-  // Row r = (n, g, h) of the channel sums: sum over g's channels of x - xz, per pixel of the row.
-  template <class T> void channelSumRow(const T* x, int64_t r, int32_t* __restrict out) const {
-    const ConvGeometry& q = geo_;
-    const int64_t HW = q.H * q.W, CG = q.C / q.G, h = r % q.H, ng = r / q.H, n = ng / q.G, g = ng % q.G;
-    const int32_t base = -static_cast<int32_t>(CG) * xzp_value_;
-    for (int64_t w = 0; w < q.W; ++w) out[w] = base;
-    if (!x_nhwc_) {
-      for (int64_t c = g * CG; c < (g + 1) * CG; ++c) {
-        const T* xr = x + (n * q.C + c) * HW + h * q.W;
-        for (int64_t w = 0; w < q.W; ++w) out[w] += xr[w];
-      }
-    } else {
-      for (int64_t w = 0; w < q.W; ++w) {
-        const T* xp = x + ((n * q.H + h) * q.W + w) * q.C + g * CG;
-        int32_t acc = 0;
-        for (int64_t c = 0; c < CG; ++c) acc += xp[c];
-        out[w] += acc;
-      }
-    }
-  }
 
   // Weights as float32 (w - w_zp) for the float path; `per_row`: zero points by the
   // outer index (conv output channel), else by the last (matmul column).
@@ -472,10 +396,9 @@ class OneDnnInt8Kernel final : public Kernel {
     const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
     const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
     if (!wz_.empty()) {
-      geo_ = {xs[0], xs[1], xs[2], xs[3], G, ys[1], ys[2], ys[3], ws[2], ws[3], a.strides[0], a.strides[1],
-              a.pads[0], a.pads[1], a.dilations[0], a.dilations[1]};
-      chan_sum_.resize(xs[0] * G * xs[2] * xs[3]);
-      win_sum_.resize(xs[0] * G * ys[2] * ys[3]);
+      const ConvGeometry geo{xs[0], xs[1], xs[2], xs[3], G, ys[1], ys[2], ys[3], ws[2], ws[3], a.strides[0], a.strides[1],
+                             a.pads[0], a.pads[1], a.dilations[0], a.dilations[1]};
+      fold_ = std::make_unique<ConvWeightZeroPoints>(geo, wz_, x_nhwc_, y_nhwc_);
     }
     const ir::Tensor* bias = tensorAt(g, n, op_.bias);
     const dnnl::memory::desc b_md({channels_}, bt, tag::x);
@@ -576,8 +499,7 @@ class OneDnnInt8Kernel final : public Kernel {
   bool f32_out_ = false;  // native int8 in, float32 out, requantized by requantize() (odd output zero point)
   std::vector<uint8_t> w_s8_;  // u8 weights as s8 (w ^ 0x80)
   std::vector<int32_t> wz_;  // ConvInteger: the weight zero point per output channel, folded after oneDNN (- 128 for u8)
-  ConvGeometry geo_{};
-  std::vector<int32_t> chan_sum_, win_sum_;  // foldWeightZeroPoints' buffers, made at compile
+  std::unique_ptr<ConvWeightZeroPoints> fold_;  // ConvInteger with wz_: the zero points' term taken off
   dnnl::stream stream_;
   ThreadPool& pool_;
   bool x_nhwc_ = false, y_nhwc_ = false;  // the int8 layout plan's NHWC activations (int8_layout.h)
