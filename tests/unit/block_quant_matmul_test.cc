@@ -4,8 +4,8 @@
 // 7 rows (streamed 4 a pass, as short prompts are) and 20 rows (the prefill GEMM: with
 // int8 activations on an AVX-512 VNNI CPU the int8 GEMM, held to the int8 reference; else
 // the float32 one, which computes in float32 whatever the precision and is held to the
-// float reference; oneDNN's product where the build has it, in chunks of columns where the
-// widened weights pass 4 MB); K a multiple of 64, an odd number of 32s, and a last
+// float reference; oneDNN's product for 64 rows and more where the build has it and the
+// widened weights fit 4 MB); K a multiple of 64, an odd number of 32s, and a last
 // partial block; block sizes 16, 32 and 64; with and without bias.
 #include <gtest/gtest.h>
 
@@ -76,8 +76,9 @@ TEST(BlockQuantMatMul, CpuMatchesReferenceOnEveryLayoutRowCountAndPrecision) {
       {DType::kInt4, false, 20, 576, 70, 32, true},  {DType::kUInt4, true, 20, 100, 20, 64, false},
       {DType::kInt8, true, 20, 96, 17, 32, true},    {DType::kInt8, false, 23, 576, 40, 32, true},
       {DType::kUInt4, true, 14, 576, 33, 32, false},
-      // Widened weights over 4 MB: oneDNN's product in two chunks (1008 and 992 columns).
-      {DType::kUInt4, true, 16, 576, 2000, 32, true},
+      // 64 rows: oneDNN's product where the build has it (the widened weights under 4 MB);
+      // over 4 MB: the packed panels.
+      {DType::kUInt4, true, 64, 576, 70, 32, true},  {DType::kInt4, false, 64, 576, 2000, 32, false},
   };
   uint32_t seed = 10;
   for (const Case& c : cases) {

@@ -198,11 +198,8 @@ class BlockQuantMatMulKernel final : public Kernel {
 #endif
     if (dnn_) {
       float* wide = reinterpret_cast<float*>(base);
-      for (int64_t n0 = 0; n0 < d_.N; n0 += dnn_->width()) {
-        const int64_t cols = std::min(dnn_->width(), d_.N - n0);
-        pool_.parallelFor(cols, 4, 16, [&](int, int64_t j0, int64_t j1) { widenColumns(w, n0 + j0, j1 - j0, wide + j0 * d_.K); });
-        dnn_->multiply(x, wide, w.bias ? w.bias + n0 : nullptr, y + n0, cols);
-      }
+      pool_.parallelFor(d_.N, 4, 16, [&](int, int64_t j0, int64_t j1) { widenColumns(w, j0, j1 - j0, wide + j0 * d_.K); });
+      dnn_->multiply(x, wide, w.bias, y);
       return Status::Ok();
     }
     if (!stream_) return launchGemm(w, x, y, base);

@@ -1,14 +1,14 @@
 // The cpu kernel of BlockQuantMatMul (runtime/ir/ops/block_quant_matmul.h): weights read
-// in their blocks, never widened for the whole matrix.
+// in their blocks, widened for the whole matrix only for oneDNN's prefill product (4 MB at most).
 //  - Up to 4 rows (decode): each task takes a range of output columns and streams their
 //    blocks once for all rows. precision int8: the rows are quantized per block first
 //    and each block is an integer dot product (AVX2: vpmaddubsw on the nibbles, the
 //    scale product as one FMA a block); float32: the block's values widened to float
 //    and multiplied with x. The offsets' term is sum(offset * sum of the block of x).
-//  - More rows (prefill): the columns widened to float32, a chunk of up to 4 MB at a
-//    time, and multiplied by oneDNN's matmul (block_quant_onednn.h); builds without
-//    oneDNN: each task widens 64 columns at a time to float panels and runs the packed
-//    GEMM (backends/cpu/math/gemm.h) on them. float32 whatever the precision (more exact
+//  - More rows (prefill): each task widens 64 columns at a time to float panels and runs
+//    the packed GEMM (backends/cpu/math/gemm.h) on them; from 64 rows, weights of up to
+//    4 MB widened, all columns to float32 and multiplied by oneDNN's matmul
+//    (block_quant_onednn.h, where it measured faster). float32 whatever the precision (more exact
 //    than int8 activations, which the op allows), except with avx512_vnni and precision
 //    int8 (block_quant_vnni.cc).
 // Allocates nothing per launch. AVX2+FMA when the CPU tier has it (cpu_tier.h), else
