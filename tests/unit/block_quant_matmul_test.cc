@@ -1,7 +1,8 @@
 // BlockQuantMatMul (runtime/ir/ops/block_quant_matmul.h) on the cpu backend against its
 // reference kernel: 4-bit unsigned with offsets, 4-bit signed, 8-bit; float and int8
 // activations; 1 to 4 rows (the streaming kernels, AVX2 or portable by the CPU tier),
-// 7 rows (streamed 4 a pass, as short prompts are) and 20 rows (the prefill GEMM: with
+// 7 rows (int8 activations streamed 4 a pass, as short prompts are; float ones on the
+// packed panels) and 20 rows (the prefill GEMM: with
 // int8 activations on an AVX-512 VNNI CPU the int8 GEMM, held to the int8 reference; else
 // the float32 one, which computes in float32 whatever the precision and is held to the
 // float reference; oneDNN's product for 64 rows and more where the build has it and the

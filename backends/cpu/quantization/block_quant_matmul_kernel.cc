@@ -150,7 +150,7 @@ class BlockQuantMatMulKernel final : public Kernel {
 #ifdef GKRT_X86_TIERS
     avx2_ = cpuTier().has(CpuIsa::kAvx2) && d_.block % 32 == 0;
 #endif
-    stream_ = d_.M <= kMaxStreamRows && d_.block <= kMaxBlock;
+    stream_ = d_.M <= (d_.int8_activations ? kMaxStreamRows : kMaxFloatStreamRows) && d_.block <= kMaxBlock;
 #ifdef GKRT_X86_TIERS
     vnni_ = !stream_ && vnniSuits(d_);
     vnni_stream_ = stream_ && avx2_ && vnniStreamSuits(d_);

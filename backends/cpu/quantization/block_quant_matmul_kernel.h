@@ -1,7 +1,8 @@
 // The cpu kernel of BlockQuantMatMul (runtime/ir/ops/block_quant_matmul.h): weights read
 // in their blocks, widened for the whole matrix only for oneDNN's prefill product (4 MB at most).
-//  - Up to 4 rows (decode): each task takes a range of output columns and streams their
-//    blocks once for all rows. precision int8: the rows are quantized per block first
+//  - Up to 4 rows (decode), 4 a pass up to 12 rows with int8 activations and 6 with float
+//    ones (block_quant_parts.h): each task takes a range of output columns and streams
+//    their blocks once for all rows of a pass. precision int8: the rows are quantized per block first
 //    and each block is an integer dot product (AVX2: vpmaddubsw on the nibbles, the
 //    scale product as one FMA a block); float32: the block's values widened to float
 //    and multiplied with x. The offsets' term is sum(offset * sum of the block of x).
