@@ -16,6 +16,36 @@ bool isRandom(const OpDef* op) {
 }
 
 constexpr int64_t kMaxFoldElements = 1 << 20;  // keep folded constants small
+constexpr size_t kMaxSharedConstantBytes = 256;  // constants CSE treats as equal by value
+
+// Small constants read by nodes, each replaced by the first one of the same type, shape
+// and bytes: exporters write a fresh scalar for every use (each decoder layer's
+// `position + 1`, its own copy of the same 1), which would keep CSE from seeing that the
+// layers compute the same thing.
+bool shareEqualConstants(ir::Graph& g) {
+  std::map<std::tuple<DType, Shape, std::string>, int> first;
+  std::map<int, int> same;
+  bool changed = false;
+  for (ir::Node& n : g.nodes) {
+    for (int& t : n.inputs) {
+      if (t < 0) continue;
+      const ir::Tensor& c = g.tensors[size_t(t)];
+      if (!c.isConstant()) continue;
+      const size_t bytes = size_t(numElements(c.shape)) * dtypeSize(c.dtype);
+      if (bytes > kMaxSharedConstantBytes) continue;
+      auto known = same.find(t);
+      if (known == same.end()) {
+        const std::string value(reinterpret_cast<const char*>(c.constant->data), bytes);
+        known = same.emplace(t, first.emplace(std::make_tuple(c.dtype, c.shape, value), t).first->second).first;
+      }
+      if (known->second != t) {
+        t = known->second;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
 
 }  // namespace
 
@@ -97,7 +127,7 @@ PassResult foldConstants(FusionContext& ctx) {
 
 PassResult eliminateCommonSubexpressions(FusionContext& ctx) {
   ir::Graph& g = ctx.graph;
-  bool changed = false;
+  bool changed = shareEqualConstants(g);
   // Same op, attributes and inputs compute the same values (random ops excepted).
   std::map<std::tuple<const OpDef*, std::vector<int>, size_t>, std::vector<size_t>> seen;
   std::vector<size_t> dead;

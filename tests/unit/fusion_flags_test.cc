@@ -190,6 +190,26 @@ TEST(FusionFlags, SimplificationAtOptLevel2) {
   EXPECT_EQ(ops.count("Add"), 3u);   // + 0 gone
 }
 
+TEST(FusionFlags, CseSeesThroughEqualSmallConstants) {
+  // An exporter's fresh scalar per use (every decoder layer's position + 1 with its own 1):
+  // equal values make equal subexpressions; a different value does not.
+  for (float second : {1.0f, 2.0f}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {4});
+    b.output(b.mul(b.add(x, 1.0f), b.add(x, second)), "z");
+    ir::Graph g = *b.finish();
+    auto o = parseFusionFlags("--opt_level=2 --disable_pass=StaticShapeCluster");
+    ASSERT_TRUE(o.ok());
+    ASSERT_TRUE(runFusionPipeline(g, *o, FusionColumn::kCpu).ok());
+    size_t adds = 0;
+    for (const ir::Node& n : g.nodes) adds += n.op->name == std::string("Add");
+    EXPECT_EQ(adds, second == 1.0f ? 1u : 2u) << second;
+    auto out = testing::runGraph(g, {HostTensor::fromFloats({4}, {0, 1, 2, 3})}, "cpu", *o);
+    ASSERT_TRUE(out.ok()) << out.status().toString();
+    EXPECT_FLOAT_EQ((*out)[0].toFloats()[3], 4.0f * (3.0f + second));
+  }
+}
+
 TEST(FusionFlags, DumpAsTextWritesEveryPass) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {4, 4});
