@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <tuple>
 
 #include "fusion/passes/passes.h"
 #include "runtime/ir/op_def.h"
@@ -65,9 +69,45 @@ int addPatternTensor(ir::Graph& g, const std::string& base, DType dtype, const S
   return g.addTensor(std::move(t));
 }
 
+namespace {
+
+// Pattern constants of at least kSharedConstantBytes that a live plan already made with
+// the same bytes: a generator's prefill and decode plans each merge a decoder's Q/K/V and
+// gate/up weights, the same bytes twice (SmolLM2's fp32 file: 278 MB a plan).
+constexpr size_t kSharedConstantBytes = size_t(64) << 10;
+
+std::shared_ptr<const ir::ConstData> sharedConstant(const void* bytes, size_t size) {
+  static std::mutex mutex;
+  static std::multimap<std::pair<size_t, size_t>, std::weak_ptr<const ir::ConstData>> made;  // (size, hash) -> bytes
+  // A sample of the bytes (64 of every 4096, and the last 64) as the key: equal bytes are
+  // confirmed by memcmp, which a different constant fails at its first difference.
+  const char* c = static_cast<const char*>(bytes);
+  size_t hash = 0;
+  for (size_t at = 0; at < size; at += 4096) {
+    hash = hash * 31 + std::hash<std::string_view>{}(std::string_view(c + at, std::min<size_t>(64, size - at)));
+  }
+  hash = hash * 31 + std::hash<std::string_view>{}(std::string_view(c + size - std::min<size_t>(64, size), std::min<size_t>(64, size)));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(size, hash);
+  for (auto [it, end] = made.equal_range(key); it != end;) {
+    if (auto live = it->second.lock()) {
+      if (std::memcmp(live->data, bytes, size) == 0) return live;
+      ++it;
+    } else {
+      it = made.erase(it);
+    }
+  }
+  auto fresh = ir::ConstData::copyOf(bytes, size);
+  made.emplace(key, fresh);
+  return fresh;
+}
+
+}  // namespace
+
 int addPatternConstant(ir::Graph& g, const std::string& base, DType dtype, const Shape& shape, const void* bytes) {
   const int t = addPatternTensor(g, base, dtype, shape);
-  g.tensors[t].constant = ir::ConstData::copyOf(bytes, static_cast<size_t>(numElements(shape)) * dtypeSize(dtype));
+  const size_t size = static_cast<size_t>(numElements(shape)) * dtypeSize(dtype);
+  g.tensors[t].constant = size >= kSharedConstantBytes ? sharedConstant(bytes, size) : ir::ConstData::copyOf(bytes, size);
   return t;
 }
 
