@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "fusion/kv_cache.h"
+#include "fusion/pass_manager.h"
 #include "runtime/builder.h"
 #include "runtime/generator.h"
 #include "runtime/ir/op_def.h"
@@ -119,6 +120,33 @@ TEST(DecodeKernels, SiblingMatMulsMergeIntoMatMulSplitAndSwiGLU) {
   const auto ops = expectCpuMatchesReference(*g, {randomTensor({1, 1, 32}, 6)}, "siblings");
   EXPECT_TRUE(has(ops, "MatMulSplit"));
   EXPECT_TRUE(has(ops, "SwiGLU"));
+}
+
+// Two plans of one model (a generator's prefill and decode) merge the same siblings: the
+// merged weights are one copy while both live; other weights get their own.
+TEST(DecodeKernels, PlansShareTheMergedWeightsOfTheSameSiblings) {
+  auto model = [](uint32_t seed) {
+    GraphBuilder b;
+    auto x = b.input("x", DType::kFloat32, {1, 1, 128});
+    const HostTensor wq = randomTensor({128, 128}, seed), wk = randomTensor({128, 128}, seed + 1);
+    auto q = b.op1("BatchMatMul", {x, b.constant("wq", DType::kFloat32, {128, 128}, wq.data())}, MatMulAttrs{});
+    auto k = b.op1("BatchMatMul", {x, b.constant("wk", DType::kFloat32, {128, 128}, wk.data())}, MatMulAttrs{});
+    b.output(b.add(q, k), "y");
+    return *b.finish();
+  };
+  auto merged = [](ir::Graph g) {
+    auto o = parseFusionFlags("--opt_level=2");
+    EXPECT_TRUE(o.ok() && runFusionPipeline(g, *o, FusionColumn::kCpu).ok());
+    std::shared_ptr<const ir::ConstData> w;
+    for (const ir::Tensor& t : g.tensors) if (t.isConstant() && t.shape == Shape{128, 256}) w = t.constant;
+    EXPECT_TRUE(w) << "no merged [128, 256] weights";
+    return w;
+  };
+  const ir::Graph a = model(1);
+  auto first = merged(a), second = merged(a), other = merged(model(7));
+  ASSERT_TRUE(first && second && other);
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_NE(first.get(), other.get());
 }
 
 // x [1, 1, heads, 8] rotated with angles [1, 1, 1, 8] in the optimum form, or [1, 1, 1, 4]
