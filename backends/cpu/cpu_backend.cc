@@ -9,6 +9,7 @@
 #include "backends/cpu/quantization/block_quant_matmul_kernel.h"
 #include "backends/cpu/nn/blocked_pool.h"
 #include "backends/cpu/tensor/reshape_cluster_kernel.h"
+#include "backends/cpu/tensor/broadcast_kernel.h"
 #include "backends/cpu/tensor/pad_kernel.h"
 #include "backends/cpu/tensor/slice_kernel.h"
 #include "backends/cpu/tensor/channel_gather_kernel.h"
@@ -257,6 +258,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
     if (cpu::canRunReshapeCluster(g, node)) return cpu::compileReshapeCluster(g, node);
     if (cpu::canRunSlice(g, node)) return cpu::compileSlice(g, node, *pool_);
     if (cpu::canRunPad(g, node)) return cpu::compilePad(g, node, *pool_);
+    if (cpu::canRunBroadcast(g, node)) return cpu::compileBroadcast(g, node, *pool_);
     if (cpu::canRunFloatClass(g, node)) return cpu::compileFloatClass(node, *pool_);
     if (cpu::canRunMatMul(g, node) && cpu::isTinyMatMul(g, node)) return cpu::compileMatMul(g, node, *pool_);  // below oneDNN's call cost
   }

@@ -134,7 +134,7 @@ TEST(MovementKernels, ResizeTakesTheReferencesTaps) {
   }
 }
 
-TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
+TEST(MovementKernels, TileBroadcastAndReflectOrEdgePadReadOneElementEach) {
   struct Case { const char* op; DType t; Shape s; Ints ints; PadMode mode; };
   for (const Case& c : std::vector<Case>{{"Tile", DType::kFloat32, {2, 3}, {3, 2, 2}, PadMode::kConstant},
                                          {"Tile", DType::kUInt8, {4, 1, 5}, {1, 7, 1}, PadMode::kConstant},
@@ -145,12 +145,20 @@ TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
                                          {"Pad", DType::kFloat32, {1, 3, 8, 8}, {0, 0, 4, 4, 0, 0, 4, 4}, PadMode::kEdge},
                                          // constant (1.5) around and a crop, rows outside too; one dim
                                          {"Pad", DType::kFloat32, {2, 3, 7}, {1, 0, -2, 2, 1, 3}, PadMode::kConstant},
-                                         {"Pad", DType::kFloat32, {9}, {4, 3}, PadMode::kReflect}}) {
+                                         {"Pad", DType::kFloat32, {9}, {4, 3}, PadMode::kReflect},
+                                         // BroadcastTo (ONNX Expand): to the shape in ints
+                                         {"BroadcastTo", DType::kFloat32, {3, 1, 5}, {2, 3, 4, 5}, PadMode::kConstant},
+                                         {"BroadcastTo", DType::kUInt8, {2, 1}, {2, 6}, PadMode::kConstant},  // filled rows
+                                         {"BroadcastTo", DType::kInt64, {1}, {7}, PadMode::kConstant},
+                                         {"BroadcastTo", DType::kFloat16, {1, 3, 1, 16, 8}, {1, 3, 3, 16, 8}, PadMode::kConstant},
+                                         {"BroadcastTo", DType::kBool, {4, 1, 1}, {4, 3, 2}, PadMode::kConstant}}) {
     GraphBuilder b;
     Value x = b.input("x", c.t, c.s);
     const std::string op = c.op;
     if (op == "Tile") {
       b.output(b.op1("Tile", {x}, TileAttrs{c.ints}), "y");
+    } else if (op == "BroadcastTo") {
+      b.output(b.op1("BroadcastTo", {x}, ShapeAttrs{c.ints}), "y");
     } else {
       PadAttrs a;
       a.pads = c.ints, a.mode = c.mode, a.value = 1.5f;
@@ -160,14 +168,14 @@ TEST(MovementKernels, TileAndReflectOrEdgePadReadOneElementEach) {
     ASSERT_TRUE(g.ok()) << g.status().toString();
     expectEveryBackendMatches(*g, {randomBits(c.t, c.s, 13)}, c.op, true, 0,
                               op + " " + dtypeName(c.t) + " " + shapeToString(c.s) + " " + shapeToString(c.ints));
-    if (op == "Pad") {  // on cpu: the row-copy kernel, not the reference one
+    {  // on cpu: the copy kernels, not the reference one
       SessionOptions o;
       o.backend = "cpu";
       auto session = Session::create(*g, o);
       ASSERT_TRUE(session.ok()) << session.status().message();
       bool own = false;
-      for (const auto& k : (*session)->kernelInfos()) own = own || k.detail == "gkrt pad copy";
-      EXPECT_TRUE(own) << shapeToString(c.s);
+      for (const auto& k : (*session)->kernelInfos()) own = own || k.detail == (op == "Pad" ? "gkrt pad copy" : "gkrt broadcast copy");
+      EXPECT_TRUE(own) << op << " " << shapeToString(c.s);
     }
   }
 }
