@@ -233,6 +233,30 @@ TEST(ConvFusion, ResizeMatchesReference) {
   }
 }
 
+// A nearest upsample between convolutions (a detector's FPN): channel-blocked pixels, the
+// row of the same source row copied; 1 and 2 threads against the reference.
+TEST(ConvFusion, BlockedNearestUpsampleMatchesReference) {
+  for (const Ints& sizes : {Ints{18, 18}, Ints{27, 20}}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {1, 16, 9, 9});
+    ResizeAttrs a;
+    a.mode = ResizeMode::kNearest;
+    a.coordinate_transformation = CoordTransform::kAsymmetric;
+    a.nearest_mode = NearestMode::kFloor;
+    a.sizes = sizes;
+    Value up = b.op1("Resize", {conv(b, x, 16, 32, 3, 52)}, a);
+    b.output(conv(b, up, 32, 16, 3, 53), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> in{randomTensor({1, 16, 9, 9}, 42)};
+    const SessionRun want = runOn(*g, in, "reference", 0, false, 1);
+    for (int threads : {1, 2}) {
+      const SessionRun got = runOn(*g, in, "cpu", 2, true, threads);
+      EXPECT_EQ(testing::compareTensors(got.outputs[0], want.outputs[0], 1e-4, 1e-4), "") << sizes[0] << " threads " << threads;
+    }
+  }
+}
+
 // Exporters' HardSwish, x * Clip(x + 3, 0, 6) / 6, becomes one HSwish after a
 // convolution: one kernel.
 TEST(ConvFusion, ExportedHardSwishJoinsItsConvolution) {

@@ -65,10 +65,17 @@ class ResizeKernel final : public Kernel {
         const float* src0 = x + (p * ih_ + rows_.i0[h]) * iw_ * P;
         float* dst = y + r * ow_ * P;
         if (nearest_) {
-          if (P == 1) {
-            for (int64_t w = 0; w < ow_; ++w) dst[w] = src0[cols_.i0[w]];
-          } else {
-            for (int64_t w = 0; w < ow_; ++w) std::memcpy(dst + w * P, src0 + cols_.i0[w] * P, P * sizeof(float));
+          // The row above read the same source row (an upsample): copy it.
+          if (r > begin && h > 0 && rows_.i0[h] == rows_.i0[h - 1]) {
+            std::memcpy(dst, dst - ow_ * P, size_t(ow_ * P) * sizeof(float));
+            continue;
+          }
+          switch (P) {
+            case 1: nearestRow<1>(src0, dst); break;
+            case 8: nearestRow<8>(src0, dst); break;
+            case 16: nearestRow<16>(src0, dst); break;
+            default:
+              for (int64_t w = 0; w < ow_; ++w) std::memcpy(dst + w * P, src0 + cols_.i0[w] * P, P * sizeof(float));
           }
           continue;
         }
@@ -89,6 +96,15 @@ class ResizeKernel final : public Kernel {
   }
 
  private:
+  // One output row of nearest taps, pixels of P floats (a compile-time size: the copies inline).
+  template <int P> void nearestRow(const float* __restrict src, float* __restrict dst) const {
+    const int64_t* i0 = cols_.i0.data();
+    for (int64_t w = 0; w < ow_; ++w) {
+      const float* s = src + i0[w] * P;
+      for (int c = 0; c < P; ++c) dst[w * P + c] = s[c];
+    }
+  }
+
   ThreadPool& pool_;
   int64_t planes_ = 0, ih_ = 0, iw_ = 0, oh_ = 0, ow_ = 0, pixel_ = 1;
   bool nearest_ = true;

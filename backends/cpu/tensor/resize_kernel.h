@@ -1,7 +1,9 @@
 // Resize (nearest and bilinear, every ONNX coordinate transform) of float32 NCHW
 // tensors: the source rows, columns and weights of every output position are worked
 // out at compile with the reference's own coordinate rules, so a launch only gathers
-// and blends; planes are split across the pool's threads.
+// and blends; planes are split across the pool's threads. Nearest: a row that reads the
+// same source row as the one above is a copy of it, and pixels of 1, 8 or 16 floats are
+// copied inline (ppocr_det's 2x upsamples of 16-channel blocks: 1.5 -> 0.14 ms).
 #pragma once
 
 #include <memory>
