@@ -84,6 +84,35 @@ TEST(CpuBackend, BroadcastChainsMatchReference) {
   }
 }
 
+// A power by a constant exponent, as LRN writes it (x / (k + s)^0.75): the quarter powers
+// through square roots, other exponents through the vector pow, in the fused loop, on
+// positive values and on negative ones (NaN where pow gives NaN).
+TEST(CpuBackend, ConstantPowersMatchReference) {
+  for (float c : {0.25f, 0.75f, 1.5f, -0.5f, 0.3f, -1.7f, 2.0f}) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {4, 1031});
+    Value s = b.add(b.op1("Abs", {x}), 0.5f);  // positive
+    b.output(b.op1("Div", {x, b.op1("Pow", {s, b.scalar(c, s)})}), "lrn");
+    b.output(b.op1("Pow", {x, b.scalar(c, x)}), "signed");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const HostTensor in = randomTensor({4, 1031}, 7);
+    auto want = testing::runGraph(*g, {in}, "reference", optLevel(0));
+    auto got = testing::runGraph(*g, {in}, "cpu", optLevel(2));
+    ASSERT_TRUE(want.ok() && got.ok()) << c;
+    EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 2e-6, 1e-6), "") << "exponent " << c;
+    const std::vector<float> w = (*want)[1].toFloats(), o = (*got)[1].toFloats();
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(o[i])) << "exponent " << c << " at " << i;
+      } else {
+        EXPECT_NEAR(o[i], w[i], 2e-6 * std::max(1.0f, std::fabs(w[i]))) << "exponent " << c << " at " << i;
+      }
+      if (HasFailure()) break;
+    }
+  }
+}
+
 TEST(CpuBackend, SeedChainsRunAsOneTiledLoop) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {1000, 17});

@@ -88,7 +88,18 @@ void powConst(float* y, const float* a, int64_t n, float c) {
   if (c == 0.5f) return unary(y, a, n, [](float x) { return std::sqrt(x); });
   if (c == -1.0f) return unary(y, a, n, [](float x) { return 1.0f / x; });
   if (c == 0.0f) return unary(y, a, n, [](float) { return 1.0f; });
-  for (int64_t i = 0; i < n; ++i) y[i] = std::pow(a[i], c);
+  // Quarter powers through square roots (each correctly rounded; NaN below 0 as pow's):
+  // LRN's beta of 0.75 (AlexNet, GoogLeNet, ZFNet) in 3 operations instead of a pow.
+  if (c == 0.25f) return unary(y, a, n, [](float x) { return std::sqrt(std::sqrt(x)); });
+  if (c == 0.75f) return unary(y, a, n, [](float x) { const float s = std::sqrt(x); return s * std::sqrt(s); });
+  if (c == 1.5f) return unary(y, a, n, [](float x) { return x * std::sqrt(x); });
+  if (c == -0.5f) return unary(y, a, n, [](float x) { return 1.0f / std::sqrt(x); });
+  // Any other exponent (LRN's 0.75): the vector pow with the exponent broadcast, a chunk
+  // at a time (std::pow one value at a time took zfnet512's Pow 2.6 ms for 1.6M values).
+  constexpr int64_t kChunk = 256;
+  float e[kChunk];
+  std::fill_n(e, kChunk, c);
+  for (int64_t i = 0; i < n; i += kChunk) vecPow(y + i, a + i, e, std::min(kChunk, n - i));
 }
 
 // x * f(exp(-x)) family through a stack chunk, so `y` may alias `a`.
