@@ -315,6 +315,29 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
   }
 }
 
+// A 3x3 from a blocked tensor to a plain one whose channels are off the block (a
+// detector's 96 -> 24 head, the graph's output here): the output channels padded to the
+// block (zero weights), then reordered to plain; ReLU in the kernel; against the reference.
+TEST(WinogradSessions, OutputChannelsOffTheBlockArePaddedThenPlain) {
+  const int block = cpu::preferredBlock();
+  if (block != 8 && block != 16) GTEST_SKIP() << "needs a blocked layout (AVX2 or AVX-512)";
+  const int64_t K = block == 16 ? 24 : 20;  // padded to 32 or 24
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 16, 40, 40});
+  Value mid = b.relu(conv3x3(b, x, 16, 32, 31));
+  b.output(b.relu(conv3x3(b, mid, 32, K, 33)), "y");
+  const ir::Graph g = *b.finish();
+  const HostTensor in = testing::randomTensor({1, 16, 40, 40}, 35);
+  const Reference ref = referenceRun(g, in);
+  ASSERT_EQ(ref.y.size(), 1u);
+  for (int threads : {1, 2}) {
+    const testing::KernelRun on = runCpu(g, in, threads, true);
+    ASSERT_EQ(on.outputs.size(), 1u);
+    EXPECT_EQ(on.countDetail("channels padded to the block, then plain"), 1) << on.details;
+    EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * ref.max_abs[0]), "") << on.details;
+  }
+}
+
 // GKRT_CPU_WINOGRAD=onednn on AVX-512 plans: oneDNN's Winograd (jit_*wino*) with the
 // epilogue as post-ops where oneDNN 2.6 takes them (ReLU), unary ones (SiLU, HardSwish,
 // ReLU6) as in-place eltwise passes after it, binary ones (the residual Add, the
