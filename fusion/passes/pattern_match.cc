@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -88,15 +89,12 @@ std::shared_ptr<const ir::ConstData> sharedConstant(const void* bytes, size_t si
   }
   hash = hash * 31 + std::hash<std::string_view>{}(std::string_view(c + size - std::min<size_t>(64, size), std::min<size_t>(64, size)));
   std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(size, hash);
-  for (auto [it, end] = made.equal_range(key); it != end;) {
-    if (auto live = it->second.lock()) {
-      if (std::memcmp(live->data, bytes, size) == 0) return live;
-      ++it;
-    } else {
-      it = made.erase(it);
-    }
+  for (auto it = made.begin(); it != made.end();) it = it->second.expired() ? made.erase(it) : std::next(it);  // plans gone
+  for (auto [it, end] = made.equal_range(std::make_pair(size, hash)); it != end; ++it) {
+    auto live = it->second.lock();
+    if (live && std::memcmp(live->data, bytes, size) == 0) return live;
   }
+  const auto key = std::make_pair(size, hash);
   auto fresh = ir::ConstData::copyOf(bytes, size);
   made.emplace(key, fresh);
   return fresh;

@@ -93,6 +93,7 @@ class WinogradKernel final : public Kernel {
       padded_mem_ = dnnl::memory(blocked, oneDnnEngine(), DNNL_MEMORY_NONE);
       plain_mem_ = dnnl::memory(plain, oneDnnEngine(), DNNL_MEMORY_NONE);
       to_plain_ = dnnl::reorder(padded_mem_, plain_mem_);
+      stream_ = dnnl::stream(oneDnnEngine());
       padded_bytes_ = (size_t(s.N * s.K * s.OH * s.OW) * sizeof(float) + 63) / 64 * 64;
     }
   }
@@ -107,9 +108,8 @@ class WinogradKernel final : public Kernel {
     conv_.run(x, reinterpret_cast<float*>(base), operands_, base + padded_bytes_, pool_);
     padded_mem_.set_data_handle(base);
     plain_mem_.set_data_handle(out[0].data);
-    dnnl::stream stream(oneDnnEngine());
-    to_plain_.execute(stream, padded_mem_, plain_mem_);
-    stream.wait();
+    to_plain_.execute(stream_, padded_mem_, plain_mem_);
+    stream_.wait();
     return Status::Ok();
   }
   size_t workspaceBytes() const override { return conv_.workspaceBytes() + (plain_k_ ? padded_bytes_ + 64 : 0); }
@@ -126,6 +126,7 @@ class WinogradKernel final : public Kernel {
   size_t padded_bytes_ = 0;
   dnnl::memory padded_mem_, plain_mem_;
   dnnl::reorder to_plain_;
+  dnnl::stream stream_;  // made at compile, not per launch
   std::vector<const float*> operands_;  // the launch's inputs, for the epilogue
 };
 

@@ -238,6 +238,26 @@ GKRT_TARGET_AVX2 inline void widen32(const BlockQuantDims& d, const uint8_t* blk
   for (int q = 0; q < 4; ++q) v[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t[q]), s, o);
 }
 
+// Block b of column n widened: value k of the block at out[k * stride] (stride 1: whole
+// vectors stored; else, and a last partial 32, through a buffer).
+GKRT_TARGET_AVX2 inline void widenBlock(const BlockQuantDims& d, const Weights& w, int64_t n, int64_t b, float* out,
+                                        int64_t stride) {
+  const uint8_t* blk = w.w + (n * d.blocks + b) * d.blob;
+  const __m256 s = _mm256_set1_ps(w.scales[n * d.blocks + b]), o = _mm256_set1_ps(offsetOf(d, w, n, b, true));
+  const int64_t len = std::min(d.block, d.K - b * d.block);
+  alignas(32) float vals[32];
+  for (int64_t c = 0; c < len; c += 32) {
+    __m256 v[4];
+    widen32(d, blk, c, s, o, v);
+    if (stride == 1 && c + 32 <= len) {
+      for (int q = 0; q < 4; ++q) _mm256_storeu_ps(out + c + 8 * q, v[q]);
+      continue;
+    }
+    for (int q = 0; q < 4; ++q) _mm256_store_ps(vals + 8 * q, v[q]);
+    for (int64_t k = 0; k < std::min<int64_t>(32, len - c); ++k) out[(c + k) * stride] = vals[k];
+  }
+}
+
 // r[i] = column i of the 8 x 8 block m (rows m[0..7]).
 GKRT_TARGET_AVX2 inline void transpose8(const __m256* m, __m256* r) {
   const __m256 t0 = _mm256_unpacklo_ps(m[0], m[1]), t1 = _mm256_unpackhi_ps(m[0], m[1]);
@@ -259,10 +279,11 @@ GKRT_TARGET_AVX2 inline void transpose8(const __m256* m, __m256* r) {
 // B a multiple of 32: eight columns at a time, 32 values of each widened in vectors and
 // transposed 8 x 8 into panel rows (8 lanes a store); a last group of fewer than eight
 // columns value by value.
-GKRT_TARGET_AVX2 void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* dst, PanelLayout at) {
+GKRT_TARGET_AVX2 void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels) {
+  zeroSpareLanes(d, cols, panels);
   const int64_t full = cols / 8 * 8;
   for (int64_t j = 0; j < full; j += 8) {
-    float* lanes = at.at(dst, j);
+    float* lanes = panels + (j / kGemmNR) * d.K * kGemmNR + j % kGemmNR;
     for (int64_t b = 0; b < d.blocks; ++b) {
       const int64_t k0 = b * d.block, len = std::min(d.block, d.K - k0);
       __m256 sv[8], ov[8];
@@ -281,53 +302,22 @@ GKRT_TARGET_AVX2 void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w,
           const __m256 m[8] = {v[0][q], v[1][q], v[2][q], v[3][q], v[4][q], v[5][q], v[6][q], v[7][q]};
           __m256 r[8];
           transpose8(m, r);
-          float* rows = lanes + (k0 + c + 8 * q) * at.row;
-          for (int64_t k = 0; k < std::min<int64_t>(8, keep - 8 * q); ++k) _mm256_storeu_ps(rows + k * at.row, r[k]);
+          float* dst = lanes + (k0 + c + 8 * q) * kGemmNR;
+          for (int64_t k = 0; k < std::min<int64_t>(8, keep - 8 * q); ++k) _mm256_storeu_ps(dst + k * kGemmNR, r[k]);
         }
       }
     }
   }
-  alignas(32) float vals[32];
   for (int64_t j = full; j < cols; ++j) {
-    const int64_t n = n0 + j;
-    float* lane = at.at(dst, j);
-    for (int64_t b = 0; b < d.blocks; ++b) {
-      const uint8_t* blk = w.w + (n * d.blocks + b) * d.blob;
-      const __m256 s = _mm256_set1_ps(w.scales[n * d.blocks + b]), o = _mm256_set1_ps(offsetOf(d, w, n, b, true));
-      const int64_t k0 = b * d.block, len = std::min(d.block, d.K - k0);
-      for (int64_t c = 0; c < len; c += 32) {
-        __m256 v[4];
-        widen32(d, blk, c, s, o, v);
-        for (int q = 0; q < 4; ++q) _mm256_store_ps(vals + 8 * q, v[q]);
-        float* rows = lane + (k0 + c) * at.row;
-        for (int64_t k = 0; k < std::min<int64_t>(32, len - c); ++k) rows[k * at.row] = vals[k];
-      }
-    }
+    float* lane = panels + (j / kGemmNR) * d.K * kGemmNR + j % kGemmNR;
+    for (int64_t b = 0; b < d.blocks; ++b) widenBlock(d, w, n0 + j, b, lane + b * d.block * kGemmNR, kGemmNR);
   }
 }
 
-// Column by column, each column's values contiguous (column j at dst + j * K): no
-// transpose, 32 values a step; a block's last partial 32 through a buffer.
+// Column by column, each column's values contiguous: no transpose, 32 values a step.
 GKRT_TARGET_AVX2 void widenColumnsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* dst) {
-  alignas(32) float vals[32];
   for (int64_t j = 0; j < cols; ++j) {
-    const int64_t n = n0 + j;
-    float* col = dst + j * d.K;
-    for (int64_t b = 0; b < d.blocks; ++b) {
-      const uint8_t* blk = w.w + (n * d.blocks + b) * d.blob;
-      const __m256 s = _mm256_set1_ps(w.scales[n * d.blocks + b]), o = _mm256_set1_ps(offsetOf(d, w, n, b, true));
-      const int64_t k0 = b * d.block, len = std::min(d.block, d.K - k0);
-      for (int64_t c = 0; c < len; c += 32) {
-        __m256 v[4];
-        widen32(d, blk, c, s, o, v);
-        if (c + 32 <= len) {
-          for (int q = 0; q < 4; ++q) _mm256_storeu_ps(col + k0 + c + 8 * q, v[q]);
-          continue;
-        }
-        for (int q = 0; q < 4; ++q) _mm256_store_ps(vals + 8 * q, v[q]);
-        for (int64_t k = 0; k < len - c; ++k) col[k0 + c + k] = vals[k];
-      }
-    }
+    for (int64_t b = 0; b < d.blocks; ++b) widenBlock(d, w, n0 + j, b, dst + j * d.K + b * d.block, 1);
   }
 }
 

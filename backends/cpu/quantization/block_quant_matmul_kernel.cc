@@ -129,19 +129,21 @@ void streamPortable(const BlockQuantDims& d, const Weights& w, const Rows& x, in
   }
 }
 
-void widenPanelsPortable(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* dst, PanelLayout at) {
-  for (int64_t j = 0; j < cols; ++j) {
-    const int64_t n = n0 + j;
-    float* lane = at.at(dst, j);
-    for (int64_t b = 0; b < d.blocks; ++b) {
-      const uint8_t* blk = w.w + (n * d.blocks + b) * d.blob;
-      const float s = w.scales[n * d.blocks + b], o = offsetOf(d, w, n, b, false);
-      const int64_t k0 = b * d.block, len = std::min(d.block, d.K - k0);
-      for (int64_t k = 0; k < len; ++k) lane[(k0 + k) * at.row] = float(storedValue(d, blk, k)) * s + o;
-    }
-  }
+// Block b of column n widened: value k of the block at out[k * stride].
+void widenBlockPortable(const BlockQuantDims& d, const Weights& w, int64_t n, int64_t b, float* out, int64_t stride) {
+  const uint8_t* blk = w.w + (n * d.blocks + b) * d.blob;
+  const float s = w.scales[n * d.blocks + b], o = offsetOf(d, w, n, b, false);
+  const int64_t len = std::min(d.block, d.K - b * d.block);
+  for (int64_t k = 0; k < len; ++k) out[k * stride] = float(storedValue(d, blk, k)) * s + o;
 }
 
+void widenPanelsPortable(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels) {
+  zeroSpareLanes(d, cols, panels);
+  for (int64_t j = 0; j < cols; ++j) {
+    float* lane = panels + (j / kGemmNR) * d.K * kGemmNR + j % kGemmNR;
+    for (int64_t b = 0; b < d.blocks; ++b) widenBlockPortable(d, w, n0 + j, b, lane + b * d.block * kGemmNR, kGemmNR);
+  }
+}
 
 class BlockQuantMatMulKernel final : public Kernel {
  public:
@@ -284,8 +286,7 @@ class BlockQuantMatMulKernel final : public Kernel {
       float* panels = reinterpret_cast<float*>(base + size_t(thread) * per_thread);
       for (int64_t g = g0; g < g1; ++g) {
         const int64_t n0 = g * width, cols = std::min(width, d_.N - n0);
-        zeroSpareLanes(d_, cols, panels);
-        widen(w, n0, cols, panels, packedPanels(d_));
+        widen(w, n0, cols, panels);
         gemmSerial(d_.M, a_pack, d_.K, panels, cols, y + n0, d_.N, nullptr);
         if (w.bias) {
           for (int64_t m = 0; m < d_.M; ++m)
@@ -296,11 +297,11 @@ class BlockQuantMatMulKernel final : public Kernel {
     return Status::Ok();
   }
 
-  void widen(const Weights& w, int64_t n0, int64_t cols, float* dst, PanelLayout at) const {
+  void widen(const Weights& w, int64_t n0, int64_t cols, float* panels) const {
 #ifdef GKRT_X86_TIERS
-    if (avx2_) return widenPanelsAvx2(d_, w, n0, cols, dst, at);
+    if (avx2_) return widenPanelsAvx2(d_, w, n0, cols, panels);
 #endif
-    widenPanelsPortable(d_, w, n0, cols, dst, at);
+    widenPanelsPortable(d_, w, n0, cols, panels);
   }
 
   void widenColumns(const Weights& w, int64_t n0, int64_t cols, float* dst) const {
@@ -308,13 +309,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     if (avx2_) return widenColumnsAvx2(d_, w, n0, cols, dst);
 #endif
     for (int64_t j = 0; j < cols; ++j) {
-      const int64_t n = n0 + j;
-      for (int64_t b = 0; b < d_.blocks; ++b) {
-        const uint8_t* blk = w.w + (n * d_.blocks + b) * d_.blob;
-        const float s = w.scales[n * d_.blocks + b], o = offsetOf(d_, w, n, b, false);
-        const int64_t k0 = b * d_.block, len = std::min(d_.block, d_.K - k0);
-        for (int64_t k = 0; k < len; ++k) dst[j * d_.K + k0 + k] = float(storedValue(d_, blk, k)) * s + o;
-      }
+      for (int64_t b = 0; b < d_.blocks; ++b) widenBlockPortable(d_, w, n0 + j, b, dst + j * d_.K + b * d_.block, 1);
     }
   }
 

@@ -1,7 +1,6 @@
 #include "backends/cpu/quantization/block_quant_onednn.h"
 
 #ifdef GKRT_HAVE_DNNL
-#include <algorithm>
 #include <stdexcept>
 
 #include "backends/cpu/onednn/onednn_impl.h"

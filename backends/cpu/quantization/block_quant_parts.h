@@ -79,25 +79,18 @@ inline float offsetOf(const BlockQuantDims& d, const Weights& w, int64_t n, int6
   return unsigned_view && d.signed_nibbles ? o - 8.0f * w.scales[n * d.blocks + b] : o;
 }
 
-// Where widened columns go, in 16-column panels: column j of the group at
-// (j / 16) * panel + j % 16, its row k at + k * row. The packed GEMM's panels (gemm.h,
-// [ceil(cols/16)][K][16]) or a row-major [K, ld] matrix.
-struct PanelLayout {
-  int64_t panel = 0, row = 0;
-  float* at(float* base, int64_t j) const { return base + (j / 16) * panel + j % 16; }
-};
-inline PanelLayout packedPanels(const BlockQuantDims& d) { return {d.K * 16, 16}; }
-inline PanelLayout rowMajor(int64_t ld) { return {16, ld}; }
-// The spare lanes of the last packed panel of `cols` columns zeroed (packedPanels only).
+// Columns [n0, n0 + cols) widened into 16-column float panels [ceil(cols/16)][K][16]
+// for the packed GEMM (gemm.h): the spare lanes of the last panel zeroed first.
 void zeroSpareLanes(const BlockQuantDims& d, int64_t cols, float* panels);
 
 // AVX2+FMA loops (block_quant_avx2.cc; x86-64 builds only, B a multiple of 32): output
 // columns [n0, n1) of x.count rows (rows prepared in Order kUnits64 for int8 activations
 // against 4-bit values, kChunks32 for float activations against them, kNatural for 8-bit
-// values); columns [n0, n0 + cols) widened to float at dst (the caller zeroes spare lanes).
+// values); the panels for columns [n0, n0 + cols).
 void streamAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
-void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* dst, PanelLayout at);
-// The same, column j's K values contiguous at dst + j * K (oneDNN's transposed weights).
+void widenPanelsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* panels);
+// The same columns with each column's K values contiguous (column j at dst + j * K:
+// oneDNN's transposed weights, block_quant_onednn.h).
 void widenColumnsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int64_t cols, float* dst);
 // The offsets' term of column n for each of x.count rows (the -8 of signed nibbles read
 // as q + 8 included): off[r] = sum over blocks of (offset - 8 scale) * sum of the block of x.
