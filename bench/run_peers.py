@@ -48,6 +48,9 @@ ap.add_argument("--min-seconds", type=float, default=1.0,
 ap.add_argument("--repeat", type=int, default=1)
 ap.add_argument("--peers", default="onnxruntime,openvino,mnn")
 ap.add_argument("--gkrt-env", default="", help="extra environment for gkrt, NAME=VALUE;NAME=VALUE")
+ap.add_argument("--openvino-config", default="",
+                help="extra OpenVINO CPU properties, NAME=VALUE;NAME=VALUE (DYNAMIC_QUANTIZATION_GROUP_SIZE=0: int8-weight "
+                     "matmuls in float32 activations, as the model says, instead of OpenVINO's default int8 ones)")
 ap.add_argument("--markdown", default="", help="also write the tables here")
 args = ap.parse_args()
 GKRT = os.path.join(args.build, "tools", "gkrt")
@@ -180,8 +183,11 @@ def run_openvino(name, path, specs, feeds, threads):
     core = ov.Core()
     m = core.read_model(path)
     m.reshape({n: ov.PartialShape(dims) for n, _, dims in specs})
-    c = core.compile_model(m, "CPU", {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32",
-                                      "PERFORMANCE_HINT": "LATENCY"})
+    config = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
+    for kv in filter(None, args.openvino_config.split(";")):
+        k, v = kv.split("=", 1)
+        config[k] = int(v) if v.lstrip("-").isdigit() else v
+    c = core.compile_model(m, "CPU", config)
     req = c.create_infer_request()
     return timed(lambda: req.infer(feeds), ITERATIONS[(threads, name)])
 

@@ -35,6 +35,7 @@ constexpr int kFusionGroupStage = -1;  // MindSpore's SIZE_MAX stage: names carr
 int level1(const FusionOptions&) { return 1; }
 int level2(const FusionOptions&) { return 2; }
 int parallelLevel(const FusionOptions& o) { return o.parallelFusion() ? 1 : kNever; }
+int onRequest(const FusionOptions&) { return kNever; }  // enable_pass only
 
 // MindSpore's stages (FUSION_NOTES §2); ids count within a stage.
 const std::vector<PassSpec>& pipeline() {
@@ -42,6 +43,10 @@ const std::vector<PassSpec>& pipeline() {
       {0, "preprocess", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
       // gkrt's own, before ConstantFolding would dequantize the int8 weights (id after the others).
       {0, "preprocess", 4, "quant_dq_op_q_fusion", level1, passes::fuseQuantDqOpQ},
+      // gkrt's own: an int8 embedding table's rows gathered before they are dequantized.
+      {0, "preprocess", 12, "gather_before_dequantize", level1, passes::moveGatherBeforeDequantize},
+      // gkrt's own, on request (it lowers the model's precision), before ConstantFolding widens int8 weights.
+      {0, "preprocess", 13, "int8_weight_dynamic_quant", onRequest, passes::fuseInt8WeightDynamicQuant},
       {0, "preprocess", 1, "ConstantFolding", level2, passes::foldConstants},
       {0, "preprocess", 2, "CommonSubexpressionElimination", level2, passes::eliminateCommonSubexpressions},
       {0, "preprocess", 3, "RecognizeExportedPatterns", level1, passes::recognizeExportedPatterns},
@@ -67,12 +72,12 @@ const std::vector<PassSpec>& pipeline() {
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };
   static const std::vector<PassSpec> with_patterns = [] {
-    std::vector<PassSpec> all(p.begin(), p.begin() + 12);  // preprocess, then the fusion_group stage
+    std::vector<PassSpec> all(p.begin(), p.begin() + 14);  // preprocess, then the fusion_group stage
     int id = 0;
     for (const passes::PatternPass& pp : passes::patternPasses()) {
       all.push_back({kFusionGroupStage, "fusion_group", id++, pp.name, level1, pp.run, &pp});
     }
-    all.insert(all.end(), p.begin() + 12, p.end());
+    all.insert(all.end(), p.begin() + 14, p.end());
     return all;
   }();
   return with_patterns;

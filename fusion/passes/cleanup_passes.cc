@@ -1,9 +1,12 @@
 // Dead-node elimination, constant folding and common-subexpression elimination.
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "fusion/pass_manager.h"
 #include "fusion/passes/passes.h"
+#include "runtime/base/huge_page_arena.h"
 #include "runtime/ir/interpret.h"
 #include "runtime/ir/op_def.h"
 
@@ -15,7 +18,10 @@ bool isRandom(const OpDef* op) {
   return n == "Dropout" || n == "StandardNormal" || n == "UniformReal";
 }
 
-constexpr int64_t kMaxFoldElements = 1 << 20;  // keep folded constants small
+// Folded constants stay small, unless the op makes no more values than its largest input
+// has (a dequantization of weights, a transpose): that cannot blow up memory.
+constexpr int64_t kMaxFoldElements = 1 << 20;
+constexpr size_t kHugeFoldBytes = size_t(2) << 20;
 constexpr size_t kMaxSharedConstantBytes = 256;  // constants CSE treats as equal by value
 
 // Small constants read by nodes, each replaced by the first one of the same type, shape
@@ -99,26 +105,43 @@ PassResult foldConstants(FusionContext& ctx) {
   for (size_t i = 0; i < g.nodes.size();) {
     const ir::Node& n = g.nodes[i];
     bool foldable = !n.inputs.empty() && !isRandom(n.op) && !n.subgraph && !keep.count(n.outputs[0]);
-    for (int t : n.inputs) foldable = foldable && t >= 0 && g.tensors[t].isConstant();
+    int64_t largest_input = 0;
+    for (int t : n.inputs) {
+      foldable = foldable && t >= 0 && g.tensors[t].isConstant();
+      if (foldable) largest_input = std::max(largest_input, numElements(g.tensors[t].shape));
+    }
     for (int t : n.outputs) {
-      foldable = foldable && isStatic(g.tensors[t].shape) && numElements(g.tensors[t].shape) <= kMaxFoldElements;
+      const int64_t e = isStatic(g.tensors[t].shape) ? numElements(g.tensors[t].shape) : -1;
+      foldable = foldable && e >= 0 && (e <= kMaxFoldElements || e <= largest_input);
     }
     if (!foldable) { ++i; continue; }
     std::vector<TensorView> in;
     for (int t : n.inputs) in.push_back({g.tensors[t].dtype, g.tensors[t].shape, g.tensors[t].constant->data});
-    std::vector<std::vector<uint8_t>> storage;
+    // Each result computed straight into the constant that keeps it (no zeroing, no copy:
+    // a folded dequantization of a model's weights is tens of MB).
+    std::vector<std::shared_ptr<ir::ConstData>> results;
     std::vector<MutableTensorView> out;
     for (int t : n.outputs) {
-      storage.emplace_back(std::max<size_t>(1, numElements(g.tensors[t].shape) * dtypeSize(g.tensors[t].dtype)));
-    }
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      out.push_back({g.tensors[n.outputs[k]].dtype, g.tensors[n.outputs[k]].shape, storage[k].data()});
+      const size_t bytes = size_t(numElements(g.tensors[t].shape)) * dtypeSize(g.tensors[t].dtype);
+      auto c = std::make_shared<ir::ConstData>();
+      uint8_t* raw = nullptr;
+      if (bytes >= kHugeFoldBytes && transparentHugePages()) {  // faulted in 2 MiB pages: 512x fewer faults
+        auto arena = std::make_shared<HugePageArena>(bytes);
+        raw = arena->allocate(bytes);
+        c->owner = arena;
+        c->huge_pages = raw != nullptr;
+      }
+      if (!raw) {
+        raw = new uint8_t[std::max<size_t>(1, bytes)];
+        c->owner = std::shared_ptr<const void>(raw, [](const void* p) { delete[] static_cast<const uint8_t*>(p); });
+      }
+      c->data = raw;
+      c->size = bytes;
+      results.push_back(c);
+      out.push_back({g.tensors[t].dtype, g.tensors[t].shape, raw});
     }
     if (!n.op->reference(KernelContext{n, in, out}).ok()) { ++i; continue; }  // leave it for run time to report
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      ir::Tensor& t = g.tensors[n.outputs[k]];
-      t.constant = ir::ConstData::copyOf(storage[k].data(), numElements(t.shape) * dtypeSize(t.dtype));
-    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) g.tensors[n.outputs[k]].constant = std::move(results[k]);
     g.nodes.erase(g.nodes.begin() + i);
     changed = true;
   }

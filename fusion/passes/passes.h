@@ -21,12 +21,14 @@ PassResult expandOps(FusionContext& ctx);               // Appendix 1 column -> 
 PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> Fused nodes
 PassResult splitClusters(FusionContext& ctx);           // pattern rules, limits, stitching
 PassResult fuseParallel(FusionContext& ctx);            // independent clusters sharing inputs
-PassResult fuseQuantDqOpQ(FusionContext& ctx);
-PassResult fuseMatMulIntegerToFloat(FusionContext& ctx);
+PassResult fuseQuantDqOpQ(FusionContext& ctx);            // QDQ around Conv/MatMul/Add/Mul -> QLinear ops
+PassResult fuseMatMulIntegerToFloat(FusionContext& ctx);  // dynamic quantization's dequant chain -> MatMulIntegerToFloat
+PassResult moveGatherBeforeDequantize(FusionContext& ctx);  // Gather(dequantized int8 table) -> dequantized Gather(int8)
+PassResult fuseInt8WeightDynamicQuant(FusionContext& ctx);  // MatMul(x, int8 weights dequantized) -> BlockQuantMatMul, int8 x
 PassResult sinkSqueezes(FusionContext& ctx);  // Conv2D -> Squeeze -> elementwise as Conv2D -> elementwise -> Squeeze
 PassResult fuseStackedReduce(FusionContext& ctx);  // ReduceMax/Min/Sum over a Concat of size-1 slices -> Maximum/Minimum/Add chain
 PassResult fuseOneHotMatMul(FusionContext& ctx);  // MatMul(Cast(Equal(ids, iota)), W) -> Gather of W's rows
-PassResult fuseChannelShuffle(FusionContext& ctx);  // Reshape -> Transpose -> Reshape channel shuffle -> Gather  // dynamic quantization's dequant chain -> MatMulIntegerToFloat          // QDQ around Conv/MatMul/Add/Mul -> QLinear ops
+PassResult fuseChannelShuffle(FusionContext& ctx);  // Reshape -> Transpose -> Reshape channel shuffle -> Gather
 // The outputs of the nodes (MatMul and its two DequantizeLinear) of every match of
 // inference_qbmm_add_fusion, which ConstantFolding and the matmul_elem add passes leave
 // to it when it will run (quant_dq_op_q_fusion.cc).

@@ -155,10 +155,19 @@ StatusOr<CastAttrs> castAttrs(const Node& n, DType to) {
   else return makeError(StatusCode::kInvalidModel, n.op_type(), ": round_mode '", mode, "' is not up, down or nearest");
   return a;
 }
+// int8 weights widened in the graph (weight-only quantization: Cast, then Mul by the
+// scales) stay 8 bits in the .gkm: the Cast is kept, so neither it nor its Mul is folded
+// here; the session's ConstantFolding widens them, or int8_weight_dynamic_quant keeps them.
+bool int8Weights(Context& c, Value x, DType to) {
+  const DType from = dtypeOf(c, x);
+  return c.isConstant(x) && (from == DType::kInt8 || from == DType::kUInt8) && isFloat(to) &&
+         shapeOf(c, x).size() >= 2 && numElements(shapeOf(c, x)) >= 4096;
+}
 Status cast(Context& c, const Node& n, Outs& o) {
   ASSIGN_OR_RETURN(DType to, onnxDType(n, attrInt(n, "to", 1)));
   ASSIGN_OR_RETURN(CastAttrs a, castAttrs(n, to));
-  o = {c.op1("Cast", {c.in(n, 0)}, a)};
+  const Value x = c.in(n, 0);
+  o = {int8Weights(c, x, to) ? c.builder().op("Cast", {x}, a, 1)[0] : c.op1("Cast", {x}, a)};
   return Status::Ok();
 }
 Status castLike(Context& c, const Node& n, Outs& o) {

@@ -36,6 +36,35 @@ constexpr int kMR = 4;  // rows a register tile
 
 int bias(const BlockQuantDims& d) { return !d.nibbles ? 128 : d.signed_nibbles ? 8 : 0; }
 
+// 32 bytes of each of 16 columns (column c at at + c * col_bytes) as 8 vectors of [16
+// columns x 4 bytes] (vector g: bytes 4g .. 4g + 3 of every column), xor flip: an 8 x 8
+// transpose of 32-bit words in each 256-bit half, columns 0-7 in the low half and 8-15 in
+// the high one. Loads and shuffles: AMD's vpgatherdd took a fifth of MiniLM's int8 run.
+GKRT_TARGET_AVX512_VNNI void transposeChunk(const uint8_t* at, int64_t col_bytes, __m512i flip, uint8_t* out) {
+  __m512i z[8];
+  for (int i = 0; i < 8; ++i) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + i * col_bytes));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + (i + 8) * col_bytes));
+    z[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  // 128-bit lane l of u[k] (k < 4: columns 0-3 / 8-11; k >= 4: 4-7 / 12-15) holds word
+  // k % 4 (lanes 0 and 2) or k % 4 + 4 (lanes 1 and 3) of four columns.
+  __m512i u[8];
+  for (int h = 0; h < 2; ++h) {
+    const __m512i t0 = _mm512_unpacklo_epi32(z[4 * h], z[4 * h + 1]), t1 = _mm512_unpackhi_epi32(z[4 * h], z[4 * h + 1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(z[4 * h + 2], z[4 * h + 3]), t3 = _mm512_unpackhi_epi32(z[4 * h + 2], z[4 * h + 3]);
+    u[4 * h + 0] = _mm512_unpacklo_epi64(t0, t2);
+    u[4 * h + 1] = _mm512_unpackhi_epi64(t0, t2);
+    u[4 * h + 2] = _mm512_unpacklo_epi64(t1, t3);
+    u[4 * h + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+  const __m512i low_words = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), high_words = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int k = 0; k < 4; ++k) {
+    _mm512_storeu_si512(out + 64 * k, _mm512_xor_si512(_mm512_permutex2var_epi64(u[k], low_words, u[k + 4]), flip));
+    _mm512_storeu_si512(out + 64 * (k + 4), _mm512_xor_si512(_mm512_permutex2var_epi64(u[k], high_words, u[k + 4]), flip));
+  }
+}
+
 // Panel p's weights in VNNI order, its scales and its bias/offset coefficients, columns
 // past N zero.
 GKRT_TARGET_AVX512_VNNI void gatherPanel(const BlockQuantDims& d, const Weights& w, int64_t p, uint8_t* vals, float* scales,
@@ -52,7 +81,9 @@ GKRT_TARGET_AVX512_VNNI void gatherPanel(const BlockQuantDims& d, const Weights&
   for (int64_t j = 0; j < chunks; ++j) {
     const int64_t b = j * 32 / d.block, in_block = j * 32 - b * d.block;  // value offset of the chunk in its block
     uint8_t* out = vals + j * 512;
-    if (!d.nibbles) {
+    if (!d.nibbles && cols == 16) {
+      transposeChunk(base + b * d.blob + in_block, col_bytes, flip, out);
+    } else if (!d.nibbles) {
       const uint8_t* at = base + b * d.blob + in_block;
       for (int g = 0; g < 8; ++g) {
         const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, col_off, at + 4 * g, 1);
@@ -112,6 +143,75 @@ GKRT_TARGET_AVX512_VNNI void panelRows(const BlockQuantDims& d, const Weights& w
   const __mmask16 live = __mmask16((1u << cols) - 1);
   const __m512 bias_v = w.bias ? _mm512_maskz_loadu_ps(live, w.bias + n0) : _mm512_setzero_ps();
   for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * d.N + n0, live, _mm512_add_ps(acc[r], bias_v));
+}
+
+// Every column's blocks sharing one scale and one offset (a per-column quantization
+// written in blocks, as int8_weight_dynamic_quant writes it): the block's int32 sums then
+// need only the row's sx (one conversion and one FMA a block, not four operations), and
+// the column scale, the bias and the offsets' part come once at the end:
+//   y[r][n] = s[n] * sum_b sx[r][b] * dot[r][b][n] + coef[n] * sum_b sum[r][b] + bias[n].
+// R rows against C panels of 16 columns (vals of panel k at vals + k * stride): 2 x R
+// independent vpdpbusd chains.
+template <int R, int C>
+GKRT_TARGET_AVX512_VNNI void uniformRows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t r0, int64_t p,
+                                         const uint8_t* vals, size_t stride, float* y) {
+  const int64_t chunks_per_block = d.block / 32;
+  __m512 acc[R][C];
+  float sums[R];
+  for (int r = 0; r < R; ++r) {
+    sums[r] = 0.0f;
+    for (int k = 0; k < C; ++k) acc[r][k] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < d.blocks; ++b) {
+    __m512i dot[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < C; ++k) dot[r][k] = _mm512_setzero_si512();
+    for (int64_t c = 0; c < chunks_per_block; ++c) {
+      const int64_t j = b * chunks_per_block + c;
+      for (int g = 0; g < 8; ++g) {
+        __m512i v[C];
+        for (int k = 0; k < C; ++k) v[k] = _mm512_loadu_si512(vals + k * stride + j * 512 + 64 * g);
+        for (int r = 0; r < R; ++r) {
+          int32_t four;
+          std::memcpy(&four, x.q + (r0 + r) * x.stride + j * 32 + 4 * g, 4);
+          const __m512i xv = _mm512_set1_epi32(four);
+          for (int k = 0; k < C; ++k) dot[r][k] = _mm512_dpbusd_epi32(dot[r][k], v[k], xv);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const size_t rb = size_t((r0 + r) * d.blocks + b);
+      const __m512 sx = _mm512_set1_ps(x.scale[rb]);
+      sums[r] += x.sum[rb];
+      for (int k = 0; k < C; ++k) acc[r][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][k]), sx, acc[r][k]);
+    }
+  }
+  for (int k = 0; k < C; ++k) {
+    const int64_t n0 = (p + k) * 16, cols = std::min<int64_t>(16, d.N - n0);
+    const __mmask16 live = __mmask16((1u << cols) - 1);
+    // The panel's gathered block-0 scales and coefficients follow its values (gatherPanel).
+    const float* scales = reinterpret_cast<const float*>(vals + k * stride + d.blocks * d.block * 16);
+    const float* coef = scales + d.blocks * 16;
+    const __m512 s = _mm512_loadu_ps(scales), o = _mm512_loadu_ps(coef);
+    const __m512 bias_v = w.bias ? _mm512_maskz_loadu_ps(live, w.bias + n0) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      const __m512 v = _mm512_fmadd_ps(acc[r][k], s, _mm512_fmadd_ps(o, _mm512_set1_ps(sums[r]), bias_v));
+      _mm512_mask_storeu_ps(y + (r0 + r) * d.N + n0, live, v);
+    }
+  }
+}
+
+template <int C>
+void uniformPanels(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t p, const uint8_t* vals, size_t stride,
+                   float* y) {
+  int64_t r = 0;
+  for (; r + kMR <= x.count; r += kMR) uniformRows<kMR, C>(d, w, x, r, p, vals, stride, y);
+  switch (x.count - r) {
+    case 3: uniformRows<3, C>(d, w, x, r, p, vals, stride, y); break;
+    case 2: uniformRows<2, C>(d, w, x, r, p, vals, stride, y); break;
+    case 1: uniformRows<1, C>(d, w, x, r, p, vals, stride, y); break;
+    default: break;
+  }
 }
 
 constexpr int64_t kStreamGroupsAhead = 2;  // column groups prefetched ahead, as the AVX2 loop
@@ -275,6 +375,17 @@ bool vnniSuits(const BlockQuantDims& d) {
          d.blocks * d.blob * 16 < (int64_t(1) << 31);
 }
 
+bool vnniUniformColumns(const BlockQuantDims& d, const Weights& w) {
+  for (int64_t n = 0; n < d.N; ++n) {
+    const float* sc = w.scales + n * d.blocks;
+    const float* off = w.offsets ? w.offsets + n * d.blocks : nullptr;
+    for (int64_t b = 1; b < d.blocks; ++b) {
+      if (sc[b] != sc[0] || (off && off[b] != off[0])) return false;
+    }
+  }
+  return true;
+}
+
 size_t vnniPanelBytes(const BlockQuantDims& d) { return size_t(d.blocks * d.block) * 16 + size_t(d.blocks) * 16 * 2 * sizeof(float); }
 
 // ops::quantizeActivationBlock 16 values at a time, bit for bit: the same max|x|, the same
@@ -326,6 +437,18 @@ void gemmVnniPanel(const BlockQuantDims& d, const Weights& w, const Rows& x, int
     case 1: panelRows<1>(d, w, x, r, p, vals, scales, coef, y); break;
     default: break;
   }
+}
+
+void gemmVnniPanelPair(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t p, uint8_t* scratch, float* y) {
+  const size_t stride = vnniPanelBytes(d);
+  const bool two = (p + 1) * 16 < d.N;
+  for (int k = 0; k < (two ? 2 : 1); ++k) {
+    uint8_t* vals = scratch + k * stride;
+    float* scales = reinterpret_cast<float*>(vals + d.blocks * d.block * 16);
+    gatherPanel(d, w, p + k, vals, scales, scales + d.blocks * 16);
+  }
+  if (two) uniformPanels<2>(d, w, x, p, scratch, stride, y);
+  else uniformPanels<1>(d, w, x, p, scratch, stride, y);
 }
 
 }  // namespace gkrt::cpu::block_quant

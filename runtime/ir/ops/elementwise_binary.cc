@@ -85,6 +85,13 @@ template <class F> Status binaryKernel(const KernelContext& c) {
   const TensorView& b = c.in(1);
   const MutableTensorView& y = c.out(0);
   const std::array<const Shape*, 2> shapes{&a.shape, &b.shape};
+  if (a.dtype == DType::kFloat32 && b.dtype == DType::kFloat32 && y.dtype == DType::kFloat32) {  // no dtype switch a value
+    const float* av = a.as<float>();
+    const float* bv = b.as<float>();
+    float* yv = y.as<float>();
+    forEachBroadcast<2>(y.shape, shapes, [&](int64_t i, const std::array<int64_t, 2>& o) { yv[i] = f(av[o[0]], bv[o[1]]); });
+    return Status::Ok();
+  }
   if (isFloat(a.dtype)) {
     forEachBroadcast<2>(y.shape, shapes, [&](int64_t i, const std::array<int64_t, 2>& o) {
       storeF(y.data, y.dtype, i, f(loadF(a.data, a.dtype, o[0]), loadF(b.data, b.dtype, o[1])));
