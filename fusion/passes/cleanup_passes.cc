@@ -21,7 +21,8 @@ bool isRandom(const OpDef* op) {
 // Folded constants stay small, unless the op makes no more values than its largest input
 // has (a dequantization of weights, a transpose): that cannot blow up memory.
 constexpr int64_t kMaxFoldElements = 1 << 20;
-constexpr size_t kHugeFoldBytes = size_t(2) << 20;
+constexpr size_t kMappedFoldBytes = size_t(256) << 10;  // results this big get a mapping of their own
+constexpr size_t kReleaseBytes = size_t(64) << 10;   // unread folded-away constants at least this big are freed
 constexpr size_t kMaxSharedConstantBytes = 256;  // constants CSE treats as equal by value
 
 // Small constants read by nodes, each replaced by the first one of the same type, shape
@@ -92,6 +93,11 @@ PassResult eliminateDeadNodes(FusionContext& ctx) {
         again = changed = true;
       }
     }
+    if (!again) {  // constants nothing reads any more (a merged or repacked weight's parts): their bytes go
+      for (size_t t = 0; t < g.tensors.size(); ++t) {
+        if (!read[t] && g.tensors[t].constant && g.tensors[t].constant->size >= kReleaseBytes) g.tensors[t].constant.reset();
+      }
+    }
   }
   return changed;
 }
@@ -102,6 +108,11 @@ PassResult foldConstants(FusionContext& ctx) {
   // int8 weights inference_qbmm_add_fusion will take stay quantised.
   const std::set<int> keep = passWillRun("inference_qbmm_add_fusion", ctx.options, ctx.column) ? qbmmAddTensors(g)
                                                                                               : std::set<int>{};
+  // Readers of each tensor: a constant whose last reader folds is let go (a dequantized
+  // weight's int8 source and its float32 Cast would otherwise stay with the graph).
+  std::vector<int> readers(g.tensors.size(), 0);
+  for (const ir::Node& n : g.nodes) for (int t : n.inputs) if (t >= 0) ++readers[size_t(t)];
+  for (int t : g.outputs) ++readers[size_t(t)];
   for (size_t i = 0; i < g.nodes.size();) {
     const ir::Node& n = g.nodes[i];
     bool foldable = !n.inputs.empty() && !isRandom(n.op) && !n.subgraph && !keep.count(n.outputs[0]);
@@ -125,11 +136,10 @@ PassResult foldConstants(FusionContext& ctx) {
       const size_t bytes = size_t(numElements(g.tensors[t].shape)) * dtypeSize(g.tensors[t].dtype);
       auto c = std::make_shared<ir::ConstData>();
       uint8_t* raw = nullptr;
-      if (bytes >= kHugeFoldBytes && transparentHugePages()) {  // faulted in 2 MiB pages: 512x fewer faults
-        auto arena = std::make_shared<HugePageArena>(bytes);
-        raw = arena->allocate(bytes);
-        c->owner = arena;
-        c->huge_pages = raw != nullptr;
+      if (bytes >= kMappedFoldBytes) {  // its own mapping: gone from the process when released
+        std::shared_ptr<uint8_t> m = mapPrivateBytes(bytes);
+        raw = m.get();
+        c->owner = std::move(m);
       }
       if (!raw) {
         raw = new uint8_t[std::max<size_t>(1, bytes)];
@@ -142,6 +152,11 @@ PassResult foldConstants(FusionContext& ctx) {
     }
     if (!n.op->reference(KernelContext{n, in, out}).ok()) { ++i; continue; }  // leave it for run time to report
     for (size_t k = 0; k < n.outputs.size(); ++k) g.tensors[n.outputs[k]].constant = std::move(results[k]);
+    for (int t : n.inputs) {
+      if (--readers[size_t(t)] == 0 && g.tensors[t].constant && g.tensors[t].constant->size >= kReleaseBytes) {
+        g.tensors[t].constant.reset();
+      }
+    }
     g.nodes.erase(g.nodes.begin() + i);
     changed = true;
   }

@@ -59,6 +59,22 @@ uint8_t* HugePageArena::allocate(size_t bytes) {
   return p;
 }
 
+std::shared_ptr<uint8_t> mapPrivateBytes(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+#if defined(__linux__)
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+#if defined(MADV_HUGEPAGE)
+  if (bytes >= kHugePage) ::madvise(m, bytes, MADV_HUGEPAGE);
+#endif
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(m), [bytes](uint8_t* p) { ::munmap(p, bytes); });
+#else
+  uint8_t* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign));
+  if (!p) return nullptr;
+  return std::shared_ptr<uint8_t>(p, [](uint8_t* q) { std::free(q); });
+#endif
+}
+
 bool transparentHugePages() {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   static const bool on = [] {

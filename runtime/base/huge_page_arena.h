@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -34,6 +35,11 @@ class HugePageArena {
   std::mutex mu_;
   std::vector<Chunk> chunks_;
 };
+
+// `bytes` of uninitialised memory in a mapping of its own (Linux: given back to the system
+// when the last owner lets go, where a freed malloc block may stay with the process;
+// huge pages advised from 2 MiB); elsewhere an aligned allocation. Null when out of memory.
+std::shared_ptr<uint8_t> mapPrivateBytes(size_t bytes);
 
 // Whether the kernel hands out transparent huge pages to a madvise'd mapping (Linux,
 // /sys/kernel/mm/transparent_hugepage/enabled not "never").
