@@ -5,6 +5,10 @@
 //   Q(Conv2D(DQ(x), DQ(w), [DQ(b) | b]))          -> QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, b_int32)
 //   Q(MatMul | BatchMatMul(DQ(a), DQ(b)))         -> QLinearMatMul(a, as, azp, b, bs, bzp, ys, yzp)
 //   Q(Add | Mul(DQ(a), DQ(b)))                    -> QLinearAdd | QLinearMul(a, as, azp, b, bs, bzp, ys, yzp)
+//   Gemm(DQ(a), DQ(b), C?), alpha 1, beta 1 (or no C), a not transposed, a 2-D, b a
+//   constant, C float32 [N]                        -> MatMulIntegerToFloat(a, b', as, bs, azp, bzp, C)
+//   (onnxruntime's QGemm and its QDQ Gemm; b' is b, or b transposed to [K, N] for transB;
+//   the Q after it, if any, stays a QuantizeLinear of the float result)
 //   Q(M1(...Mk(DQ(x)))), Mi Reshape/Transpose/Squeeze/Unsqueeze/Flatten or MaxPool
 //   (one output), Q's scale and zero point equal to DQ's (one element each; a positive
 //   scale with a MaxPool)                          -> M1(...Mk(x)) on the integers
@@ -328,6 +332,45 @@ StatusOr<bool> integerConcatOnce(FusionContext& ctx) {
   return false;
 }
 
+// Gemm(DQ(a), DQ(b), C?) -> MatMulIntegerToFloat (see the top of the file).
+StatusOr<bool> gemmOnce(FusionContext& ctx) {
+  ir::Graph& g = ctx.graph;
+  PatternGraph pg(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& gemm = g.nodes[i];
+    if (!isOp(gemm, "Gemm") || gemm.inputs.size() < 2) continue;
+    const auto& ga = gemm.attrs.get<GemmAttrs>();
+    const int c = gemm.inputs.size() > 2 ? gemm.inputs[2] : -1;
+    if (ga.alpha != 1.0f || ga.transpose_a || (c >= 0 && ga.beta != 1.0f)) continue;
+    Dq a, b;
+    if (!pg.singleUse(gemm.inputs[1]) || !dequantized(pg, gemm.inputs[0], &a) || !dequantized(pg, gemm.inputs[1], &b)) continue;
+    const ir::Tensor& bt = g.tensors[size_t(b.x)];
+    if (!isInt8(g.tensors[a.x].dtype) || !isInt8(bt.dtype) || !bt.isConstant() || bt.shape.size() != 2 ||
+        g.tensors[a.x].shape.size() != 2) {
+      continue;
+    }
+    const int64_t K = ga.transpose_b ? bt.shape[1] : bt.shape[0], N = ga.transpose_b ? bt.shape[0] : bt.shape[1];
+    if (!paramsFit(g, a, 0, 0) || !paramsFit(g, b, ga.transpose_b ? 0 : 1, N)) continue;
+    if (c >= 0 && (g.tensors[c].dtype != DType::kFloat32 || g.tensors[c].shape != Shape{N})) continue;
+    if (!findOp("MatMulIntegerToFloat")) return false;
+    int w = b.x;
+    if (ga.transpose_b) {  // [N, K] -> [K, N], one byte a value
+      const auto* src = static_cast<const uint8_t*>(bt.constant->data);
+      std::vector<uint8_t> t(size_t(K * N));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k) t[size_t(k * N + n)] = src[n * K + k];
+      w = addPatternConstant(g, bt.name + "_kn", bt.dtype, {K, N}, t.data());
+    }
+    std::vector<int> ins = {a.x, w, a.scale, b.scale, zeroPoint(g, a), zeroPoint(g, b)};
+    if (c >= 0) ins.push_back(c);
+    const int y = g.nodes[i].outputs[0];
+    const std::string name = g.nodes[i].name;
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), quantNode("MatMulIntegerToFloat", name, Attrs(), ins, y)));
+    return true;
+  }
+  return false;
+}
+
 StatusOr<bool> fuseOnce(FusionContext& ctx) {
   ASSIGN_OR_RETURN(bool moved, integerMovementOnce(ctx));
   if (moved) return true;
@@ -441,6 +484,8 @@ StatusOr<bool> fuseOneQbmmAdd(FusionContext& ctx) {
 
 PassResult fuseQuantDqOpQ(FusionContext& ctx) {
   ASSIGN_OR_RETURN(bool fused, rewriteAll(ctx, fuseOnce));
+  ASSIGN_OR_RETURN(bool gemms, rewriteAll(ctx, gemmOnce));
+  fused = fused || gemms;
   ASSIGN_OR_RETURN(bool tables, rewriteAll(ctx, lookupTableOnce));  // after the QLinear ops took theirs
   return fused || tables;
 }

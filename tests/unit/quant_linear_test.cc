@@ -155,6 +155,65 @@ TEST(QuantDqOpQFusion, ConvBecomesQLinearConvAndDisablePassKeepsTheFloatPath) {
   }
 }
 
+// Gemm(DQ(x), DQ(w), bias) as onnxruntime's QGemm and its QDQ Gemm write it (transB, w
+// per output column): one MatMulIntegerToFloat, the Q after it a QuantizeLinear; the
+// results within a step of the float path on reference and cpu; with transB false and w
+// per tensor too. Switched off, the float Gemm stays.
+TEST(QuantDqOpQFusion, GemmOfDequantizedOperandsBecomesAnInt8MatMul) {
+  for (bool trans_b : {true, false}) {
+    std::mt19937 rng(trans_b ? 11 : 12);
+    const int64_t M = 5, K = 40, N = 24;
+    GraphBuilder b;
+    Value x = b.input("x", DType::kUInt8, {M, K});
+    std::uniform_int_distribution<int> w8(-127, 127);
+    std::vector<int8_t> w(static_cast<size_t>(K * N), 0);
+    for (auto& v : w) v = static_cast<int8_t>(w8(rng));
+    std::vector<float> ws(static_cast<size_t>(N), 0.0f), bias(static_cast<size_t>(N), 0.0f);
+    for (int64_t n = 0; n < N; ++n) ws[size_t(n)] = 0.004f + 0.001f * float(n % 5), bias[size_t(n)] = 0.05f * float(n % 7) - 0.15f;
+    const float xs = 0.02f, ys = 0.06f, one_scale = 0.01f;
+    const uint8_t xzp = 117, yzp = 125;
+    const int8_t wzp0 = 0;
+    std::vector<int8_t> wzp(static_cast<size_t>(N), 0);
+    QuantAttrs per_tensor{1, 0, true, DType::kFloat32, DType::kFloat32};
+    QuantAttrs per_column{trans_b ? 0 : 1, 0, true, DType::kFloat32, DType::kFloat32};
+    Value xf = b.op1("DequantizeLinear", {x, b.constant("xs", DType::kFloat32, {}, &xs), b.constant("xzp", DType::kUInt8, {}, &xzp)},
+                     per_tensor);
+    const Shape wshape = trans_b ? Shape{N, K} : Shape{K, N};
+    Value wf = trans_b ? b.op1("DequantizeLinear", {b.constant("w", DType::kInt8, wshape, w.data()),
+                                                    b.constant("ws", DType::kFloat32, {N}, ws.data()),
+                                                    b.constant("wzp", DType::kInt8, {N}, wzp.data())},
+                               per_column)
+                       : b.op1("DequantizeLinear", {b.constant("w", DType::kInt8, wshape, w.data()),
+                                                    b.constant("ws", DType::kFloat32, {}, &one_scale),
+                                                    b.constant("wzp", DType::kInt8, {}, &wzp0)},
+                               per_tensor);
+    GemmAttrs ga;
+    ga.transpose_b = trans_b;
+    Value yf = b.op1("Gemm", {xf, wf, b.constant("bias", DType::kFloat32, {N}, bias.data())}, ga);
+    QuantAttrs q{1, 0, true, DType::kUInt8, DType::kFloat32};
+    b.output(b.op1("QuantizeLinear", {yf, b.constant("ys", DType::kFloat32, {}, &ys), b.constant("yzp", DType::kUInt8, {}, &yzp)}, q),
+             "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    ir::Graph fused = *g, kept = *g;
+    ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
+    ASSERT_TRUE(runFusionPipeline(kept, *parseFusionFlags("--disable_pass=quant_dq_op_q_fusion"), FusionColumn::kCpu).ok());
+    EXPECT_TRUE(hasOp(fused, "MatMulIntegerToFloat")) << trans_b;
+    EXPECT_FALSE(hasOp(fused, "Gemm")) << trans_b;
+    EXPECT_TRUE(hasOp(kept, "Gemm")) << trans_b;
+    HostTensor in(DType::kUInt8, {M, K});
+    std::uniform_int_distribution<int> u8(0, 255);
+    for (int64_t i = 0; i < in.size(); ++i) static_cast<uint8_t*>(in.data())[i] = static_cast<uint8_t>(u8(rng));
+    auto float_path = testing::runGraph(*g, {in}, "reference", testing::optLevel(0));
+    ASSERT_TRUE(float_path.ok()) << float_path.status().message();
+    for (const char* backend : {"reference", "cpu"}) {
+      auto int_path = testing::runGraph(*g, {in}, backend, testing::optLevel(2));
+      ASSERT_TRUE(int_path.ok()) << backend << ": " << int_path.status().message();
+      expectWithinSteps((*int_path)[0], (*float_path)[0], 1, backend);
+    }
+  }
+}
+
 // DQ -> Reshape -> Transpose -> Q with the same scale and zero point (onnxruntime's
 // QOperator files write it around attention's head split): the movement runs on the
 // integers and the round trip goes; with another output scale it stays.

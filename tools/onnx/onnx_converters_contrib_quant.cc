@@ -56,6 +56,12 @@ Value dequantize(Context& c, Value x, Value scale, Value zp, int64_t axis = 1) {
   QuantAttrs a;
   a.axis = axis;
   a.to = dtypeOf(c, scale);
+  // Quantized constants stay quantized, as a standard DequantizeLinear's do (its converter):
+  // quant_dq_op_q_fusion hands them to an int8 kernel, or ConstantFolding widens them.
+  const DType xt = dtypeOf(c, x);
+  if (c.isConstant(x) && (xt == DType::kInt8 || xt == DType::kUInt8 || xt == DType::kInt32)) {
+    return c.builder().op("DequantizeLinear", {x, scale, zp}, a, 1)[0];
+  }
   return c.op1("DequantizeLinear", {x, scale, zp}, a);
 }
 
