@@ -137,6 +137,43 @@ void dynamicQuantize(const float* __restrict x, float scale, int zp, uint8_t* __
   saturateRow(vec, [&](int64_t i) { const float v = x[i] / scale; return v == v ? v : -kQuantClamp; }, zp, y, n);
 }
 
+#ifdef GKRT_X86_TIERS
+// dynamicRange and dynamicQuantize 16 values a step, the same results: max/min with the
+// running value second (a NaN keeps it), x / scale divided (not multiplied by 1 / scale),
+// NaN as -kQuantClamp, rounding to nearest even, zp added, saturated to 0..255.
+GKRT_TARGET_AVX512 void dynamicRangeAvx512(const float* x, int64_t n, float* maxx, float* minx) {
+  __m512 h = _mm512_setzero_ps(), l = h;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    h = _mm512_max_ps(v, h);
+    l = _mm512_min_ps(v, l);
+  }
+  float hi = _mm512_reduce_max_ps(h), lo = _mm512_reduce_min_ps(l);
+  for (; i < n; ++i) {
+    hi = std::max(hi, x[i]);
+    lo = std::min(lo, x[i]);
+  }
+  *maxx = hi;
+  *minx = lo;
+}
+GKRT_TARGET_AVX512 void dynamicQuantizeAvx512(const float* __restrict x, float scale, int zp, uint8_t* __restrict y, int64_t n) {
+  const __m512 s = _mm512_set1_ps(scale), low = _mm512_set1_ps(-kQuantClamp), high = _mm512_set1_ps(kQuantClamp);
+  const __m512i z = _mm512_set1_epi32(zp), zero = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), low, v);
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(v, low), high)), z);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtusepi32_epi8(_mm512_max_epi32(q, zero)));
+  }
+  for (; i < n; ++i) {
+    const float v = x[i] / scale;
+    y[i] = saturateQuant<uint8_t>(v == v ? v : -kQuantClamp, zp);
+  }
+}
+#endif
+
 class QuantElementwiseKernel final : public Kernel {
  public:
   QuantElementwiseKernel(std::string op, ThreadPool& pool)
@@ -279,7 +316,11 @@ class QuantElementwiseKernel final : public Kernel {
     std::fill(range_.begin(), range_.end(), 0.0f);
     pool_.parallelFor(n, 64, kQuantMinPerThread, [&](int t, int64_t b, int64_t e) {
       float hi, lo;
-      dynamicRange(x.as<float>() + b, e - b, &hi, &lo);
+#ifdef GKRT_X86_TIERS
+      if (avx512_) dynamicRangeAvx512(x.as<float>() + b, e - b, &hi, &lo);
+      else
+#endif
+        dynamicRange(x.as<float>() + b, e - b, &hi, &lo);
       range_[2 * t] = std::max(range_[2 * t], hi);
       range_[2 * t + 1] = std::min(range_[2 * t + 1], lo);
     });
@@ -292,6 +333,9 @@ class QuantElementwiseKernel final : public Kernel {
     const float initial_zp = 0.0f - minx / scale;
     const float zp = std::nearbyint(std::clamp(initial_zp, 0.0f, 255.0f));
     pool_.parallelFor(n, 64, kQuantMinPerThread, [&](int, int64_t b, int64_t e) {
+#ifdef GKRT_X86_TIERS
+      if (avx512_) return dynamicQuantizeAvx512(x.as<float>() + b, scale, static_cast<int>(zp), out[0].as<uint8_t>() + b, e - b);
+#endif
       dynamicQuantize(x.as<float>() + b, scale, static_cast<int>(zp), out[0].as<uint8_t>() + b, e - b);
     });
     out[1].as<float>()[0] = scale;
@@ -302,6 +346,7 @@ class QuantElementwiseKernel final : public Kernel {
   std::string op_;
   ThreadPool& pool_;
   std::vector<float> range_;  // per thread: max, min
+  const bool avx512_ = cpuTier().has(CpuIsa::kAvx512);
   Shape dims_;
   std::vector<int64_t> sa_, sb_;
   bool int8_nhwc_ = false;
