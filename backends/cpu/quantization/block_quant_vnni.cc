@@ -4,7 +4,8 @@
 // accuracy level 4 and llama.cpp's Q8 activations compute a prompt) against 8- or 4-bit
 // weights, 16 columns a panel.
 //
-// A panel's weights are gathered once per launch into VNNI order — for every 32 values
+// A panel's weights are put once per launch into VNNI order (a full panel by loads and
+// in-register transposes, a last partial one by vpgatherdd) — for every 32 values
 // of K, 8 vectors of [16 columns x 4 bytes] as unsigned bytes u = q + bias (int8: q + 128,
 // signed nibbles: q + 8, unsigned nibbles as they are) — and every group of 4 rows then
 // runs 8 vpdpbusd a 32 values against x's bytes broadcast 4 at a time; each block's int32
@@ -39,7 +40,8 @@ int bias(const BlockQuantDims& d) { return !d.nibbles ? 128 : d.signed_nibbles ?
 // 32 bytes of each of 16 columns (column c at at + c * col_bytes) as 8 vectors of [16
 // columns x 4 bytes] (vector g: bytes 4g .. 4g + 3 of every column), xor flip: an 8 x 8
 // transpose of 32-bit words in each 256-bit half, columns 0-7 in the low half and 8-15 in
-// the high one. Loads and shuffles: AMD's vpgatherdd took a fifth of MiniLM's int8 run.
+// the high one. Loads and shuffles: AMD's vpgatherdd took a fifth of MiniLM's int8 run
+// (and SmolLM2's 8-bit prefill ran 1300 -> 1807 tokens/s at 2 threads without it).
 GKRT_TARGET_AVX512_VNNI void transposeChunk(const uint8_t* at, int64_t col_bytes, __m512i flip, uint8_t* out) {
   __m512i z[8];
   for (int i = 0; i < 8; ++i) {
@@ -63,6 +65,24 @@ GKRT_TARGET_AVX512_VNNI void transposeChunk(const uint8_t* at, int64_t col_bytes
     _mm512_storeu_si512(out + 64 * k, _mm512_xor_si512(_mm512_permutex2var_epi64(u[k], low_words, u[k + 4]), flip));
     _mm512_storeu_si512(out + 64 * (k + 4), _mm512_xor_si512(_mm512_permutex2var_epi64(u[k], high_words, u[k + 4]), flip));
   }
+}
+
+// 16 bytes (32 nibbles) of each of 16 columns as 4 vectors of [16 columns x 4 bytes]
+// (vector h: bytes 4h .. 4h + 3 of every column): a 4 x 4 transpose of 32-bit words in
+// each 128-bit lane, lane l holding columns 4l .. 4l + 3.
+GKRT_TARGET_AVX512_VNNI void transposeNibbleChunk(const uint8_t* at, int64_t col_bytes, __m512i words[4]) {
+  __m512i z[4];
+  for (int i = 0; i < 4; ++i) {
+    const auto col = [&](int c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + c * col_bytes)); };
+    z[i] = _mm512_inserti32x4(_mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(col(i)), col(i + 4), 1), col(i + 8), 2),
+                              col(i + 12), 3);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  words[0] = _mm512_unpacklo_epi64(t0, t2);
+  words[1] = _mm512_unpackhi_epi64(t0, t2);
+  words[2] = _mm512_unpacklo_epi64(t1, t3);
+  words[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
 // Panel p's weights in VNNI order, its scales and its bias/offset coefficients, columns
@@ -91,8 +111,10 @@ GKRT_TARGET_AVX512_VNNI void gatherPanel(const BlockQuantDims& d, const Weights&
       }
     } else {
       const uint8_t* at = base + b * d.blob + in_block / 2;
+      __m512i words[4];
+      if (cols == 16) transposeNibbleChunk(at, col_bytes, words);
       for (int h = 0; h < 4; ++h) {
-        __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, col_off, at + 4 * h, 1);
+        __m512i v = cols == 16 ? words[h] : _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, col_off, at + 4 * h, 1);
         v = _mm512_maskz_mov_epi32(live, _mm512_xor_si512(v, flip));
         _mm512_storeu_si512(out + 64 * (2 * h), _mm512_and_si512(v, low));
         _mm512_storeu_si512(out + 64 * (2 * h + 1), _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
