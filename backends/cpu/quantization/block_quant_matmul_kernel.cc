@@ -266,16 +266,10 @@ class BlockQuantMatMulKernel final : public Kernel {
     pool_.parallelFor(d_.M, 1, 1, [&](int, int64_t i0, int64_t i1) { vnniQuantizeRows(d_, x, i0, i1, r); });
     const size_t per_thread = 2 * align64(vnniPanelBytes(d_));
     const int64_t panels = (d_.N + 15) / 16;
-    if (vnniUniformColumns(d_, w)) {
-      pool_.parallelFor((panels + 1) / 2, 1, 1, [&](int thread, int64_t q0, int64_t q1) {
-        uint8_t* scratch = reinterpret_cast<uint8_t*>(base + size_t(thread) * per_thread);
-        for (int64_t q = q0; q < q1; ++q) gemmVnniPanelPair(d_, w, r, 2 * q, scratch, y);
-      });
-      return Status::Ok();
-    }
-    pool_.parallelFor(panels, 1, 1, [&](int thread, int64_t p0, int64_t p1) {
+    const bool uniform = vnniUniformColumns(d_, w);
+    pool_.parallelFor((panels + 1) / 2, 1, 1, [&](int thread, int64_t q0, int64_t q1) {
       uint8_t* scratch = reinterpret_cast<uint8_t*>(base + size_t(thread) * per_thread);
-      for (int64_t p = p0; p < p1; ++p) gemmVnniPanel(d_, w, r, p, scratch, y);
+      for (int64_t q = q0; q < q1; ++q) gemmVnniPanelPair(d_, w, r, 2 * q, uniform, scratch, y);
     });
     return Status::Ok();
   }
