@@ -417,7 +417,8 @@ void storeFinalStates(const ops::RecurrentSpec& s, const std::vector<MutableTens
 bool ownRecurrentIsFaster(const ir::Graph& g, const ir::Node& node) {
   if (!canRunRecurrent(g, node) || std::string(node.op->name) != "LSTM" || inputTensor(g, node, kP)) return false;
   auto spec = ops::recurrentSpec(node, g.tensors[node.inputs[kX]].shape, g.tensors[node.inputs[kR]].shape);
-  if (!spec.ok() || spec->clip > 0.0f || spec->input_forget || spec->hidden > 64) return false;
+  if (!spec.ok() || spec->clip > 0.0f || spec->input_forget) return false;
+  if (spec->hidden > (spec->batch == 1 ? 128 : 64)) return false;
   for (const auto& a : spec->act) {
     if (a[0].fn != RnnActivation::kSigmoid || a[1].fn != RnnActivation::kTanh || a[2].fn != RnnActivation::kTanh) return false;
   }

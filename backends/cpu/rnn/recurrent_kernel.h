@@ -22,12 +22,15 @@ namespace gkrt::cpu {
 bool canRunRecurrent(const ir::Graph& g, const ir::Node& node);
 StatusOr<std::unique_ptr<Kernel>> compileRecurrent(const ir::Graph& g, const ir::Node& node, ThreadPool& pool);
 // True for the LSTMs this kernel runs faster than oneDNN's RNN primitive: ONNX's default
-// activations, no clip, peepholes or coupled gates, and a hidden size up to 64 (every
+// activations, no clip, peepholes or coupled gates, and a hidden size up to 64, or 128 for
+// one batch row (every
 // batch row a step in one pass over R, the gates in one vectorised loop). Measured on a
 // 2-core AVX-512 EPYC, 2 threads: hidden 24 (onnxruntime's quantized LSTM test model)
 // 5 us against 15-17; 50 steps of hidden 64, 59 against 82; 12 steps of 2 x 64, 22
 // against 21; hidden 128 and more stay faster on oneDNN (1.75 against 1.44 ms at 100
-// steps of 8 x 128; 0.19 against 0.05 ms for one step of 512).
+// steps of 8 x 128; 0.19 against 0.05 ms for one step of 512; ddddocr's 20 steps of 1 x
+// 512 each way, 6.6 against 5.8 ms at 1 thread) except one row of 128 (silero_vad_seq's
+// 16 steps: 0.079 against 0.097 ms at 1 thread, 0.07 both at 2).
 bool ownRecurrentIsFaster(const ir::Graph& g, const ir::Node& node);
 
 // acc[b][0:n] += sum_k h[b][k] * rt[k * ldr + 0:n] for `rows` rows of h (stride K) and acc
