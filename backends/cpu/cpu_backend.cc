@@ -36,6 +36,7 @@
 #include "backends/cpu/tensor/split_kernel.h"
 #include "backends/cpu/tensor/transpose_kernel.h"
 #include "backends/cpu/nn/winograd_kernel.h"
+#include "backends/cpu/nn/window_conv_kernel.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/base/log.h"
@@ -210,6 +211,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   for (int t : node.inputs) touches_blocked |= layout.isBlocked(t);
   for (int t : node.outputs) touches_blocked |= layout.isBlocked(t);
   if (cpu::canRunOneDnnConv(g, node)) {
+    if (!touches_blocked && cpu::canRunWindowConv(g, node)) return cpu::compileWindowConv(g, node, *pool_);
     if (options_.cpu_winograd && own_winograd_) {
       auto w = cpu::compileWinogradConv(g, node, layout, *pool_);
       if (w.ok()) return w;  // else oneDNN's direct convolution

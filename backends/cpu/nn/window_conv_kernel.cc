@@ -1,0 +1,110 @@
+#include "backends/cpu/nn/window_conv_kernel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/math/gemm.h"
+#include "runtime/ir/op_def.h"
+
+namespace gkrt::cpu {
+namespace {
+
+struct WindowDims {
+  int64_t N = 0, W = 0, C = 0, K = 0, stride = 1, T = 0;
+};
+
+bool windowDims(const ir::Graph& g, const ir::Node& node, WindowDims* d) {
+  if (!node.op || node.op->name != std::string("Conv2D") || node.subgraph || node.inputs.size() < 2) return false;
+  const auto& a = node.attrs.get<Conv2DAttrs>();
+  if (a.groups != 1 || a.strides.size() != 2 || a.strides[0] != 1 || a.dilations != Ints{1, 1}) return false;
+  for (int64_t p : a.pads) if (p != 0) return false;
+  const ir::Tensor& x = g.tensors[size_t(node.inputs[0])];
+  const ir::Tensor& w = g.tensors[size_t(node.inputs[1])];
+  const ir::Tensor& y = g.tensors[size_t(node.outputs[0])];
+  if (x.dtype != DType::kFloat32 || w.dtype != DType::kFloat32 || !w.isConstant() || x.shape.size() != 4 ||
+      w.shape.size() != 4 || !isStatic(x.shape) || !isStatic(y.shape)) {
+    return false;
+  }
+  if (x.shape[1] != 1 || x.shape[2] != 1 || w.shape[1] != 1 || w.shape[2] != 1) return false;
+  if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
+    const ir::Tensor& b = g.tensors[size_t(node.inputs[2])];
+    if (b.dtype != DType::kFloat32 || numElements(b.shape) != w.shape[0]) return false;
+  }
+  d->N = x.shape[0];
+  d->W = x.shape[3];
+  d->C = w.shape[0];
+  d->K = w.shape[3];
+  d->stride = a.strides[1];
+  d->T = y.shape[3];
+  // Enough work for the GEMM to pay: at least 32 windows of at least 64 taps into at least
+  // 32 filters (silero's single 4-window frame: 0.012 ms against oneDNN's 0.009).
+  return d->K >= 64 && d->C >= 32 && d->N * d->T >= 32 && (d->T - 1) * d->stride + d->K <= d->W;
+}
+
+class WindowConvKernel final : public Kernel {
+ public:
+  WindowConvKernel(const ir::Graph& g, const ir::Node& node, const WindowDims& d, ThreadPool& pool) : d_(d), pool_(pool) {
+    // op(B) = w^T [K, C]: w [C, K] is B stored transposed.
+    packB(reinterpret_cast<const float*>(g.tensors[size_t(node.inputs[1])].constant->data), d_.K, d_.C, true, &filters_);
+  }
+
+  size_t workspaceBytes() const override {
+    const int64_t M = d_.N * d_.T;
+    return sizeof(float) * size_t(M * d_.K + packedASize(M, d_.K) + M * d_.C) + 128;
+  }
+
+  std::string detail() const override { return "gkrt windows as one GEMM"; }
+
+  Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* ws) override {
+    const float* x = in[0].as<float>();
+    const float* bias = in.size() > 2 && in[2].present() ? in[2].as<float>() : nullptr;
+    float* y = out[0].as<float>();
+    const int64_t M = d_.N * d_.T;
+    float* rows = align(static_cast<float*>(ws));
+    float* a_pack = align(rows + M * d_.K);
+    float* prod = align(a_pack + packedASize(M, d_.K));
+    for (int64_t n = 0; n < d_.N; ++n) {
+      for (int64_t t = 0; t < d_.T; ++t) {
+        std::memcpy(rows + (n * d_.T + t) * d_.K, x + n * d_.W + t * d_.stride, size_t(d_.K) * sizeof(float));
+      }
+    }
+    packA(rows, M, d_.K, false, a_pack);
+    gemmPacked(M, a_pack, filters_, prod, d_.C, nullptr, pool_);
+    // [n, t, c] -> [n, c, t], plus the bias.
+    pool_.parallelFor(d_.N, 1, 1, [&](int, int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        for (int64_t c = 0; c < d_.C; ++c) {
+          const float b = bias ? bias[c] : 0.0f;
+          float* dst = y + (n * d_.C + c) * d_.T;
+          for (int64_t t = 0; t < d_.T; ++t) dst[t] = prod[(n * d_.T + t) * d_.C + c] + b;
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  static float* align(float* p) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) / 64 * 64);
+  }
+
+  WindowDims d_;
+  ThreadPool& pool_;
+  PackedB filters_;
+};
+
+}  // namespace
+
+bool canRunWindowConv(const ir::Graph& g, const ir::Node& node) {
+  WindowDims d;
+  return windowDims(g, node, &d);
+}
+
+std::unique_ptr<Kernel> compileWindowConv(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
+  WindowDims d;
+  windowDims(g, node, &d);
+  return std::make_unique<WindowConvKernel>(g, node, d, pool);
+}
+
+}  // namespace gkrt::cpu
