@@ -4,6 +4,7 @@
 //              ReduceMean(Pow(d, 2)), eps))); optionally Add(Mul(n, gamma), beta)
 //   GeLU (erf):  Mul(Mul(x, Add(Erf(Div(x, sqrt 2) | Mul(x, 1/sqrt 2)), 1)), 0.5)
 //   GeLU (tanh): Mul(Mul(x, Add(Tanh(Mul(Add(x, Mul(Pow(x, 3), 0.044715)), sqrt(2/pi))), 1)), 0.5)
+//                (the cube also as x * (x * (0.044715 * x)) in any grouping, as jax2tf writes it)
 //   SiLU: Mul(x, Sigmoid(x))
 //   RmsNorm: Mul(x, Reciprocal(Sqrt(Add(ReduceMean(Pow(x, 2)), eps)))) or
 //            Mul(x, Rsqrt(Add(...))) or Div(x, Sqrt(...)), the square also as Mul(x, x),
@@ -11,6 +12,7 @@
 // Every intermediate has one reader (d has its two: the Sub's result feeds the variance
 // and the division); constants are checked to 1e-3 relative; Mul and Add in either order.
 #include <cmath>
+#include <vector>
 
 #include "fusion/passes/pattern_match.h"
 #include "fusion/passes/pattern_passes.h"
@@ -123,6 +125,37 @@ std::vector<std::pair<int, int>> halfTimesXTimes(const PatternGraph& pg, const i
   return out;
 }
 
+// t = 0.044715 x^3 as a tree of Muls (each read only by the next) over x, x, x and the
+// constant, in any grouping, or with Pow(x, 3) for the three x: jax2tf writes
+// x * (x * (0.044715 * x)), PyTorch Mul(Pow(x, 3), 0.044715).
+bool isCubicTerm(const PatternGraph& pg, int t, int x) {
+  const ir::Graph& g = pg.graph();
+  int xs = 0, constants = 0;
+  std::vector<int> stack = {t};
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    if (v == x) {
+      ++xs;
+      continue;
+    }
+    if (near(scalarConstant(g, v), 0.044715)) {
+      ++constants;
+      continue;
+    }
+    const ir::Node* n = pg.producer(v, {"Mul", "Pow"});
+    if (!n || n->inputs.size() != 2 || (v != t && !pg.singleUse(v)) || xs > 3) return false;
+    if (isOp(*n, "Pow")) {
+      if (n->inputs[0] != x || !near(scalarConstant(g, n->inputs[1]), 3.0)) return false;
+      xs += 3;
+      continue;
+    }
+    stack.push_back(n->inputs[0]);
+    stack.push_back(n->inputs[1]);
+  }
+  return xs == 3 && constants == 1;
+}
+
 // factor = Add(f, 1) with f = Erf(x / sqrt 2) or Tanh(sqrt(2/pi) (x + 0.044715 x^3)).
 std::optional<GeluApprox> geluFactor(const PatternGraph& pg, int factor, int x) {
   const ir::Graph& g = pg.graph();
@@ -144,11 +177,7 @@ std::optional<GeluApprox> geluFactor(const PatternGraph& pg, int factor, int x) 
   const ir::Node* sum = inner >= 0 && pg.singleUse(inner) ? pg.producer(inner, {"Add"}) : nullptr;
   if (!sum) return std::nullopt;
   for (int k : {0, 1}) {
-    const ir::Node* cubic = pg.producer(sum->inputs[1 - k], {"Mul"});
-    if (sum->inputs[k] != x || !cubic || !pg.singleUse(sum->inputs[1 - k])) continue;
-    const int p = otherThanConstant(g, *cubic, 0.044715);
-    const ir::Node* pow = p >= 0 && pg.singleUse(p) ? pg.producer(p, {"Pow"}) : nullptr;
-    if (pow && pow->inputs[0] == x && near(scalarConstant(g, pow->inputs[1]), 3.0)) return GeluApprox::kTanh;
+    if (sum->inputs[k] == x && pg.singleUse(sum->inputs[1 - k]) && isCubicTerm(pg, sum->inputs[1 - k], x)) return GeluApprox::kTanh;
   }
   return std::nullopt;
 }

@@ -7,7 +7,9 @@
 // running as a loop of its own (deepcut's twelve Conv1D layers). Each step moves one op:
 // a unary elementwise op, or a binary one whose other operand is a constant, reshaped with
 // a 1 at each squeezed axis (numpy broadcasting gives the same values). Conditions: the
-// Squeeze read only by that op, the op's result of the Squeeze's shape, float32.
+// Squeeze read only by that op, the op's result of the Squeeze's shape, float32. A
+// StridedSlice that keeps the whole convolution output (tf2onnx writes one before the
+// Squeeze) is bypassed first.
 #include <algorithm>
 #include <vector>
 
@@ -20,9 +22,20 @@ namespace {
 
 bool movable(const ir::Node& n) {
   static const char* kOps[] = {"Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum", "ReLU", "Sigmoid", "Tanh",
-                               "SiLU", "HSwish", "HSigmoid", "Clip", "LeakyReLU", "Exp", "Neg", "Abs"};
+                               "SiLU", "HSwish", "HSigmoid", "Clip", "LeakyReLU", "Exp", "Neg", "Abs", "GeLU"};
   for (const char* op : kOps) if (isOp(n, op)) return true;
   return false;
+}
+
+// A StridedSlice that keeps its whole input: every begin 0, every step 1, the output of
+// the input's shape (static).
+bool identitySlice(const ir::Graph& g, const ir::Node& n) {
+  if (!isOp(n, "StridedSlice") || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  const auto& a = n.attrs.get<StridedSliceAttrs>();
+  for (int64_t b : a.begins) if (b != 0) return false;
+  for (int64_t st : a.steps) if (st != 1) return false;
+  const Shape& in = g.tensors[size_t(n.inputs[0])].shape;
+  return isStatic(in) && in == g.tensors[size_t(n.outputs[0])].shape;
 }
 
 // The squeezed axes of `squeeze` on an input of rank r, sorted; empty when not all of
@@ -47,6 +60,13 @@ StatusOr<bool> sinkOne(FusionContext& ctx) {
     if (!isOp(sq, "Squeeze") || sq.inputs.size() != 1 || sq.outputs.size() != 1) continue;
     const int x = sq.inputs[0], s = sq.outputs[0];
     const ir::Node* from = pg.producer(x);  // a convolution, or an op already moved above the Squeeze
+    if (from && identitySlice(g, *from) && pg.singleUse(x) && pg.producer(from->inputs[0], {"Conv2D"}) &&
+        pg.singleUse(from->inputs[0])) {  // tf2onnx's Conv1D slices its output's whole width first
+      const int slice = pg.producerIndex(x);
+      g.nodes[i].inputs = {from->inputs[0]};
+      g.nodes.erase(g.nodes.begin() + slice);  // read by nothing now
+      return true;
+    }
     if (!from || !(isOp(*from, "Conv2D") || movable(*from)) || !pg.singleUse(s) || isGraphOutput(g, s)) continue;
     const Shape xs = g.tensors[size_t(x)].shape, ss = g.tensors[size_t(s)].shape;
     const std::vector<int64_t> axes = squeezedAxes(sq, xs);

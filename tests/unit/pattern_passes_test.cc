@@ -547,5 +547,46 @@ TEST(OwnPasses, SqueezeOfAConvolutionSinksBelowItsBiasAndActivation) {
   EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 1e-5, 1e-6), "");
 }
 
+// magika's form (jax2tf): Conv2D -> a StridedSlice keeping the whole output -> Squeeze ->
+// bias Add -> GeLU with its cube written x * (x * (0.044715 * x)): the slice goes, the
+// chain is recognised as one GeLU (tanh form; the cpu column then expands it into one
+// loop), the bias joins the convolution's cluster; equal to the unfused graph.
+TEST(OwnPasses, WholeSliceGoesAndJaxGeluIsRecognised) {
+  GraphBuilder b;
+  Value x = b.input("x", DType::kFloat32, {1, 8, 12, 1});
+  const HostTensor w = randomTensor({16, 8, 3, 1}, 91), bias = randomTensor({16, 1}, 92);
+  Conv2DAttrs a;
+  Value y = b.op1("Conv2D", {x, b.constant("w", DType::kFloat32, {16, 8, 3, 1}, w.data())}, a);
+  StridedSliceAttrs whole;
+  whole.begins = {0, 0, 0, 0};
+  whole.ends = {INT64_MAX, INT64_MAX, INT64_MAX, 1};
+  whole.axes = {0, 1, 2, 3};
+  y = b.op1("StridedSlice", {y}, whole);
+  y = b.op1("Squeeze", {y}, AxesAttrs{{3}, false});
+  Value v = b.add(y, b.constant("bias", DType::kFloat32, {16, 1}, bias.data()));
+  Value cube = b.mul(v, b.mul(v, b.mul(b.scalar(0.044715f, v), v)));
+  Value t = b.op1("Tanh", {b.mul(b.scalar(0.7978845608f, v), b.add(v, cube))});
+  b.output(b.mul(v, b.mul(b.scalar(0.5f, v), b.add(b.scalar(1.0f, v), t))), "y");
+  auto g = b.finish();
+  ASSERT_TRUE(g.ok()) << g.status().toString();
+  ir::Graph f = *g;
+  ASSERT_TRUE(ir::inferShapes(f).ok());
+  ASSERT_TRUE(runFusionPipeline(f, optLevel(2), FusionColumn::kCpu).ok());
+  EXPECT_EQ(testing::countOpsDeep(f, "StridedSlice"), 0);
+  int with_conv = 0, gelu_ops = 0;
+  for (const ir::Node& n : f.nodes) {
+    if (!n.subgraph) continue;
+    if (testing::countOps(*n.subgraph, "Conv2D") == 1) with_conv = int(n.subgraph->nodes.size());
+    for (const ir::Node& m : n.subgraph->nodes) gelu_ops += m.name.find("/gelu/") != std::string::npos;
+  }
+  EXPECT_EQ(with_conv, 2) << graphToText(f);  // Conv2D, Add
+  EXPECT_GT(gelu_ops, 0) << graphToText(f);   // the expanded GeLU
+  const std::vector<HostTensor> in{randomTensor({1, 8, 12, 1}, 93)};
+  auto want = runGraph(*g, in, "reference", optLevel(0));
+  auto got = runGraph(*g, in, "cpu", optLevel(2));
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(compareTensors((*got)[0], (*want)[0], 1e-5, 1e-5), "");
+}
+
 }  // namespace
 }  // namespace gkrt
