@@ -101,10 +101,9 @@ StatusOr<bool> fuseOne(FusionContext& ctx) {
   PatternGraph pg(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& mm = g.nodes[i];
-    if (!(isOp(mm, "MatMul") || isOp(mm, "BatchMatMul")) || mm.inputs.size() != 2) continue;
-    const auto& ma = mm.attrs.get<MatMulAttrs>();
+    if (!isPlainMatMul(mm)) continue;
     const ir::Tensor& x = g.tensors[size_t(mm.inputs[0])];
-    if (ma.transpose_a || ma.transpose_b || x.dtype != DType::kFloat32 || x.shape.empty()) continue;
+    if (x.dtype != DType::kFloat32 || x.shape.empty()) continue;
     Weights w;
     if (!dequantizedWeights(pg, mm.inputs[1], &w)) continue;
     const ir::Tensor& q = g.tensors[size_t(w.q)];

@@ -47,10 +47,9 @@ StatusOr<bool> fuseOne(FusionContext& ctx) {
   PatternGraph pg(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& mm = g.nodes[i];
-    if (!(isOp(mm, "MatMul") || isOp(mm, "BatchMatMul")) || mm.inputs.size() != 2) continue;
-    const auto& ma = mm.attrs.get<MatMulAttrs>();
+    if (!isPlainMatMul(mm)) continue;
     const ir::Tensor& w = g.tensors[size_t(mm.inputs[1])];
-    if (ma.transpose_a || ma.transpose_b || !w.isConstant() || w.dtype != DType::kFloat32 || w.shape.size() != 2) continue;
+    if (!w.isConstant() || w.dtype != DType::kFloat32 || w.shape.size() != 2) continue;
     if (!pg.singleUse(mm.inputs[0])) continue;
     const ir::Node* cast = pg.producer(mm.inputs[0], {"Cast"});
     if (!cast || cast->inputs.size() != 1 || g.tensors[size_t(mm.inputs[0])].dtype != DType::kFloat32 ||

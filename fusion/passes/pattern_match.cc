@@ -61,6 +61,12 @@ std::optional<float> scalarConstant(const ir::Graph& g, int t) {
   return v;
 }
 
+bool isPlainMatMul(const ir::Node& n) {
+  if (!(isOp(n, "MatMul") || isOp(n, "BatchMatMul")) || n.inputs.size() != 2) return false;
+  const auto& a = n.attrs.get<MatMulAttrs>();
+  return !a.transpose_a && !a.transpose_b;
+}
+
 int addPatternTensor(ir::Graph& g, const std::string& base, DType dtype, const Shape& shape) {
   ir::Tensor t;
   t.name = base;

@@ -38,6 +38,8 @@ class PatternGraph {
 };
 
 bool isOp(const ir::Node& n, const char* op);
+// A MatMul or BatchMatMul of two inputs, neither transposed.
+bool isPlainMatMul(const ir::Node& n);
 // The dtypes the pattern kernels take, as MindSpore's: float32, float16, bfloat16.
 bool isPatternDType(DType t);
 // The value of a one-element float constant (any shape of one element).

@@ -160,6 +160,8 @@ class BlockQuantMatMulKernel final : public Kernel {
     if (!stream_ && !vnni_) dnn_ = BlockQuantOneDnnGemm::make(d_);
   }
 
+  void setUniformColumns(bool uniform) { uniform_ = uniform; }
+
   size_t workspaceBytes() const override {
 #ifdef GKRT_X86_TIERS
     if (vnni_) {
@@ -266,7 +268,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     pool_.parallelFor(d_.M, 1, 1, [&](int, int64_t i0, int64_t i1) { vnniQuantizeRows(d_, x, i0, i1, r); });
     const size_t per_thread = 2 * align64(vnniPanelBytes(d_));
     const int64_t panels = (d_.N + 15) / 16;
-    const bool uniform = vnniUniformColumns(d_, w);
+    const bool uniform = uniform_ ? *uniform_ : vnniUniformColumns(d_, w.scales, w.offsets);
     pool_.parallelFor((panels + 1) / 2, 1, 1, [&](int thread, int64_t q0, int64_t q1) {
       uint8_t* scratch = reinterpret_cast<uint8_t*>(base + size_t(thread) * per_thread);
       for (int64_t q = q0; q < q1; ++q) gemmVnniPanelPair(d_, w, r, 2 * q, uniform, scratch, y);
@@ -320,6 +322,7 @@ class BlockQuantMatMulKernel final : public Kernel {
   BlockQuantDims d_;
   ThreadPool& pool_;
   bool avx2_ = false, stream_ = true, vnni_ = false, vnni_stream_ = false;
+  std::optional<bool> uniform_;  // the VNNI prefill's one-scale-per-column case, known at compile
   std::unique_ptr<BlockQuantOneDnnGemm> dnn_;  // the prefill product where oneDNN has it
 };
 
@@ -340,7 +343,16 @@ bool canRunBlockQuantMatMul(const ir::Graph& g, const ir::Node& node) {
 std::unique_ptr<Kernel> compileBlockQuantMatMul(const ir::Graph& g, const ir::Node& node, ThreadPool& pool) {
   auto d = ops::blockQuantDims(*shapeOf(g, node, 0), *shapeOf(g, node, 1), *shapeOf(g, node, 2), shapeOf(g, node, 3),
                                shapeOf(g, node, 4), node.attrs.get<QuantAttrs>());
-  return std::make_unique<BlockQuantMatMulKernel>(*d, pool);
+  auto k = std::make_unique<BlockQuantMatMulKernel>(*d, pool);
+#ifdef GKRT_X86_TIERS
+  const ir::Tensor& scales = g.tensors[size_t(node.inputs[2])];
+  const ir::Tensor* offsets = node.inputs.size() > 3 && node.inputs[3] >= 0 ? &g.tensors[size_t(node.inputs[3])] : nullptr;
+  if (scales.isConstant() && (!offsets || offsets->isConstant())) {  // else checked per launch
+    k->setUniformColumns(block_quant::vnniUniformColumns(*d, reinterpret_cast<const float*>(scales.constant->data),
+                                                         offsets ? reinterpret_cast<const float*>(offsets->constant->data) : nullptr));
+  }
+#endif
+  return k;
 }
 
 }  // namespace gkrt::cpu

@@ -107,9 +107,9 @@ bool vnniStreamSuits(const BlockQuantDims& d);
 void streamInt4Vnni(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
 size_t vnniPanelBytes(const BlockQuantDims& d);
 void vnniQuantizeRows(const BlockQuantDims& d, const float* x, int64_t i0, int64_t i1, Rows& r);
-// Weights whose blocks share their column's scale and offset (`uniform`, checked per
-// launch: N x blocks compares) have the scales applied once, not per block.
-bool vnniUniformColumns(const BlockQuantDims& d, const Weights& w);
+// Weights whose blocks share their column's scale and offset (`uniform`: checked once at
+// compile on the constant scales and offsets) have the scales applied once, not per block.
+bool vnniUniformColumns(const BlockQuantDims& d, const float* scales, const float* offsets);
 // Panels p and p + 1 (p alone when it is the last), 2 x vnniPanelBytes of scratch.
 void gemmVnniPanelPair(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t p, bool uniform, uint8_t* scratch,
                        float* y);

@@ -134,12 +134,35 @@ GKRT_TARGET_AVX512_VNNI void gatherPanel(const BlockQuantDims& d, const Weights&
 }
 
 // R rows (R <= kMR) from row r0 against the gathered panel: y[r][n0 .. n0 + 16).
+// Block b's int32 sums of R rows from r0 against C gathered panels (panel k's values at
+// vals + k * stride): 8 vpdpbusd a 32 values, x's bytes broadcast 4 at a time.
+template <int R, int C>
+GKRT_TARGET_AVX512_VNNI __attribute__((always_inline)) inline void blockDots(const BlockQuantDims& d, const Rows& x, int64_t r0,
+                                                                              int64_t b, const uint8_t* vals, size_t stride,
+                                                                              __m512i (&dot)[R][C]) {
+  const int64_t chunks_per_block = d.block / 32;
+  for (int r = 0; r < R; ++r)
+    for (int k = 0; k < C; ++k) dot[r][k] = _mm512_setzero_si512();
+  for (int64_t c = 0; c < chunks_per_block; ++c) {
+    const int64_t j = b * chunks_per_block + c;
+    for (int g = 0; g < 8; ++g) {
+      __m512i v[C];
+      for (int k = 0; k < C; ++k) v[k] = _mm512_loadu_si512(vals + k * stride + j * 512 + 64 * g);
+      for (int r = 0; r < R; ++r) {
+        int32_t four;
+        std::memcpy(&four, x.q + (r0 + r) * x.stride + j * 32 + 4 * g, 4);
+        const __m512i xv = _mm512_set1_epi32(four);
+        for (int k = 0; k < C; ++k) dot[r][k] = _mm512_dpbusd_epi32(dot[r][k], v[k], xv);
+      }
+    }
+  }
+}
+
 // R rows (R <= kMR) from row r0 against C gathered panels from p (panel k's values,
 // scales and coefficients at vals + k * stride): y[r][16p .. 16(p + C)).
 template <int R, int C>
 GKRT_TARGET_AVX512_VNNI void panelRows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t r0, int64_t p,
                                        const uint8_t* vals, size_t stride, float* y) {
-  const int64_t chunks_per_block = d.block / 32;
   const float* scales[C];
   const float* coef[C];
   for (int k = 0; k < C; ++k) {
@@ -151,21 +174,7 @@ GKRT_TARGET_AVX512_VNNI void panelRows(const BlockQuantDims& d, const Weights& w
     for (int k = 0; k < C; ++k) acc[r][k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < d.blocks; ++b) {
     __m512i dot[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int k = 0; k < C; ++k) dot[r][k] = _mm512_setzero_si512();
-    for (int64_t c = 0; c < chunks_per_block; ++c) {
-      const int64_t j = b * chunks_per_block + c;
-      for (int g = 0; g < 8; ++g) {
-        __m512i v[C];
-        for (int k = 0; k < C; ++k) v[k] = _mm512_loadu_si512(vals + k * stride + j * 512 + 64 * g);
-        for (int r = 0; r < R; ++r) {
-          int32_t four;
-          std::memcpy(&four, x.q + (r0 + r) * x.stride + j * 32 + 4 * g, 4);
-          const __m512i xv = _mm512_set1_epi32(four);
-          for (int k = 0; k < C; ++k) dot[r][k] = _mm512_dpbusd_epi32(dot[r][k], v[k], xv);
-        }
-      }
-    }
+    blockDots<R, C>(d, x, r0, b, vals, stride, dot);
     for (int r = 0; r < R; ++r) {
       const size_t rb = size_t((r0 + r) * d.blocks + b);
       const __m512 sx = _mm512_set1_ps(x.scale[rb]), sum = _mm512_set1_ps(x.sum[rb]);
@@ -194,7 +203,6 @@ GKRT_TARGET_AVX512_VNNI void panelRows(const BlockQuantDims& d, const Weights& w
 template <int R, int C>
 GKRT_TARGET_AVX512_VNNI void uniformRows(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t r0, int64_t p,
                                          const uint8_t* vals, size_t stride, float* y) {
-  const int64_t chunks_per_block = d.block / 32;
   __m512 acc[R][C];
   float sums[R];
   for (int r = 0; r < R; ++r) {
@@ -203,21 +211,7 @@ GKRT_TARGET_AVX512_VNNI void uniformRows(const BlockQuantDims& d, const Weights&
   }
   for (int64_t b = 0; b < d.blocks; ++b) {
     __m512i dot[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int k = 0; k < C; ++k) dot[r][k] = _mm512_setzero_si512();
-    for (int64_t c = 0; c < chunks_per_block; ++c) {
-      const int64_t j = b * chunks_per_block + c;
-      for (int g = 0; g < 8; ++g) {
-        __m512i v[C];
-        for (int k = 0; k < C; ++k) v[k] = _mm512_loadu_si512(vals + k * stride + j * 512 + 64 * g);
-        for (int r = 0; r < R; ++r) {
-          int32_t four;
-          std::memcpy(&four, x.q + (r0 + r) * x.stride + j * 32 + 4 * g, 4);
-          const __m512i xv = _mm512_set1_epi32(four);
-          for (int k = 0; k < C; ++k) dot[r][k] = _mm512_dpbusd_epi32(dot[r][k], v[k], xv);
-        }
-      }
-    }
+    blockDots<R, C>(d, x, r0, b, vals, stride, dot);
     for (int r = 0; r < R; ++r) {
       const size_t rb = size_t((r0 + r) * d.blocks + b);
       const __m512 sx = _mm512_set1_ps(x.scale[rb]);
@@ -419,10 +413,10 @@ bool vnniSuits(const BlockQuantDims& d) {
          d.blocks * d.blob * 16 < (int64_t(1) << 31);
 }
 
-bool vnniUniformColumns(const BlockQuantDims& d, const Weights& w) {
+bool vnniUniformColumns(const BlockQuantDims& d, const float* scales, const float* offsets) {
   for (int64_t n = 0; n < d.N; ++n) {
-    const float* sc = w.scales + n * d.blocks;
-    const float* off = w.offsets ? w.offsets + n * d.blocks : nullptr;
+    const float* sc = scales + n * d.blocks;
+    const float* off = offsets ? offsets + n * d.blocks : nullptr;
     for (int64_t b = 1; b < d.blocks; ++b) {
       if (sc[b] != sc[0] || (off && off[b] != off[0])) return false;
     }
