@@ -64,13 +64,14 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       GKRT_LOG_WARNING("GKRT_CPU_LAYOUT='", v, "' is not a choice; use 'plain', 'blocked' or 'nhwc' (unset: chosen per graph)");
     }
   }
-  if (const char* env = std::getenv("GKRT_CPU_WINOGRAD")) {  // off: direct only; onednn: not gkrt's own
+  if (const char* env = std::getenv("GKRT_CPU_WINOGRAD")) {  // off: direct only; onednn: not gkrt's own; own: any core
     const std::string v = env;
     if (v == "off") options_.cpu_winograd = false;
     if (v == "onednn") own_winograd_ = false;
+    if (v == "own") own_winograd_any_core_ = true;
     static bool warned = false;
-    if (v != "off" && v != "onednn" && !std::exchange(warned, true)) {
-      GKRT_LOG_WARNING("GKRT_CPU_WINOGRAD='", v, "' is not a choice; use 'off' or 'onednn' (unset: gkrt's own F(4x4,3x3) where it takes the convolution, else oneDNN's)");
+    if (v != "off" && v != "onednn" && v != "own" && !std::exchange(warned, true)) {
+      GKRT_LOG_WARNING("GKRT_CPU_WINOGRAD='", v, "' is not a choice; use 'off', 'onednn' or 'own' (unset: gkrt's own F(4x4,3x3) where it takes the convolution and is the faster on this core, else oneDNN's)");
     }
   }
   if (const char* env = std::getenv("GKRT_CPU_GEMV")) {  // off: one-row matmuls on oneDNN
@@ -213,7 +214,7 @@ StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const 
   if (cpu::canRunOneDnnConv(g, node)) {
     if (!touches_blocked && cpu::canRunWindowConv(g, node)) return cpu::compileWindowConv(g, node, *pool_);
     if (options_.cpu_winograd && own_winograd_) {
-      auto w = cpu::compileWinogradConv(g, node, layout, *pool_);
+      auto w = cpu::compileWinogradConv(g, node, layout, *pool_, own_winograd_any_core_);
       if (w.ok()) return w;  // else oneDNN's direct convolution
     }
     auto k = cpu::compileOneDnnConv(g, node, &layout, /*allow_ref=*/false, options_.cpu_winograd);

@@ -36,6 +36,7 @@ class CpuBackend : public Backend {
   BackendOptions options_;
   bool bf16_ = false;  // GEMMs in bf16 (cpu_precision.h)
   bool own_winograd_ = true;  // GKRT_CPU_WINOGRAD=onednn: oneDNN's Winograd only (comparisons)
+  bool own_winograd_any_core_ = false;  // GKRT_CPU_WINOGRAD=own: gkrt's wherever it takes the shape
   bool own_gemv_ = true;  // GKRT_CPU_GEMV=off: one-row matmuls on oneDNN
   cpu::Int8Path int8_path_ = cpu::Int8Path::kAuto;  // from cpu_int8_float / cpu_int8_saturating
   bool own_int8_matmul_ = false;  // exact int8 matmuls on the own GEMM first (AVX2 tier, no VNNI)

@@ -30,6 +30,19 @@ bool isX86(CpuIsa i) { return i >= CpuIsa::kAvx2 && i <= CpuIsa::kAvx512Amx; }
 bool isArm(CpuIsa i) { return i >= CpuIsa::kNeon; }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// Intel's AVX-512 cores and AMD's from Zen 5 (family 0x1A) run 512-bit FMAs at full width;
+// Zen 4 (family 0x19) splits them in two.
+bool fullWidth512() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  const bool intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e;  // "GenuineIntel"
+  const bool amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;    // "AuthenticAMD"
+  if (intel) return true;
+  if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned family = ((a >> 8) & 0xf) + ((a >> 20) & 0xff);
+  return family >= 0x1A;
+}
+
 uint64_t xgetbv0() {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -137,6 +150,9 @@ CpuTier makeTier() {
   }
   if (!t.has(CpuIsa::kAvx2)) t.avx_vnni = false;  // capped below it
   if (!t.has(CpuIsa::kAvx512)) t.avx512_vbmi = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+  t.full_width_512 = t.has(CpuIsa::kAvx512) && fullWidth512();
+#endif
 #ifdef GKRT_HAVE_DNNL
   if (t.effective != t.detected) dnnl::set_max_cpu_isa(oneDnnCap(t.effective, t.avx_vnni));
   t.onednn_isa = oneDnnIsaName();
@@ -185,6 +201,7 @@ std::string cpuTierSummary() {
   std::string s = std::string("detected ") + cpuIsaName(t.detected) + ", effective " + cpuIsaName(t.effective);
   if (!t.cap.empty()) s += " (GKRT_CPU_ISA=" + t.cap + ")";
   if (t.avx_vnni) s += ", AVX-VNNI";
+  if (t.full_width_512) s += ", full-width 512-bit FMAs";
   return s + "; oneDNN " + t.onednn_isa;
 }
 

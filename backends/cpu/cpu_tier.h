@@ -39,6 +39,10 @@ struct CpuTier {
   std::string cap_error;               // GKRT_CPU_ISA names no tier: why, and the choices
   bool avx_vnni = false;               // AVX-VNNI (256-bit, Alder Lake and later), x86 only
   bool avx512_vbmi = false;            // AVX512_VBMI byte permutes (Ice Lake, Zen 4 and later), with an avx512 tier only
+  // 512-bit FMAs at full width (Intel's AVX-512 cores, AMD from Zen 5), not split into two
+  // 256-bit halves as on Zen 4; with an avx512 tier only. Kernel choices that depend on the
+  // core rather than the instruction set read it (docs/backends.md, Winograd).
+  bool full_width_512 = false;
   std::string onednn_isa;              // oneDNN's effective ISA ("avx2", ...; "none")
 
   // Whether the effective tier includes `isa` (same family, at or above it).

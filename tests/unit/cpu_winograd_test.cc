@@ -13,6 +13,7 @@
 #include <cmath>
 #include <random>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/layout/blocked_layout.h"
 #include "tests/unit/test_support.h"
 
@@ -291,8 +292,11 @@ Reference referenceRun(const ir::Graph& g, const HostTensor& x) {
 // Stride-1 3x3 convolutions between blocked tensors run as gkrt's own Winograd
 // convolutions (nChw8c on AVX2 plans, nChw16c on AVX-512 ones), within 1e-4 of the
 // largest output, six of the seven with their whole epilogue in the kernel (the stem
-// reads the plain graph input: oneDNN's). GKRT_CPU_WINOGRAD=onednn's path (AVX-512
-// only) is checked separately below; cpu_winograd off gives direct convolutions only.
+// reads the plain graph input: oneDNN's). GKRT_CPU_WINOGRAD=own takes all six on every
+// core; by default a core with full-width AVX-512 leaves the 32 -> 48 (HardSwish) to
+// oneDNN's Winograd and keeps the five of 32 output channels over 36 tiles.
+// GKRT_CPU_WINOGRAD=onednn's path (AVX-512 only) is checked separately below;
+// cpu_winograd off gives direct convolutions only.
 TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesReference) {
   const int block = cpu::preferredBlock();
   if (block != 8 && block != 16) GTEST_SKIP() << "needs a blocked layout (AVX2 or AVX-512)";
@@ -302,12 +306,19 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
   const Reference ref = referenceRun(g, x);
   ASSERT_EQ(ref.y.size(), 1u);
   const double max_ref = ref.max_abs[0];
+  const int by_core = block == 16 && cpu::cpuTier().full_width_512 ? 5 : 6;
   for (int threads : {1, 2}) {
+    setenv("GKRT_CPU_WINOGRAD", "own", 1);
     const testing::KernelRun on = runCpu(g, x, threads, true);
+    unsetenv("GKRT_CPU_WINOGRAD");
     ASSERT_EQ(on.outputs.size(), 1u);
     EXPECT_EQ(on.countDetail(marker), 6) << on.details;
     EXPECT_EQ(on.countDetail(block == 16 ? "F(4x4,3x3), nChw16c" : "F(4x4,3x3), nChw8c"), 6) << on.details;
     EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "") << on.details;
+    const testing::KernelRun chosen = runCpu(g, x, threads, true);
+    ASSERT_EQ(chosen.outputs.size(), 1u);
+    EXPECT_EQ(chosen.countDetail(marker), by_core) << chosen.details;
+    EXPECT_EQ(testing::compareTensors(chosen.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "") << chosen.details;
     const testing::KernelRun off = runCpu(g, x, threads, false);
     ASSERT_EQ(off.outputs.size(), 1u);
     EXPECT_EQ(off.countDetail(marker), 0) << off.details;
@@ -360,7 +371,8 @@ TEST(WinogradSessions, OneDnnWinogradWhenAskedOnAvx512) {
 }
 
 // On nChw16c plans gkrt's kernel leaves convolutions with large transformed weights
-// (36 * C * K floats over 4.5 MiB: 256 -> 256 channels) to oneDNN's F(2x2) Winograd.
+// (36 * C * K floats over 4.5 MiB: 256 -> 256 channels) to oneDNN's F(2x2) Winograd; on
+// a core with full-width AVX-512 the 256 x 128 and 128 x 256 (16 tiles) too.
 TEST(WinogradSessions, LargeWeightsGoToOneDnnOnAvx512) {
   if (cpu::preferredBlock() != 16) GTEST_SKIP() << "the rule is for nChw16c plans";
   GraphBuilder b;
@@ -374,8 +386,9 @@ TEST(WinogradSessions, LargeWeightsGoToOneDnnOnAvx512) {
   const ir::Graph g = *b.finish();
   const HostTensor in = testing::randomTensor({1, 256, 14, 14}, 9);
   const testing::KernelRun on = runCpu(g, in, 2, true);
-  EXPECT_EQ(on.countDetail("Winograd F(4x4,3x3)"), 2) << on.details;  // 256 x 128 and 128 x 256
-  EXPECT_GE(on.countDetail("wino"), 1) << on.details;                  // 256 x 256
+  const bool full_width = cpu::cpuTier().full_width_512;
+  EXPECT_EQ(on.countDetail("Winograd F(4x4,3x3)"), full_width ? 0 : 2) << on.details;  // 256 x 128 and 128 x 256
+  EXPECT_GE(on.countDetail("wino"), full_width ? 3 : 1) << on.details;                  // 256 x 256
   const Reference ref = referenceRun(g, in);
   ASSERT_EQ(ref.y.size(), 1u);
   EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * ref.max_abs[0]), "");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/nn/winograd_conv.h"
 #include "runtime/ir/op_def.h"
 
@@ -133,7 +134,7 @@ class WinogradKernel final : public Kernel {
 }  // namespace
 
 StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const ir::Node& node,
-                                                      const LayoutPlan& layout, ThreadPool& pool) {
+                                                      const LayoutPlan& layout, ThreadPool& pool, bool any_core) {
   ConvPlan p;
   if (!planConv(g, node, &p)) return refuse(node, "not a float32 convolution with a post-op epilogue");
   repointFolded(&p);
@@ -167,6 +168,15 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
   // 128 x 128 channels (2.4 MiB) ours was as fast or up to 1.7x faster (measured on a
   // 2-core AMD EPYC with AVX-512).
   if (s.block == 16 && s.C * s.K > 128 * 256) return refuse(node, "transformed weights over 4.5 MiB: oneDNN's Winograd");
+  // On cores with full-width 512-bit FMAs (an Intel Xeon with AVX-512 here) oneDNN's F(2x2)
+  // is the faster of the two except for few output channels over many tiles: single 3x3
+  // layers, 1 thread, ours against oneDNN's, ms: 64 -> 256 at 13x13 (SqueezeNet) 0.52 vs
+  // 0.26, 128 -> 128 at 28x28 1.19 vs 0.81-0.99, 128 -> 32 at 14x14 0.096 vs 0.052-0.068,
+  // but 128 -> 32 at 56x56 1.12-1.28 vs 1.30-1.40 and 32 -> 32 at 56x56 0.26 vs 0.31.
+  // On the AMD EPYC (Zen 4) above, ours was as fast or faster up to 128 x 128 channels.
+  if (s.block == 16 && cpuTier().full_width_512 && !any_core && !(s.K <= 32 && (s.OH + 3) / 4 * ((s.OW + 3) / 4) * s.N >= 36)) {
+    return refuse(node, "oneDNN's Winograd is faster on this core (full-width AVX-512) unless K <= 32 over 36+ tiles");
+  }
   std::vector<WinogradStep> steps;
   for (const PostOp& post : p.posts) {
     WinogradStep st;

@@ -5,7 +5,9 @@
 // and scalar operands), and a shape where it beats a direct convolution
 // (WinogradConv::worthIt). Anything else is refused (kUnsupported) with the reason, and
 // the backend compiles oneDNN's direct convolution instead.
-// BackendOptions::cpu_winograd (GKRT_CPU_WINOGRAD=off) turns it off.
+// BackendOptions::cpu_winograd (GKRT_CPU_WINOGRAD=off) turns it off. On cores with
+// full-width AVX-512 (CpuTier::full_width_512) it leaves most shapes to oneDNN's Winograd,
+// the faster there; `any_core` (GKRT_CPU_WINOGRAD=own) takes them whatever the core.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,6 @@
 namespace gkrt::cpu {
 
 StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const ir::Node& node,
-                                                      const LayoutPlan& layout, ThreadPool& pool);
+                                                      const LayoutPlan& layout, ThreadPool& pool, bool any_core = false);
 
 }  // namespace gkrt::cpu
