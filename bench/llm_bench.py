@@ -248,6 +248,12 @@ def main():
         return gguf_main(args, gkrt)
     triad = os.path.join(args.build, "tools", "gkrt_triad")
     forms = args.forms.split(",")
+    if any(f.startswith("b") for f in forms):
+        try:
+            import onnxruntime_genai  # noqa: F401  (the peer of the b forms)
+        except ImportError:
+            sys.exit("llm_bench: the b forms run against onnxruntime-genai, which this Python lacks: "
+                     f"{sys.executable} -m pip install onnxruntime-genai (or --forms a,c)")
     os.makedirs(args.work, exist_ok=True)
     ensure_models(args.work, forms)
     ids = prompt_ids(args.work, args.prompt_len)

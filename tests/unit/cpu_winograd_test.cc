@@ -292,9 +292,9 @@ Reference referenceRun(const ir::Graph& g, const HostTensor& x) {
 // Stride-1 3x3 convolutions between blocked tensors run as gkrt's own Winograd
 // convolutions (nChw8c on AVX2 plans, nChw16c on AVX-512 ones), within 1e-4 of the
 // largest output, six of the seven with their whole epilogue in the kernel (the stem
-// reads the plain graph input: oneDNN's). GKRT_CPU_WINOGRAD=own takes all six on every
-// core; by default a core with full-width AVX-512 leaves the 32 -> 48 (HardSwish) to
-// oneDNN's Winograd and keeps the five of 32 output channels over 36 tiles.
+// reads the plain graph input: oneDNN's), by default and with GKRT_CPU_WINOGRAD=own (which
+// takes them on every core; by default a core with full-width AVX-512 leaves maps of under
+// 36 output tiles to oneDNN's Winograd, these have 36).
 // GKRT_CPU_WINOGRAD=onednn's path (AVX-512 only) is checked separately below;
 // cpu_winograd off gives direct convolutions only.
 TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesReference) {
@@ -306,7 +306,6 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
   const Reference ref = referenceRun(g, x);
   ASSERT_EQ(ref.y.size(), 1u);
   const double max_ref = ref.max_abs[0];
-  const int by_core = block == 16 && cpu::cpuTier().full_width_512 ? 5 : 6;
   for (int threads : {1, 2}) {
     setenv("GKRT_CPU_WINOGRAD", "own", 1);
     const testing::KernelRun on = runCpu(g, x, threads, true);
@@ -317,7 +316,7 @@ TEST(WinogradSessions, PickedForStrideOneThreeByThreeWithEpiloguesAndMatchesRefe
     EXPECT_EQ(testing::compareTensors(on.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "") << on.details;
     const testing::KernelRun chosen = runCpu(g, x, threads, true);
     ASSERT_EQ(chosen.outputs.size(), 1u);
-    EXPECT_EQ(chosen.countDetail(marker), by_core) << chosen.details;
+    EXPECT_EQ(chosen.countDetail(marker), 6) << chosen.details;
     EXPECT_EQ(testing::compareTensors(chosen.outputs[0], ref.y[0], 1e-4, 1e-4 * max_ref), "") << chosen.details;
     const testing::KernelRun off = runCpu(g, x, threads, false);
     ASSERT_EQ(off.outputs.size(), 1u);
@@ -372,7 +371,7 @@ TEST(WinogradSessions, OneDnnWinogradWhenAskedOnAvx512) {
 
 // On nChw16c plans gkrt's kernel leaves convolutions with large transformed weights
 // (36 * C * K floats over 4.5 MiB: 256 -> 256 channels) to oneDNN's F(2x2) Winograd; on
-// a core with full-width AVX-512 the 256 x 128 and 128 x 256 (16 tiles) too.
+// a core with full-width AVX-512 the 256 x 128 and 128 x 256 too (16 output tiles).
 TEST(WinogradSessions, LargeWeightsGoToOneDnnOnAvx512) {
   if (cpu::preferredBlock() != 16) GTEST_SKIP() << "the rule is for nChw16c plans";
   GraphBuilder b;

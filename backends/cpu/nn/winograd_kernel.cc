@@ -168,14 +168,14 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
   // 128 x 128 channels (2.4 MiB) ours was as fast or up to 1.7x faster (measured on a
   // 2-core AMD EPYC with AVX-512).
   if (s.block == 16 && s.C * s.K > 128 * 256) return refuse(node, "transformed weights over 4.5 MiB: oneDNN's Winograd");
-  // On cores with full-width 512-bit FMAs (an Intel Xeon with AVX-512 here) oneDNN's F(2x2)
-  // is the faster of the two except for few output channels over many tiles: single 3x3
-  // layers, 1 thread, ours against oneDNN's, ms: 64 -> 256 at 13x13 (SqueezeNet) 0.52 vs
-  // 0.26, 128 -> 128 at 28x28 1.19 vs 0.81-0.99, 128 -> 32 at 14x14 0.096 vs 0.052-0.068,
-  // but 128 -> 32 at 56x56 1.12-1.28 vs 1.30-1.40 and 32 -> 32 at 56x56 0.26 vs 0.31.
-  // On the AMD EPYC (Zen 4) above, ours was as fast or faster up to 128 x 128 channels.
-  if (s.block == 16 && cpuTier().full_width_512 && !any_core && !(s.K <= 32 && (s.OH + 3) / 4 * ((s.OW + 3) / 4) * s.N >= 36)) {
-    return refuse(node, "oneDNN's Winograd is faster on this core (full-width AVX-512) unless K <= 32 over 36+ tiles");
+  // On cores with full-width 512-bit FMAs (an Intel Xeon with AVX-512 here; GEMMs on zmm
+  // panels, winograd_conv.cc) gkrt's kernel is the faster from 36 output tiles on and
+  // oneDNN's F(2x2) below: single 3x3 layers, 1 thread, ms, gkrt's against oneDNN's:
+  // 128 -> 128 at 28x28 0.61 vs 0.72-0.77, 128 -> 32 at 56x56 0.79-0.81 vs 1.17, but at
+  // 14x14 (16 tiles) 128 -> 32 0.095-0.119 vs 0.052 and 128 -> 128 0.24-0.31 vs 0.18.
+  const int64_t tiles = (s.OH + 3) / 4 * ((s.OW + 3) / 4) * s.N;
+  if (s.block == 16 && cpuTier().full_width_512 && !any_core && tiles < 36) {
+    return refuse(node, "under 36 output tiles: oneDNN's Winograd is faster on this core (full-width AVX-512)");
   }
   std::vector<WinogradStep> steps;
   for (const PostOp& post : p.posts) {
