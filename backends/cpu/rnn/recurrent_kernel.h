@@ -30,7 +30,12 @@ StatusOr<std::unique_ptr<Kernel>> compileRecurrent(const ir::Graph& g, const ir:
 // against 21; hidden 128 and more stay faster on oneDNN (1.75 against 1.44 ms at 100
 // steps of 8 x 128; 0.19 against 0.05 ms for one step of 512; ddddocr's 20 steps of 1 x
 // 512 each way, 6.6 against 5.8 ms at 1 thread) except one row of 128 (silero_vad_seq's
-// 16 steps: 0.079 against 0.097 ms at 1 thread, 0.07 both at 2).
+// 16 steps: 0.079 against 0.097 ms at 1 thread, 0.07 both at 2). On a core with
+// full-width AVX-512 (a 2-core Intel Xeon) the own kernel wins for one batch row up to 512
+// over 4 steps or more, so there it takes those: 20 steps of 1 x 512 each way 8.8-10.1
+// against 12.7-13.8 ms, one way 4.4-4.6 against 6.1-6.2, 4 steps 0.88-0.92 against
+// 1.29-1.43, 20 steps of 256 0.57 against 0.75 (1 thread); one step of 512 stays on oneDNN
+// (0.37 against 0.31 ms), as does one step of 256 (0.078 against 0.040).
 bool ownRecurrentIsFaster(const ir::Graph& g, const ir::Node& node);
 
 // acc[b][0:n] += sum_k h[b][k] * rt[k * ldr + 0:n] for `rows` rows of h (stride K) and acc
