@@ -206,7 +206,7 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
 
 namespace gkrt::cpu {
 StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph&, const ir::Node& node, const LayoutPlan&,
-                                                      ThreadPool&) {
+                                                      ThreadPool&, bool) {
   return makeError(StatusCode::kUnsupported, "Winograd convolution for ", node.name, ": needs blocked layouts (oneDNN)");
 }
 }  // namespace gkrt::cpu
