@@ -22,11 +22,13 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "backends/backend.h"
 #include "fusion/fusion_options.h"
+#include "runtime/ir/ops/op_helpers.h"
 #include "runtime/session.h"
 #include "tests/unit/graph_union.h"
 #include "tools/onnx/onnx_context.h"
@@ -128,19 +130,16 @@ struct PreparedTest {
 
 // The integer range of a fixed-point type, as doubles.
 bool integerRange(DType t, double* lo, double* hi) {
-  switch (t) {
-    case DType::kInt2: *lo = -2, *hi = 1; return true;
-    case DType::kUInt2: *lo = 0, *hi = 3; return true;
-    case DType::kInt4: *lo = -8, *hi = 7; return true;
-    case DType::kUInt4: *lo = 0, *hi = 15; return true;
-    case DType::kInt8: *lo = -128, *hi = 127; return true;
-    case DType::kUInt8: *lo = 0, *hi = 255; return true;
-    case DType::kInt16: *lo = -32768, *hi = 32767; return true;
-    case DType::kUInt16: *lo = 0, *hi = 65535; return true;
-    case DType::kInt32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
-    case DType::kUInt32: *lo = 0, *hi = 4294967295.0; return true;
-    default: return false;
+  if (isNarrowInteger(t)) {
+    *lo = narrowIntMin(t), *hi = narrowIntMax(t);
+    return true;
   }
+  if (!isInteger(t)) return false;
+  ops::withIntegerType(t, [&](auto v) {
+    *lo = static_cast<double>(std::numeric_limits<decltype(v)>::lowest());
+    *hi = static_cast<double>(std::numeric_limits<decltype(v)>::max());
+  });
+  return true;
 }
 
 // Cast and CastLike from floating point to fixed point are undefined out of range (the

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/rnn/onednn_recurrent.h"
 #include "backends/cpu/rnn/quantized_lstm_kernel.h"
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/rnn/recurrent_kernel.h"
 #include "runtime/ir/op_def.h"
 #include "tests/unit/test_support.h"
@@ -230,6 +231,23 @@ TEST(CpuRecurrent, SmallLstmsRunTheBatchedStepsAndMatch) {
   Built m = build(big);
   ASSERT_TRUE(m.graph);
   EXPECT_FALSE(cpu::ownRecurrentIsFaster(*m.graph, m.graph->nodes.back()));
+  // One batch row of 512 over 20 steps: the own kernel on full-width AVX-512 cores (oneDNN's
+  // RNN the slower there), oneDNN elsewhere; one step of 512 on oneDNN everywhere; and the
+  // own kernel's result at that size against the reference wherever it runs.
+  Case row;
+  row.attrs = attrs(RnnDirection::kBidirectional, 0);
+  row.batch = 1;
+  row.seq = 20;
+  row.input = 16;
+  row.hidden = 512;
+  Built r = build(row);
+  ASSERT_TRUE(r.graph);
+  EXPECT_EQ(cpu::ownRecurrentIsFaster(*r.graph, r.graph->nodes.back()), cpu::cpuTier().full_width_512);
+  expectCpuMatchesReference(row);
+  row.seq = 1;
+  Built one = build(row);
+  ASSERT_TRUE(one.graph);
+  EXPECT_FALSE(cpu::ownRecurrentIsFaster(*one.graph, one.graph->nodes.back()));
   Case peep;
   peep.peepholes = true;
   Built p = build(peep);

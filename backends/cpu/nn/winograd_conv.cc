@@ -413,7 +413,7 @@ size_t WinogradConv::workspaceBytes() const {
 bool WinogradConv::worthIt(const WinogradShape& s) {
   if (s.block != 8 && s.block != 16) return false;
   if (s.C < 16 || s.K < 16 || s.C % s.block || s.K % s.block) return false;
-  const int64_t tiles = (s.OH + 3) / 4 * ((s.OW + 3) / 4) * s.N;
+  const int64_t tiles = s.outputTiles();
   // Multiplications: 36 per tile and channel pair against 9 per output pixel; the
   // transformed weights (36 * C * K floats) are read once per task.
   const double direct = 9.0 * s.OH * s.OW * s.N;

@@ -65,6 +65,8 @@ struct WinogradShape {
   int64_t N = 0, C = 0, H = 0, W = 0;  // input, C % block == 0
   int64_t K = 0, OH = 0, OW = 0;       // output, K % block == 0
   int64_t pad_top = 0, pad_left = 0;   // bottom/right padding follows from OH/OW
+  // 4x4 output tiles over the batch.
+  int64_t outputTiles() const { return (OH + 3) / 4 * ((OW + 3) / 4) * N; }
   int64_t block = kWinogradBlock;      // 8 or 16
 };
 

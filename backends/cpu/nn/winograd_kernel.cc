@@ -173,8 +173,7 @@ StatusOr<std::unique_ptr<Kernel>> compileWinogradConv(const ir::Graph& g, const 
   // oneDNN's F(2x2) below: single 3x3 layers, 1 thread, ms, gkrt's against oneDNN's:
   // 128 -> 128 at 28x28 0.61 vs 0.72-0.77, 128 -> 32 at 56x56 0.79-0.81 vs 1.17, but at
   // 14x14 (16 tiles) 128 -> 32 0.095-0.119 vs 0.052 and 128 -> 128 0.24-0.31 vs 0.18.
-  const int64_t tiles = (s.OH + 3) / 4 * ((s.OW + 3) / 4) * s.N;
-  if (s.block == 16 && cpuTier().full_width_512 && !any_core && tiles < 36) {
+  if (s.block == 16 && cpuTier().full_width_512 && !any_core && s.outputTiles() < 36) {
     return refuse(node, "under 36 output tiles: oneDNN's Winograd is faster on this core (full-width AVX-512)");
   }
   std::vector<WinogradStep> steps;

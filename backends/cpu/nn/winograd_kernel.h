@@ -6,8 +6,8 @@
 // (WinogradConv::worthIt). Anything else is refused (kUnsupported) with the reason, and
 // the backend compiles oneDNN's direct convolution instead.
 // BackendOptions::cpu_winograd (GKRT_CPU_WINOGRAD=off) turns it off. On cores with
-// full-width AVX-512 (CpuTier::full_width_512) it leaves most shapes to oneDNN's Winograd,
-// the faster there; `any_core` (GKRT_CPU_WINOGRAD=own) takes them whatever the core.
+// full-width AVX-512 (CpuTier::full_width_512) it leaves maps of under 36 output tiles to
+// oneDNN's Winograd, the faster there; `any_core` (GKRT_CPU_WINOGRAD=own) takes them too.
 #pragma once
 
 #include <memory>
