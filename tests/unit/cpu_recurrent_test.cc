@@ -232,8 +232,8 @@ TEST(CpuRecurrent, SmallLstmsRunTheBatchedStepsAndMatch) {
   ASSERT_TRUE(m.graph);
   EXPECT_FALSE(cpu::ownRecurrentIsFaster(*m.graph, m.graph->nodes.back()));
   // One batch row of 512 over 20 steps: the own kernel on full-width AVX-512 cores (oneDNN's
-  // RNN the slower there), oneDNN elsewhere; one step of 512 on oneDNN everywhere; and the
-  // own kernel's result at that size against the reference wherever it runs.
+  // RNN the slower there), oneDNN elsewhere; one step of 512 on oneDNN everywhere (the own
+  // kernel's results at that size: corpus_models' ddddocr_rec against onnxruntime).
   Case row;
   row.attrs = attrs(RnnDirection::kBidirectional, 0);
   row.batch = 1;
@@ -243,7 +243,6 @@ TEST(CpuRecurrent, SmallLstmsRunTheBatchedStepsAndMatch) {
   Built r = build(row);
   ASSERT_TRUE(r.graph);
   EXPECT_EQ(cpu::ownRecurrentIsFaster(*r.graph, r.graph->nodes.back()), cpu::cpuTier().full_width_512);
-  expectCpuMatchesReference(row);
   row.seq = 1;
   Built one = build(row);
   ASSERT_TRUE(one.graph);
