@@ -39,8 +39,26 @@ __attribute__((always_inline)) inline void gemvPanelBody(const float* x, int64_t
 
 using GemvPanelFn = void (*)(const float*, int64_t, int64_t, const float*, float*);
 #ifdef GKRT_X86_TIERS
+typedef float Vec16 __attribute__((vector_size(64)));
+// The same sums on 16-float vectors: half the loads and FMAs a row of the panel. Streaming
+// SmolLM2's 576 x 49152 head from memory at 1 thread on a full-width AVX-512 Xeon, 13.3
+// against 12.4 GB/s at best and 11.6-12.9 against 10.1-11.5 on average (alternating, 2 runs).
 template <int W> GKRT_TARGET_AVX512 void gemvPanelAvx512(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
-  gemvPanelBody<2, W>(x, m, K, panel, acc);
+  constexpr int V = W / 16;
+  for (int64_t r = 0; r < m; ++r) {
+    Vec16 a[V] = {};
+    const float* xr = x + r * K;
+    const float* wr = panel;
+    for (int64_t k = 0; k < K; ++k, wr += W) {
+      const Vec16 xv = Vec16{} + xr[k];
+      for (int v = 0; v < V; ++v) {
+        Vec16 w;
+        __builtin_memcpy(&w, wr + 16 * v, sizeof w);
+        a[v] += xv * w;
+      }
+    }
+    std::memcpy(acc + r * W, a, sizeof a);
+  }
 }
 template <int W> GKRT_TARGET_AVX2 void gemvPanelAvx2(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
   gemvPanelBody<1, W>(x, m, K, panel, acc);
