@@ -156,8 +156,20 @@ TEST(BlockQuantMatMul, Int8ActivationsAreCloseToFloatAndNamedInTheProfile) {
   auto s = Session::create(graphOf(c, DType::kInt8, 3), so);
   ASSERT_TRUE(s.ok());
   ASSERT_EQ((*s)->kernelInfos().size(), 1u);
-  EXPECT_NE((*s)->kernelInfos()[0].detail.find("block-quant gemv 4-bit, int8 activations"), std::string::npos)
-      << (*s)->kernelInfos()[0].detail;
+  const std::string detail = (*s)->kernelInfos()[0].detail;
+  EXPECT_NE(detail.find("block-quant gemv 4-bit, int8 activations"), std::string::npos) << detail;
+  // The loop per tier: SDOT on Arm cores that have it (the cases above ran it there).
+  const auto& tier = cpu::cpuTier();
+  const char* loop = tier.has(cpu::CpuIsa::kAvx512Vnni) ? ", avx512_vnni" : tier.has(cpu::CpuIsa::kAvx2) ? ", avx2"
+                     : tier.has(cpu::CpuIsa::kDotProd)  ? ", dotprod"
+                                                        : ", portable";
+  EXPECT_NE(detail.find(loop), std::string::npos) << detail;
+  // Float activations: the AVX2 loop, or NEON's on Arm.
+  auto f = Session::create(graphOf(c, DType::kFloat32, 3), so);
+  ASSERT_TRUE(f.ok());
+  const std::string float_detail = (*f)->kernelInfos()[0].detail;
+  const char* float_loop = tier.has(cpu::CpuIsa::kAvx2) ? ", avx2" : tier.has(cpu::CpuIsa::kNeon) ? ", neon" : ", portable";
+  EXPECT_NE(float_detail.find(std::string("float activations") + float_loop), std::string::npos) << float_detail;
 }
 
 TEST(BlockQuantMatMul, ShapesThatDisagreeAreNamed) {

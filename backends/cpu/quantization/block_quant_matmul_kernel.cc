@@ -157,6 +157,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     vnni_ = !stream_ && vnniSuits(d_);
     vnni_stream_ = stream_ && avx2_ && vnniStreamSuits(d_);
 #endif
+    neon_ = stream_ && !avx2_ && neonStreamSuits(d_);
     if (!stream_ && !vnni_) dnn_ = BlockQuantOneDnnGemm::make(d_);
   }
 
@@ -185,7 +186,7 @@ class BlockQuantMatMulKernel final : public Kernel {
     std::string s = stream_ ? "gkrt block-quant gemv" : dnn_ ? "gkrt block-quant widening, oneDNN " + dnn_->impl() : "gkrt block-quant gemm";
     s += d_.nibbles ? " 4-bit" : " 8-bit";
     s += stream_ && d_.int8_activations ? ", int8 activations" : ", float activations";
-    return s + (vnni_stream_ ? ", avx512_vnni" : avx2_ ? ", avx2" : ", portable");
+    return s + (vnni_stream_ ? ", avx512_vnni" : avx2_ ? ", avx2" : neon_ ? (d_.int8_activations ? ", dotprod" : ", neon") : ", portable");
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* ws) override {
@@ -223,7 +224,8 @@ class BlockQuantMatMulKernel final : public Kernel {
     r.units = units();
     const bool units64 = avx2_ && d_.nibbles && d_.int8_activations;
     if (units64) r.scale8 = reinterpret_cast<float*>(base);
-    prepareRows(d_, x, d_.M, !avx2_ || !d_.nibbles ? Order::kNatural : units64 ? Order::kUnits64 : Order::kChunks32, r);
+    const bool chunks32 = (avx2_ || neon_) && d_.nibbles;
+    prepareRows(d_, x, d_.M, units64 ? Order::kUnits64 : chunks32 ? Order::kChunks32 : Order::kNatural, r);
     // Up to kMaxRows rows a pass over a task's columns; the passes of more rows (a short
     // prompt) reread those columns from cache, not memory.
     pool_.parallelFor(d_.N, kColumnGrain, 2 * kColumnGrain, [&](int, int64_t n0, int64_t n1) {
@@ -245,6 +247,10 @@ class BlockQuantMatMulKernel final : public Kernel {
           continue;
         }
 #endif
+        if (neon_) {
+          streamNeon(d_, w, g, n0, n1, y + r0 * d_.N);
+          continue;
+        }
         streamPortable(d_, w, g, n0, n1, y + r0 * d_.N);
       }
     });
@@ -321,7 +327,7 @@ class BlockQuantMatMulKernel final : public Kernel {
 
   BlockQuantDims d_;
   ThreadPool& pool_;
-  bool avx2_ = false, stream_ = true, vnni_ = false, vnni_stream_ = false;
+  bool avx2_ = false, stream_ = true, vnni_ = false, vnni_stream_ = false, neon_ = false;
   std::optional<bool> uniform_;  // the VNNI prefill's one-scale-per-column case, known at compile
   std::unique_ptr<BlockQuantOneDnnGemm> dnn_;  // the prefill product where oneDNN has it
 };

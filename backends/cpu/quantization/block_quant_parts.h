@@ -96,6 +96,13 @@ void widenColumnsAvx2(const BlockQuantDims& d, const Weights& w, int64_t n0, int
 // as q + 8 included): off[r] = sum over blocks of (offset - 8 scale) * sum of the block of x.
 void offsetTermsAvx2(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* off);
 
+// The aarch64 decode loops (block_quant_neon.cc), B a multiple of 32: whether they run
+// here (int8 activations: the CPU tier has dotprod; float activations: NEON), and output
+// columns [n0, n1) of x.count rows (x in Order kChunks32 for 4-bit values, kNatural for
+// 8-bit ones).
+bool neonStreamSuits(const BlockQuantDims& d);
+void streamNeon(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n0, int64_t n1, float* y);
+
 // The AVX-512 VNNI prefill GEMM (block_quant_vnni.cc), int8 activations and B a multiple
 // of 32: whether it runs here (the CPU tier has avx512_vnni), the scratch a panel of 16
 // columns takes, rows i0 .. i1 of x quantized into r (q, scale, sum) in its order, and
