@@ -1,5 +1,7 @@
 // The cpu kernels and passes decoder LLMs meet (docs/llm.md): the GEMV of one to four
-// rows (MatMul, MatMulAdd with its residual and bias, the MatMulSplit of merged Q/K/V),
+// rows (MatMul, MatMulAdd with its residual and bias, the MatMulSplit of merged Q/K/V)
+// and its few-row path (a Gemm with transposed weights and a bias, as a recogniser's
+// per-frame classifier),
 // Slice/StridedSlice copies, reshape/cast clusters, the rotary fusion of both exported
 // forms, sibling matmuls merged, RmsNorm recognised; each against the reference backend
 // unfused. And the generator's errors on a model that is no decoder.
@@ -7,6 +9,8 @@
 
 #include <cmath>
 
+#include "backends/cpu/cpu_tier.h"
+#include "backends/cpu/math/gemv_kernel.h"
 #include "fusion/kv_cache.h"
 #include "fusion/pass_manager.h"
 #include "runtime/builder.h"
@@ -68,6 +72,43 @@ TEST(DecodeKernels, GemvRowsResidualBiasAndSplitMatchReference) {
       const auto ops = expectCpuMatchesReference(*g, {randomTensor({1, rows, 48}, 4), randomTensor({1, rows, n}, 5)},
                                                  "rows " + std::to_string(rows) + " n " + std::to_string(n));
       EXPECT_TRUE(has(ops, "{gkrt gemv}")) << "rows " << rows;
+    }
+  }
+}
+
+// The few-row path: 5 to kFewRowsMax rows against weights of kFewRowsMinBytes or more on
+// the AVX-512 tier (elsewhere oneDNN's), with K not a multiple of its chunk and N not of
+// the panel: Gemm with transposed weights and a bias, MatMul with weights as they are;
+// and one row of each on the GEMV.
+TEST(DecodeKernels, FewRowGemmOfTransposedAndPlainWeightsMatchesReference) {
+  // 4.2-4.3 MiB of weights; 16 panels of 64 columns, or 15 (on two threads: 30 of 32).
+  const int64_t K = 1200;
+  const bool own = cpu::cpuTier().has(cpu::CpuIsa::kAvx512);
+  for (int64_t N : {int64_t(1000), int64_t(900)}) {
+    ASSERT_GE(K * N * int64_t(sizeof(float)), cpu::kFewRowsMinBytes);
+    for (int64_t rows : {int64_t(1), int64_t(5), int64_t(7), int64_t(20), cpu::kFewRowsMax}) {
+      for (bool gemm : {true, false}) {
+        GraphBuilder b;
+        auto x = b.input("x", DType::kFloat32, {rows, K});
+        Value y;
+        if (gemm) {
+          const HostTensor w = randomTensor({N, K}, 1), bias = randomTensor({N}, 2);
+          GemmAttrs a;
+          a.transpose_b = true;
+          y = b.op1("Gemm", {x, b.constant("w", DType::kFloat32, {N, K}, w.data()), b.constant("b", DType::kFloat32, {N}, bias.data())},
+                    a);
+        } else {
+          const HostTensor w = randomTensor({K, N}, 3);
+          y = b.op1("MatMul", {x, b.constant("w", DType::kFloat32, {K, N}, w.data())}, MatMulAttrs{});
+        }
+        b.output(y, "y");
+        auto g = b.finish();
+        ASSERT_TRUE(g.ok()) << g.status().message();
+        const std::string what = std::string(gemm ? "Gemm" : "MatMul") + " rows " + std::to_string(rows) + " N " + std::to_string(N);
+        const auto ops = expectCpuMatchesReference(*g, {randomTensor({rows, K}, 4)}, what, 1e-4);
+        EXPECT_EQ(has(ops, "{gkrt few-row gemm}"), own && rows > cpu::kGemvMaxRows) << what;
+        if (rows <= cpu::kGemvMaxRows) EXPECT_TRUE(has(ops, "{gkrt gemv}")) << what;  // one row: the GEMV, on every tier
+      }
     }
   }
 }
