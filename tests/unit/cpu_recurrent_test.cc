@@ -254,6 +254,25 @@ TEST(CpuRecurrent, SmallLstmsRunTheBatchedStepsAndMatch) {
   EXPECT_FALSE(cpu::ownRecurrentIsFaster(*p.graph, p.graph->nodes.back()));
 }
 
+// An LSTM whose R^T is over 1 MiB a direction (hidden 320: five 64-unit panels, 3 + 2 on
+// two threads): at 2 threads the own kernel splits each step's units over the threads,
+// one direction after the other; with sequence lengths it runs the directions apart.
+TEST(CpuRecurrent, LargeLstmStepsSharedByTheThreadsMatch) {
+  for (int64_t layout : {0, 1}) {
+    for (bool lens : {false, true}) {
+      Case c;
+      c.attrs = attrs(RnnDirection::kBidirectional, layout);
+      c.init_states = true;
+      c.seq_lens = lens;
+      c.batch = 2;
+      c.seq = 4;
+      c.input = 24;
+      c.hidden = 320;
+      expectCpuMatchesReference(c);
+    }
+  }
+}
+
 // onnxruntime's DynamicQuantizeLSTM (X and h quantized at run time): the cpu kernel's
 // integer products are the reference's (the small-R float path exact, the int8 GEMM for
 // hidden sizes over 128), so they agree to float rounding of the gates; with

@@ -116,10 +116,63 @@ __attribute__((always_inline)) inline void addRowsTimesBody(const float* h, cons
 }
 
 
+// The same product with R^T in panels of 64 columns ([ceil(n / 64)][K][64], the last
+// zero-padded), each panel streamed start to end: the row-major R^T had each 64-column
+// chunk walked down rows 4 n bytes apart (an LSTM step of hidden 512, R^T 4 MiB from L3:
+// 0.188 against 0.136 ms on a full-width AVX-512 Xeon). The sums per column in the same
+// order as addRowsTimes'.
+template <int B>
+__attribute__((always_inline)) inline void addRowsTimesPanelsBody(const float* h, const float* panels, int64_t K, int64_t n,
+                                                                  float* acc, int64_t lda) {
+  for (int64_t j0 = 0; j0 < n; j0 += 64) {
+    const float* r = panels + (j0 / 64) * K * 64;
+    const int64_t w = std::min<int64_t>(64, n - j0);
+    float part[B][64];  // the last panel's columns, padded
+    float* a0 = w == 64 ? acc + j0 : part[0];
+    const int64_t lda_a = w == 64 ? lda : 64;
+    if (w < 64) {
+      for (int b = 0; b < B; ++b) {
+        std::memset(part[b], 0, sizeof part[b]);
+        std::memcpy(part[b], acc + b * lda + j0, sizeof(float) * size_t(w));
+      }
+    }
+    V16 a[B][4];
+    for (int b = 0; b < B; ++b)
+      for (int c = 0; c < 4; ++c) a[b][c] = GKRT_LOAD16(a0 + b * lda_a + 16 * c);
+    for (int64_t k = 0; k < K; ++k, r += 64) {
+      V16 rv[4];
+      for (int c = 0; c < 4; ++c) rv[c] = GKRT_LOAD16(r + 16 * c);
+      for (int b = 0; b < B; ++b) {
+        const float hb = h[b * K + k];
+        for (int c = 0; c < 4; ++c) a[b][c] += hb * rv[c];
+      }
+    }
+    for (int b = 0; b < B; ++b)
+      for (int c = 0; c < 4; ++c) std::memcpy(a0 + b * lda_a + 16 * c, &a[b][c], sizeof(V16));
+    if (w < 64) {
+      for (int b = 0; b < B; ++b) std::memcpy(acc + b * lda + j0, part[b], sizeof(float) * size_t(w));
+    }
+  }
+}
+
+GKRT_RECURRENT_CLONES void addRowsTimesPanels(const float* h, int64_t rows, const float* panels, int64_t K, int64_t n, float* acc,
+                                              int64_t lda) {
+  for (int64_t b0 = 0; b0 < rows; b0 += 4) {
+    const float* hb = h + b0 * K;
+    float* ab = acc + b0 * lda;
+    switch (std::min<int64_t>(4, rows - b0)) {
+      case 1: addRowsTimesPanelsBody<1>(hb, panels, K, n, ab, lda); break;
+      case 2: addRowsTimesPanelsBody<2>(hb, panels, K, n, ab, lda); break;
+      case 3: addRowsTimesPanelsBody<3>(hb, panels, K, n, ab, lda); break;
+      default: addRowsTimesPanelsBody<4>(hb, panels, K, n, ab, lda); break;
+    }
+  }
+}
+
 // Weights of one direction, laid out for the kernel.
 struct DirectionWeights {
   PackedB wx;               // W^T: [input] x [gates * hidden]
-  std::vector<float> rt;    // R^T: [hidden][gates * hidden]
+  std::vector<float> rt;    // R^T: [hidden][gates * hidden]; LSTM: in panels (addRowsTimesPanels)
   std::vector<float> bias;  // added to X W^T: Wb + Rb (GRU linear_before_reset: Wb only on the h gate)
   std::vector<float> rb_h;  // GRU linear_before_reset: Rb of the h gate, applied inside r * (...)
   std::vector<float> peep;  // LSTM P (i, o, f), empty when absent
@@ -150,10 +203,16 @@ class RecurrentKernel final : public Kernel {
     for (int64_t d = 0; d < D; ++d) {
       DirectionWeights& dw = dirs_[d];
       packB(w + d * GH * I, I, GH, /*transpose=*/true, &dw.wx);
-      dw.rt.resize(H * GH);
       const float* rd = r + d * GH * H;
-      for (int64_t n = 0; n < GH; ++n)
-        for (int64_t k = 0; k < H; ++k) dw.rt[k * GH + n] = rd[n * H + k];
+      if (s_.kind == RecurrentKind::kLstm) {  // R^T in panels of 64 columns, the last zero-padded
+        dw.rt.assign(size_t((GH + 63) / 64 * H * 64), 0.0f);
+        for (int64_t n = 0; n < GH; ++n)
+          for (int64_t k = 0; k < H; ++k) dw.rt[size_t(((n / 64) * H + k) * 64 + n % 64)] = rd[n * H + k];
+      } else {
+        dw.rt.resize(H * GH);
+        for (int64_t n = 0; n < GH; ++n)
+          for (int64_t k = 0; k < H; ++k) dw.rt[k * GH + n] = rd[n * H + k];
+      }
       dw.bias.assign(GH, 0.0f);
       if (b) {
         const float* wb = b + d * 2 * GH;
@@ -180,6 +239,10 @@ class RecurrentKernel final : public Kernel {
       const auto& a = s_.act[d];
       default_gates_ = a[0].fn == RnnActivation::kSigmoid && a[1].fn == RnnActivation::kTanh && a[2].fn == RnnActivation::kTanh;
     }
+    // Threads on each step's units where a direction's R^T is over 1 MiB and splits into
+    // whole 64-unit panels, at least one a thread.
+    split_units_ = default_gates_ && pool_.size() > 1 && H % 64 == 0 && H / 64 >= pool_.size() &&
+                   GH * H * int64_t(sizeof(float)) > (int64_t(1) << 20);
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
@@ -197,9 +260,17 @@ class RecurrentKernel final : public Kernel {
     };
     const float* init_h = state(kInitH);
     const float* init_c = s_.kind == RecurrentKind::kLstm ? state(kInitC) : nullptr;
-    pool_.parallelFor(s_.directions, 1, 1, [&](int, int64_t begin, int64_t end) {
-      for (int64_t d = begin; d < end; ++d) runDirection(d, init_h, init_c, y);
-    });
+    if (split_units_ && std::all_of(lens_.begin(), lens_.end(), [&](int64_t l) { return l == s_.seq; })) {
+      for (int64_t d = 0; d < s_.directions; ++d) {  // one direction after the other, all threads on each step
+        loadInitialState(s_, d, init_h, scratch_[d].h.data());
+        loadInitialState(s_, d, init_c, scratch_[d].c.data());
+        lstmStepsSplit(d, y);
+      }
+    } else {
+      pool_.parallelFor(s_.directions, 1, 1, [&](int, int64_t begin, int64_t end) {
+        for (int64_t d = begin; d < end; ++d) runDirection(d, init_h, init_c, y);
+      });
+    }
     const float* h_rows[2] = {scratch_[0].h.data(), s_.directions > 1 ? scratch_[1].h.data() : nullptr};
     const float* c_rows[2] = {scratch_[0].c.data(), s_.directions > 1 ? scratch_[1].c.data() : nullptr};
     storeFinalStates(s_, out, h_rows, c_rows);
@@ -255,13 +326,50 @@ class RecurrentKernel final : public Kernel {
         const float* xw = sc.xw.data() + (s_.batch_first ? b * s_.seq + t : t * s_.batch + b) * GH;
         for (int64_t n = 0; n < GH; ++n) g[b * GH + n] = xw[n] + dw.bias[n];
       }
-      addRowsTimes(sc.h.data(), B, dw.rt.data(), H, GH, GH, g, GH);
+      addRowsTimesPanels(sc.h.data(), B, dw.rt.data(), H, GH, g, GH);
       for (int64_t b = 0; b < B; ++b) {
         float* h = sc.h.data() + b * H;
         lstmDefaultGates(g + b * GH, H, sc.c.data() + b * H, h);
         if (y) std::memcpy(y + s_.yIndex(t, d, b), h, H * sizeof(float));
       }
     }
+  }
+
+  // lstmSteps with the threads sharing each step's hidden units (64 a panel of R^T per
+  // gate): a thread's share of R^T (a quarter of its gates' columns each) stays in its L2
+  // from one step to the next where a whole direction's did not (hidden 512: 4 MiB a
+  // direction, 2 MiB a thread's share). The new h goes to the other buffer (every thread
+  // reads all of the old one), c in place (each unit's own).
+  void lstmStepsSplit(int64_t d, float* y) {
+    const int64_t H = s_.hidden, GH = 4 * H, B = s_.batch, panels = H / 64;
+    DirectionScratch& sc = scratch_[d];
+    const DirectionWeights& dw = dirs_[d];
+    float* g = sc.batch_gates.data();
+    float* cur = sc.h.data();
+    float* nxt = sc.h_prev.data();
+    for (int64_t step = 0; step < s_.seq; ++step) {
+      const int64_t t = s_.reversed(d) ? s_.seq - 1 - step : step;
+      pool_.parallelFor(panels, 1, 1, [&](int, int64_t p0, int64_t p1) {
+        const int64_t j0 = p0 * 64, n = (p1 - p0) * 64;
+        for (int64_t b = 0; b < B; ++b) {
+          const float* xw = sc.xw.data() + (s_.batch_first ? b * s_.seq + t : t * s_.batch + b) * GH;
+          for (int64_t q = 0; q < 4; ++q) {
+            const int64_t col = q * H + j0;
+            for (int64_t j = 0; j < n; ++j) g[b * GH + col + j] = xw[col + j] + dw.bias[col + j];
+          }
+        }
+        for (int64_t q = 0; q < 4; ++q) {
+          const int64_t col = q * H + j0;
+          addRowsTimesPanels(cur, B, dw.rt.data() + (col / 64) * H * 64, H, n, g + col, GH);
+        }
+        for (int64_t b = 0; b < B; ++b) {
+          lstmDefaultGatesOf(g + b * GH + j0, H, n, sc.c.data() + b * H + j0, nxt + b * H + j0);
+          if (y) std::memcpy(y + s_.yIndex(t, d, b) + j0, nxt + b * H + j0, size_t(n) * sizeof(float));
+        }
+      });
+      std::swap(cur, nxt);
+    }
+    if (cur != sc.h.data()) std::memcpy(sc.h.data(), cur, size_t(B * H) * sizeof(float));
   }
 
   void rnnCell(int64_t d, float* h) {
@@ -301,7 +409,7 @@ class RecurrentKernel final : public Kernel {
     DirectionScratch& sc = scratch_[d];
     const DirectionWeights& dw = dirs_[d];
     float *g = sc.gates.data(), *ig = g, *og = g + H, *fg = g + 2 * H, *cg = g + 3 * H, *tmp = sc.tmp.data();
-    addRowTimes(h, dw.rt.data(), H, GH, GH, g);
+    addRowsTimesPanels(h, 1, dw.rt.data(), H, GH, g, GH);
     if (default_gates_) return lstmDefaultGates(g, H, c, h);
     const bool peep = !dw.peep.empty();
     if (peep) {
@@ -339,6 +447,7 @@ class RecurrentKernel final : public Kernel {
   std::vector<float> a_pack_;
   std::vector<int64_t> lens_;
   bool default_gates_ = false;  // LSTM with the default activations only: lstmDefaultGates
+  bool split_units_ = false;    // lstmStepsSplit: the threads share each step's units
 };
 
 }  // namespace
@@ -359,14 +468,17 @@ GKRT_RECURRENT_CLONES void addRowsTimes(const float* h, int64_t rows, const floa
 
 // Sigmoid and tanh inline (row_math.h), so the loop vectorises whole: the separate SLEEF
 // tanh calls a gate (1-ulp, 64 elements a call) were a third of a small LSTM's time.
-GKRT_RECURRENT_CLONES void lstmDefaultGates(const float* __restrict g, int64_t H, float* __restrict c, float* __restrict h) {
-  for (int64_t j = 0; j < H; ++j) {
+GKRT_RECURRENT_CLONES void lstmDefaultGatesOf(const float* __restrict g, int64_t H, int64_t n, float* __restrict c,
+                                               float* __restrict h) {
+  for (int64_t j = 0; j < n; ++j) {
     const float i = sigmoidOf(g[j]), o = sigmoidOf(g[H + j]), f = sigmoidOf(g[2 * H + j]), cc = tanhOf(g[3 * H + j]);
     const float cn = f * c[j] + i * cc;
     c[j] = cn;
     h[j] = o * tanhOf(cn);
   }
 }
+
+void lstmDefaultGates(const float* g, int64_t H, float* c, float* h) { lstmDefaultGatesOf(g, H, H, c, h); }
 
 bool canRunRecurrent(const ir::Graph& g, const ir::Node& node) {
   if (!node.op) return false;

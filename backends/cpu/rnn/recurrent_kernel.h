@@ -46,6 +46,8 @@ void addRowsTimes(const float* h, int64_t rows, const float* rt, int64_t K, int6
 // and no clip, peepholes or coupled gates: g = [i, o, f, c~] pre-activations (H each),
 // c and h updated in place, in one vectorised loop (also quantized_lstm_kernel.cc's).
 void lstmDefaultGates(const float* g, int64_t H, float* c, float* h);
+// The same for units [0, n) of gates H apart (a thread's share of the units).
+void lstmDefaultGatesOf(const float* g, int64_t H, int64_t n, float* c, float* h);
 
 // What the recurrent kernels (this one and quantized_lstm_kernel.cc) share around their
 // steps: a launch's sequence_lens into `lens` (seq for every row when `in` is null or
