@@ -1,7 +1,10 @@
 // gkrt dump MODEL [--backend cpu] [--flags "..."] [--fusion-profile gpu] [--input-shape x=1,3] [--json]
 //                 [--svg out.svg] [--dot out.dot] [--region NAME] [--radius R] [--collapse N]
+//                 [--decode-step [--max-context N]]
 // Prints the fused graph and a summary, or (--json) one JSON object for scripts;
-// --svg/--dot draw the graph before and after fusion side by side (tools/graph_dot.h).
+// --svg/--dot draw the graph before and after fusion side by side (tools/graph_dot.h);
+// --decode-step: a decoder's one-token step as `gkrt generate` compiles it (the KV cache
+// rewritten into CachedAttention, runtime/generator.h), with its passes and kernels.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +14,7 @@
 
 #include "fusion/graph_text.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/generator.h"
 #include "runtime/model_io.h"
 #include "runtime/session.h"
 #include "fusion/fusion_tables.h"
@@ -27,6 +31,8 @@ struct DumpArgs {
   SessionArgs session;
   ImportArgs import;  // an .onnx model is converted in memory
   bool json = false;
+  bool decode_step = false;
+  int64_t max_context = 256;
   std::string svg, dot;
   DotOptions picture;
 };
@@ -74,7 +80,23 @@ Status dump(const DumpArgs& a) {
   import.input_shapes = a.session.input_shapes;
   ASSIGN_OR_RETURN(ir::Graph model, loadAnyModel(a.model, import));
   ASSIGN_OR_RETURN(SessionOptions opts, a.session.toOptions());
-  ASSIGN_OR_RETURN(auto session, Session::create(model, opts));
+  std::unique_ptr<Session> own;     // the model's session, or
+  std::unique_ptr<Generator> gen;   // --decode-step: the generator's decode plan
+  if (a.decode_step) {
+    if (!a.svg.empty() || !a.dot.empty()) {
+      return makeError(StatusCode::kInvalidArgument, "--decode-step draws no picture: drop --svg/--dot, or draw the model without it");
+    }
+    GeneratorOptions go;
+    go.backend = opts.backend;
+    go.backend_options = opts.backend_options;
+    go.fusion = opts.fusion;
+    go.max_memory_bytes = opts.max_memory_bytes;
+    go.max_context = a.max_context;
+    ASSIGN_OR_RETURN(gen, Generator::create(model, go));
+  } else {
+    ASSIGN_OR_RETURN(own, Session::create(model, opts));
+  }
+  const Session* session = gen ? &gen->session() : own.get();
   const FusionReport& r = session->fusionReport();
   if (!a.svg.empty() || !a.dot.empty()) return drawPicture(a, model, *session, opts);
   if (a.json) {
@@ -99,6 +121,11 @@ Status dump(const DumpArgs& a) {
       j["pattern_passes_fired"].push_back(p.name.substr(p.name.find('_', prefix.size()) + 1));
     }
     j["dump_files"] = r.dump_files;
+    if (gen) {  // the generator's own rewrite: each layer's attention and its cache as one CachedAttention
+      int cached = 0;
+      for (const ir::Node& n : session->compiledGraph().nodes) cached += std::string(n.op->name) == "CachedAttention";
+      j["decode_step"] = {{"max_context", a.max_context}, {"cached_attention_nodes", cached}};
+    }
     // gkrt's own cluster rows in this profile's column (docs/fusion-and-flags.md: gkrt's own fusion rows),
     // which --disable_cluster_ops takes out one by one.
     j["own_cluster_ops"] = nlohmann::json::array();
@@ -164,6 +191,10 @@ Command addDumpCommand(CLI::App& app) {
   args->session.addTo(cmd);
   args->import.addTo(cmd);
   cmd->add_flag("--json", args->json, "print the summary as one JSON object");
+  cmd->add_flag("--decode-step", args->decode_step,
+                "a decoder LLM: its one-token decode step as `gkrt generate` compiles it (KV cache as CachedAttention)");
+  cmd->add_option("--max-context", args->max_context, "with --decode-step: the cache's positions (default 256)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--svg", args->svg, "draw the graph before (left) and after (right) fusion with Graphviz (.svg; .png, .pdf by extension)");
   cmd->add_option("--dot", args->dot, "write that picture as Graphviz DOT text");
   cmd->add_option("--region", args->picture.region, "picture: only the ops within --radius edges of this node or tensor");

