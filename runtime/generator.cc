@@ -29,6 +29,16 @@ const void* asIndexType(const int64_t* v, size_t n, DType t, std::vector<int32_t
 
 }  // namespace
 
+GeneratorOptions generatorOptionsFrom(const SessionOptions& so, int64_t max_context) {
+  GeneratorOptions go;
+  go.backend = so.backend;
+  go.backend_options = so.backend_options;
+  go.fusion = so.fusion;
+  go.max_memory_bytes = so.max_memory_bytes;
+  go.max_context = max_context;
+  return go;
+}
+
 StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Graph& model, const GeneratorOptions& options) {
   std::unique_ptr<Generator> gen(new Generator());
   Generator& G = *gen;

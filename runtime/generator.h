@@ -53,6 +53,10 @@ struct GeneratorOptions {
   size_t max_memory_bytes = defaultMaxMemoryBytes();
 };
 
+// A generator on a session's backend, backend options, fusion and memory limit (what the
+// tools' session flags give), with `max_context` cache positions.
+GeneratorOptions generatorOptionsFrom(const SessionOptions& so, int64_t max_context);
+
 struct GenerateOptions {
   int64_t max_new_tokens = 32;
   SamplingOptions sampling;

@@ -86,13 +86,7 @@ Status dump(const DumpArgs& a) {
     if (!a.svg.empty() || !a.dot.empty()) {
       return makeError(StatusCode::kInvalidArgument, "--decode-step draws no picture: drop --svg/--dot, or draw the model without it");
     }
-    GeneratorOptions go;
-    go.backend = opts.backend;
-    go.backend_options = opts.backend_options;
-    go.fusion = opts.fusion;
-    go.max_memory_bytes = opts.max_memory_bytes;
-    go.max_context = a.max_context;
-    ASSIGN_OR_RETURN(gen, Generator::create(model, go));
+    ASSIGN_OR_RETURN(gen, Generator::create(model, generatorOptionsFrom(opts, a.max_context)));
   } else {
     ASSIGN_OR_RETURN(own, Session::create(model, opts));
   }

@@ -67,13 +67,8 @@ Status generate(const GenerateArgs& a) {
   }
   if (tp) stops.insert(stops.end(), tp->stops.begin(), tp->stops.end());
   ASSIGN_OR_RETURN(SessionOptions so, a.session.toOptions());
-  GeneratorOptions go;
-  go.backend = so.backend;
-  go.backend_options = so.backend_options;
+  GeneratorOptions go = generatorOptionsFrom(so, a.max_context);
   go.backend_options.num_threads = a.threads;
-  go.fusion = so.fusion;
-  go.max_memory_bytes = so.max_memory_bytes;
-  go.max_context = a.max_context;
   ASSIGN_OR_RETURN(auto gen, Generator::create(model, go));
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
   GenerateOptions opts;

@@ -45,7 +45,9 @@ std::vector<std::string> expectCpuMatchesReference(const ir::Graph& g, const std
   for (size_t o = 0; o < want->size(); ++o) {
     auto got = (*s)->output((*s)->outputs()[o].name);
     EXPECT_TRUE(got.ok());
-    if (got.ok()) EXPECT_EQ(compareTensors(*got, (*want)[o], tol, tol), "") << what << " output " << o;
+    if (got.ok()) {
+      EXPECT_EQ(compareTensors(*got, (*want)[o], tol, tol), "") << what << " output " << o;
+    }
   }
   std::vector<std::string> ops;
   for (const ir::Node& n : (*s)->compiledGraph().nodes) ops.push_back(n.op->name);
@@ -107,7 +109,9 @@ TEST(DecodeKernels, FewRowGemmOfTransposedAndPlainWeightsMatchesReference) {
         const std::string what = std::string(gemm ? "Gemm" : "MatMul") + " rows " + std::to_string(rows) + " N " + std::to_string(N);
         const auto ops = expectCpuMatchesReference(*g, {randomTensor({rows, K}, 4)}, what, 1e-4);
         EXPECT_EQ(has(ops, "{gkrt few-row gemm}"), own && rows > cpu::kGemvMaxRows) << what;
-        if (rows <= cpu::kGemvMaxRows) EXPECT_TRUE(has(ops, "{gkrt gemv}")) << what;  // one row: the GEMV, on every tier
+        if (rows <= cpu::kGemvMaxRows) {  // one row: the GEMV, on every tier
+          EXPECT_TRUE(has(ops, "{gkrt gemv}")) << what;
+        }
       }
     }
   }

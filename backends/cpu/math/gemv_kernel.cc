@@ -4,12 +4,12 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_tier.h"
+#include "backends/cpu/large_buffer.h"
+#include "runtime/ir/op_def.h"
+
 #ifdef GKRT_X86_TIERS
 #include <immintrin.h>
 #endif
-
-#include "backends/cpu/large_buffer.h"
-#include "runtime/ir/op_def.h"
 
 namespace gkrt::cpu {
 namespace {
@@ -18,24 +18,29 @@ namespace {
 // ahead of the panel's stream measured no faster than the hardware's on an AVX2 EPYC.)
 constexpr int64_t kPanel = 64;
 
-typedef float Vec8 __attribute__((vector_size(32)));
-// An unaligned load, expanded in place (a function returning a vector would be compiled
-// for the default ISA, outside the tier's build).
-#define GKRT_LOAD8(p) ({ Vec8 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
-
 // acc[r][0..W) = sum over k of x[r][k] * panel[k][0..W): the W sums of a row stay in
-// registers while the panel streams past. One build per tier (kTier keeps them apart)
-// and panel width (64, or 32 where 64-column panels would leave a thread idle).
-template <int kTier, int W>
+// registers (vectors of L floats) while the panel streams past. One build per tier (kTier
+// keeps them apart), panel width (64, or 32 where 64-column panels would leave a thread
+// idle) and vector length: 16 floats on AVX-512, where half the loads and FMAs a row
+// streamed SmolLM2's 576 x 49152 head at 13.3-14.7 against 12.4-13.1 GB/s at best (1
+// thread, a full-width AVX-512 Xeon) and took its float32 decode from 18.9-19.8 to
+// 23.5-25.9 tokens/s; 8 elsewhere. Loads by memcpy, expanded in place (a function returning
+// a vector would be compiled for the default ISA, outside the tier's build).
+template <int kTier, int W, int L>
 __attribute__((always_inline)) inline void gemvPanelBody(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
-  constexpr int V = W / 8;
+  typedef float Vec __attribute__((vector_size(4 * L)));
+  constexpr int V = W / L;
   for (int64_t r = 0; r < m; ++r) {
-    Vec8 a[V] = {};
+    Vec a[V] = {};
     const float* xr = x + r * K;
     const float* wr = panel;
     for (int64_t k = 0; k < K; ++k, wr += W) {
-      const Vec8 xv = Vec8{} + xr[k];
-      for (int v = 0; v < V; ++v) a[v] += xv * GKRT_LOAD8(wr + 8 * v);
+      const Vec xv = Vec{} + xr[k];
+      for (int v = 0; v < V; ++v) {
+        Vec w;
+        __builtin_memcpy(&w, wr + L * v, sizeof w);
+        a[v] += xv * w;
+      }
     }
     std::memcpy(acc + r * W, a, sizeof a);
   }
@@ -43,27 +48,8 @@ __attribute__((always_inline)) inline void gemvPanelBody(const float* x, int64_t
 
 using GemvPanelFn = void (*)(const float*, int64_t, int64_t, const float*, float*);
 #ifdef GKRT_X86_TIERS
-typedef float Vec16 __attribute__((vector_size(64)));
-// The same sums on 16-float vectors: half the loads and FMAs a row of the panel. Streaming
-// SmolLM2's 576 x 49152 head from memory at 1 thread on a full-width AVX-512 Xeon: 13.3-14.7
-// against 12.4-13.1 GB/s at best, 11.6-12.9 against 10.1-11.5 on average (alternating, 2
-// runs); its float32 decode 18.9-19.8 -> 23.5-25.9 tokens/s.
 template <int W> GKRT_TARGET_AVX512 void gemvPanelAvx512(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
-  constexpr int V = W / 16;
-  for (int64_t r = 0; r < m; ++r) {
-    Vec16 a[V] = {};
-    const float* xr = x + r * K;
-    const float* wr = panel;
-    for (int64_t k = 0; k < K; ++k, wr += W) {
-      const Vec16 xv = Vec16{} + xr[k];
-      for (int v = 0; v < V; ++v) {
-        Vec16 w;
-        __builtin_memcpy(&w, wr + 16 * v, sizeof w);
-        a[v] += xv * w;
-      }
-    }
-    std::memcpy(acc + r * W, a, sizeof a);
-  }
+  gemvPanelBody<2, W, 16>(x, m, K, panel, acc);
 }
 // Rows of the few-row path a block: 5 rows x 4 vectors of 16 are 20 accumulators, with the
 // panel's 4 vectors and a broadcast 25 of the 32 registers.
@@ -124,11 +110,11 @@ GKRT_TARGET_AVX512 void fewRowsPanelAvx512(const float* x, int64_t m, int64_t K,
   }
 }
 template <int W> GKRT_TARGET_AVX2 void gemvPanelAvx2(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
-  gemvPanelBody<1, W>(x, m, K, panel, acc);
+  gemvPanelBody<1, W, 8>(x, m, K, panel, acc);
 }
 #endif
 template <int W> void gemvPanelPortable(const float* x, int64_t m, int64_t K, const float* panel, float* acc) {
-  gemvPanelBody<0, W>(x, m, K, panel, acc);
+  gemvPanelBody<0, W, 8>(x, m, K, panel, acc);
 }
 
 // The few-row path's panel function (nullptr: no such path on this tier).

@@ -43,33 +43,18 @@ inline void chunkValues(const BlockQuantDims& d, const uint8_t* blk, int64_t k, 
   }
 }
 
-// The offsets' term and bias, then the row sums into y (both loops).
-template <int R, int NC>
-inline void storeColumns(const BlockQuantDims& d, const Weights& w, int64_t n, float32x4_t (&acc)[R][NC], float (&off)[R][NC],
-                         float* y) {
-  for (int c = 0; c < NC; ++c) {
-    const float bias = w.bias ? w.bias[n + c] : 0.0f;
-    for (int r = 0; r < R; ++r) y[r * d.N + n + c] = vaddvq_f32(acc[r][c]) + off[r][c] + bias;
-  }
-}
-
-// int8 activations: R rows against NC columns from column n; per block, each row's and
-// column's int32 dot product in four lanes, scaled by the block's two scales into a float
-// accumulator, the offsets' term (offset times the block's sum of x) added per block.
-template <int R, int NC>
-GKRT_TARGET_DOTPROD void streamColumnsDotProd(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* y) {
-  const int64_t chunks = d.block / 32, col_bytes = d.blocks * d.blob;
-  const uint8_t* wn = w.w + n * col_bytes;
-  float32x4_t acc[R][NC];
-  float off[R][NC] = {};
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < NC; ++c) acc[r][c] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < d.blocks; ++b) {
-    const int64_t at = b * d.block;
+// One block's sums for R rows against NC columns from column n, as floats in four lanes,
+// and the factor each row's sums take beside the column's scale (x's block scale for int8
+// activations, 1 for float ones): SDOT on int8 x, or the values widened to float.
+struct DotProdBlock {
+  template <int R, int NC>
+  GKRT_TARGET_DOTPROD static inline void sums(const BlockQuantDims& d, const Rows& x, const uint8_t* wn, int64_t b,
+                                              float32x4_t (&t)[R][NC], float (&sx)[R]) {
+    const int64_t col_bytes = d.blocks * d.blob, at = b * d.block;
     int32x4_t dot[R][NC];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < NC; ++c) dot[r][c] = vdupq_n_s32(0);
-    for (int64_t k = 0; k < chunks; ++k) {
+    for (int64_t k = 0; k < d.block / 32; ++k) {
       int8x16_t xa[R], xb[R];
       for (int r = 0; r < R; ++r) {
         const int8_t* xq = x.q + r * x.stride + at + k * 32;
@@ -82,18 +67,12 @@ GKRT_TARGET_DOTPROD void streamColumnsDotProd(const BlockQuantDims& d, const Wei
         for (int r = 0; r < R; ++r) dot[r][c] = vdotq_s32(vdotq_s32(dot[r][c], wa, xa[r]), wb, xb[r]);
       }
     }
-    for (int c = 0; c < NC; ++c) {
-      const float s = w.scales[(n + c) * d.blocks + b];
-      const float o = w.offsets ? w.offsets[(n + c) * d.blocks + b] : 0.0f;
-      for (int r = 0; r < R; ++r) {
-        const size_t rb = size_t(r * d.blocks + b);
-        acc[r][c] = vfmaq_n_f32(acc[r][c], vcvtq_f32_s32(dot[r][c]), s * x.scale[rb]);
-        off[r][c] += o * x.sum[rb];
-      }
+    for (int r = 0; r < R; ++r) {
+      sx[r] = x.scale[size_t(r * d.blocks + b)];
+      for (int c = 0; c < NC; ++c) t[r][c] = vcvtq_f32_s32(dot[r][c]);
     }
   }
-  storeColumns<R, NC>(d, w, n, acc, off, y);
-}
+};
 
 // 16 int8 values times 16 floats of x, added into four lanes.
 inline float32x4_t dot16(int8x16_t v, const float* xr, float32x4_t t) {
@@ -104,22 +83,16 @@ inline float32x4_t dot16(int8x16_t v, const float* xr, float32x4_t t) {
   return vfmaq_f32(t, vcvtq_f32_s32(vmovl_s16(vget_high_s16(hi))), vld1q_f32(xr + 12));
 }
 
-// float activations: as above with the values widened to float and the products summed
-// in float per block, then scaled.
-template <int R, int NC>
-void streamColumnsFloat(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* y) {
-  const int64_t chunks = d.block / 32, col_bytes = d.blocks * d.blob;
-  const uint8_t* wn = w.w + n * col_bytes;
-  float32x4_t acc[R][NC];
-  float off[R][NC] = {};
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < NC; ++c) acc[r][c] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < d.blocks; ++b) {
-    const int64_t at = b * d.block;
-    float32x4_t t[R][NC];
-    for (int r = 0; r < R; ++r)
+struct FloatBlock {
+  template <int R, int NC>
+  static inline void sums(const BlockQuantDims& d, const Rows& x, const uint8_t* wn, int64_t b, float32x4_t (&t)[R][NC],
+                          float (&sx)[R]) {
+    const int64_t col_bytes = d.blocks * d.blob, at = b * d.block;
+    for (int r = 0; r < R; ++r) {
+      sx[r] = 1.0f;
       for (int c = 0; c < NC; ++c) t[r][c] = vdupq_n_f32(0.0f);
-    for (int64_t k = 0; k < chunks; ++k) {
+    }
+    for (int64_t k = 0; k < d.block / 32; ++k) {
       for (int c = 0; c < NC; ++c) {
         int8x16_t wa, wb;
         chunkValues(d, wn + c * col_bytes + b * d.blob, k, &wa, &wb);
@@ -129,16 +102,47 @@ void streamColumnsFloat(const BlockQuantDims& d, const Weights& w, const Rows& x
         }
       }
     }
+  }
+};
+
+// R rows against NC columns from column n: each block's sums scaled by the column's scale
+// (and the row's factor) into a float accumulator, the offsets' term (offset times the
+// block's sum of x) added per block; then the lanes, that term and the bias into y.
+template <class Block, int R, int NC>
+__attribute__((always_inline)) inline void streamColumns(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n,
+                                                         float* y) {
+  const uint8_t* wn = w.w + n * d.blocks * d.blob;
+  float32x4_t acc[R][NC];
+  float off[R][NC] = {};
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < NC; ++c) acc[r][c] = vdupq_n_f32(0.0f);
+  for (int64_t b = 0; b < d.blocks; ++b) {
+    float32x4_t t[R][NC];
+    float sx[R];
+    Block::template sums<R, NC>(d, x, wn, b, t, sx);
     for (int c = 0; c < NC; ++c) {
       const float s = w.scales[(n + c) * d.blocks + b];
       const float o = w.offsets ? w.offsets[(n + c) * d.blocks + b] : 0.0f;
       for (int r = 0; r < R; ++r) {
-        acc[r][c] = vfmaq_n_f32(acc[r][c], t[r][c], s);
+        acc[r][c] = vfmaq_n_f32(acc[r][c], t[r][c], s * sx[r]);
         off[r][c] += o * x.sum[size_t(r * d.blocks + b)];
       }
     }
   }
-  storeColumns<R, NC>(d, w, n, acc, off, y);
+  for (int c = 0; c < NC; ++c) {
+    const float bias = w.bias ? w.bias[n + c] : 0.0f;
+    for (int r = 0; r < R; ++r) y[r * d.N + n + c] = vaddvq_f32(acc[r][c]) + off[r][c] + bias;
+  }
+}
+
+// The SDOT loop is its own function built for dotprod; the float loop runs on any NEON.
+template <int R, int NC>
+GKRT_TARGET_DOTPROD void streamColumnsDotProd(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* y) {
+  streamColumns<DotProdBlock, R, NC>(d, w, x, n, y);
+}
+template <int R, int NC>
+void streamColumnsFloat(const BlockQuantDims& d, const Weights& w, const Rows& x, int64_t n, float* y) {
+  streamColumns<FloatBlock, R, NC>(d, w, x, n, y);
 }
 
 }  // namespace
