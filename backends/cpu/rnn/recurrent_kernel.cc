@@ -313,63 +313,62 @@ class RecurrentKernel final : public Kernel {
     }
   }
 
-  // Every batch row a step at once (LSTM, default gates, no sequence lengths): one pass
-  // over R for all rows (addRowsTimes), then each row's gates in one loop.
-  void lstmSteps(int64_t d, float* y) {
+  // Step t of direction d for units [j0, j0 + n) of every batch row (LSTM, default gates,
+  // no sequence lengths): the gates' inputs, the recurrent product (one pass over R^T for
+  // all rows: over all its columns when the range is every unit, else each gate's share,
+  // H then a multiple of 64), each row's gates in one loop; h read from `cur`, written to
+  // `nxt` (the same buffer when one call takes every unit: the product is done first).
+  void lstmStepUnits(int64_t d, int64_t t, int64_t j0, int64_t n, const float* cur, float* nxt, float* y) {
     const int64_t H = s_.hidden, GH = 4 * H, B = s_.batch;
     DirectionScratch& sc = scratch_[d];
     const DirectionWeights& dw = dirs_[d];
     float* g = sc.batch_gates.data();
-    for (int64_t step = 0; step < s_.seq; ++step) {
-      const int64_t t = s_.reversed(d) ? s_.seq - 1 - step : step;
-      for (int64_t b = 0; b < B; ++b) {
-        const float* xw = sc.xw.data() + (s_.batch_first ? b * s_.seq + t : t * s_.batch + b) * GH;
-        for (int64_t n = 0; n < GH; ++n) g[b * GH + n] = xw[n] + dw.bias[n];
+    for (int64_t b = 0; b < B; ++b) {
+      const float* xw = sc.xw.data() + (s_.batch_first ? b * s_.seq + t : t * s_.batch + b) * GH;
+      for (int64_t q = 0; q < 4; ++q) {
+        const int64_t col = q * H + j0;
+        for (int64_t j = 0; j < n; ++j) g[b * GH + col + j] = xw[col + j] + dw.bias[col + j];
       }
-      addRowsTimesPanels(sc.h.data(), B, dw.rt.data(), H, GH, g, GH);
-      for (int64_t b = 0; b < B; ++b) {
-        float* h = sc.h.data() + b * H;
-        lstmDefaultGates(g + b * GH, H, sc.c.data() + b * H, h);
-        if (y) std::memcpy(y + s_.yIndex(t, d, b), h, H * sizeof(float));
+    }
+    if (n == H) {
+      addRowsTimesPanels(cur, B, dw.rt.data(), H, GH, g, GH);
+    } else {
+      for (int64_t q = 0; q < 4; ++q) {
+        const int64_t col = q * H + j0;
+        addRowsTimesPanels(cur, B, dw.rt.data() + (col / 64) * H * 64, H, n, g + col, GH);
       }
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      lstmDefaultGatesOf(g + b * GH + j0, H, n, sc.c.data() + b * H + j0, nxt + b * H + j0);
+      if (y) std::memcpy(y + s_.yIndex(t, d, b) + j0, nxt + b * H + j0, size_t(n) * sizeof(float));
     }
   }
 
-  // lstmSteps with the threads sharing each step's hidden units (64 a panel of R^T per
-  // gate): a thread's share of R^T (a quarter of its gates' columns each) stays in its L2
-  // from one step to the next where a whole direction's did not (hidden 512: 4 MiB a
-  // direction, 2 MiB a thread's share). The new h goes to the other buffer (every thread
-  // reads all of the old one), c in place (each unit's own).
+  // Every step on the calling thread, h in place.
+  void lstmSteps(int64_t d, float* y) {
+    float* h = scratch_[d].h.data();
+    for (int64_t step = 0; step < s_.seq; ++step) {
+      lstmStepUnits(d, s_.reversed(d) ? s_.seq - 1 - step : step, 0, s_.hidden, h, h, y);
+    }
+  }
+
+  // The threads sharing each step's hidden units (64 a panel of R^T per gate): a thread's
+  // share of R^T (a quarter of its gates' columns each) stays in its L2 from one step to
+  // the next where a whole direction's did not (hidden 512: 4 MiB a direction, 2 MiB a
+  // thread's share). The new h goes to the other buffer (every thread reads all of the old
+  // one), c in place (each unit's own).
   void lstmStepsSplit(int64_t d, float* y) {
-    const int64_t H = s_.hidden, GH = 4 * H, B = s_.batch, panels = H / 64;
     DirectionScratch& sc = scratch_[d];
-    const DirectionWeights& dw = dirs_[d];
-    float* g = sc.batch_gates.data();
     float* cur = sc.h.data();
     float* nxt = sc.h_prev.data();
     for (int64_t step = 0; step < s_.seq; ++step) {
       const int64_t t = s_.reversed(d) ? s_.seq - 1 - step : step;
-      pool_.parallelFor(panels, 1, 1, [&](int, int64_t p0, int64_t p1) {
-        const int64_t j0 = p0 * 64, n = (p1 - p0) * 64;
-        for (int64_t b = 0; b < B; ++b) {
-          const float* xw = sc.xw.data() + (s_.batch_first ? b * s_.seq + t : t * s_.batch + b) * GH;
-          for (int64_t q = 0; q < 4; ++q) {
-            const int64_t col = q * H + j0;
-            for (int64_t j = 0; j < n; ++j) g[b * GH + col + j] = xw[col + j] + dw.bias[col + j];
-          }
-        }
-        for (int64_t q = 0; q < 4; ++q) {
-          const int64_t col = q * H + j0;
-          addRowsTimesPanels(cur, B, dw.rt.data() + (col / 64) * H * 64, H, n, g + col, GH);
-        }
-        for (int64_t b = 0; b < B; ++b) {
-          lstmDefaultGatesOf(g + b * GH + j0, H, n, sc.c.data() + b * H + j0, nxt + b * H + j0);
-          if (y) std::memcpy(y + s_.yIndex(t, d, b) + j0, nxt + b * H + j0, size_t(n) * sizeof(float));
-        }
+      pool_.parallelFor(s_.hidden / 64, 1, 1, [&](int, int64_t p0, int64_t p1) {
+        lstmStepUnits(d, t, p0 * 64, (p1 - p0) * 64, cur, nxt, y);
       });
       std::swap(cur, nxt);
     }
-    if (cur != sc.h.data()) std::memcpy(sc.h.data(), cur, size_t(B * H) * sizeof(float));
+    if (cur != sc.h.data()) std::memcpy(sc.h.data(), cur, size_t(s_.batch * s_.hidden) * sizeof(float));
   }
 
   void rnnCell(int64_t d, float* h) {
