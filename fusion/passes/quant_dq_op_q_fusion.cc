@@ -9,21 +9,23 @@
 //   constant, C float32 [N]                        -> MatMulIntegerToFloat(a, b', as, bs, azp, bzp, C)
 //   (onnxruntime's QGemm and its QDQ Gemm; b' is b, or b transposed to [K, N] for transB;
 //   the Q after it, if any, stays a QuantizeLinear of the float result)
-//   Q(M1(...Mk(DQ(x)))), Mi Reshape/Transpose/Squeeze/Unsqueeze/Flatten or MaxPool
-//   (one output), Q's scale and zero point equal to DQ's (one element each; a positive
-//   scale with a MaxPool)                          -> M1(...Mk(x)) on the integers
-//   (onnxruntime's QOperator files put DQ ... Q around the attention's reshapes, its QDQ
-//   files around each MaxPool; the round trip is exact: round((x - z) * s / s) + z = x,
-//   and a max commutes with DQ's increasing map)
-//   Q(f(DQ(x))), f a chain of elementwise float ops on x's shape, each reading the
-//   chain's value and one-element constants (GeLU, HardSwish, Sigmoid, ... between int8
-//   layers)                                       -> Gather(table, x)
-//   (a 256-entry table of Q's type: the DQ, the chain and the Q run here by their
-//   reference kernels on all 256 values of x, so it equals the unfused ops exactly; an
-//   int8 x indexes it from the end for negative values, as Gather does)
-//   Q(Concat(DQ(x1), ..., DQ(xn)))               -> Concat(x1 or Gather(table1, x1), ...)
-//   (each input requantized to Q's parameters by such a table, or taken as it is when its
-//   DQ has them)
+//   Q(M(B)) with M none or more movement nodes (Reshape/Transpose/Squeeze/Unsqueeze/
+//   Flatten or MaxPool, one output each) and B either one branch f(DQ(x)) or a
+//   Concat(f1(DQ1(x1)), ..., fn(DQn(xn))), each f a chain of elementwise float ops on
+//   its x's shape reading the chain's values and one-element constants (none, or GeLU,
+//   HardSwish, a ReLU, ... between int8 layers)
+//                                                 -> M(B') on the integers
+//   where branch i of B' is xi as it is when fi is empty and DQi has Q's type, scale and
+//   zero point (the round trip is exact: round((x - z) * s / s) + z = x), else
+//   Gather(table_i, xi): a 256-entry table of Q's type, table_i[v] = Q(fi(DQi(v))) run
+//   here by the reference kernels, so it equals the unfused ops exactly (an int8 x
+//   indexes it from the end for negative values, as Gather does). Q commutes with the
+//   movement and the Concat, and with a MaxPool too where Q's scale is positive (then Q
+//   is nondecreasing, so Q of the largest value is the largest Q) and no fi(DQi(v)) is
+//   NaN. Q(f(DQ(x))) with no M and no Concat becomes its one lookup after the QLinear
+//   patterns below took theirs. (onnxruntime's QOperator files put DQ ... Q around the
+//   attention's reshapes; its QDQ files around each MaxPool, and its QDQ SqueezeNet
+//   has DQ -> ReLU -> Concat [-> MaxPool] -> Q between every two convolutions.)
 // x, a and the output per tensor, int8 or uint8; w per tensor or per output channel
 // (axis 0), a matmul's b per tensor or per column (its last axis), int8 or uint8. The
 // conv bias becomes int32 at scale xs*ws (the int32 of a DQ with exactly that scale and
@@ -151,43 +153,6 @@ ir::Node quantNode(const char* op, const std::string& name, Attrs attrs, std::ve
   return patternNode(op, std::string(op) + "_" + name, std::move(attrs), std::move(inputs), {output});
 }
 
-// DQ -> data movement -> Q with the same parameters: the movement on the integers.
-StatusOr<bool> integerMovementOnce(FusionContext& ctx) {
-  ir::Graph& g = ctx.graph;
-  PatternGraph pg(g);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    Q q;
-    if (!quantizes(g, i, &q)) continue;
-    std::vector<int> chain;  // movement nodes, from Q's side
-    int t = q.y;
-    bool pools = false;
-    for (const ir::Node* m;
-         pg.singleUse(t) && (m = pg.producer(t, {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "MaxPool"}));) {
-      pools = pools || std::strcmp(m->op->name, "MaxPool") == 0;
-      bool other_inputs_const = true;
-      for (size_t k = 1; k < m->inputs.size(); ++k) other_inputs_const = other_inputs_const && (m->inputs[k] < 0 || isConst(g, m->inputs[k]));
-      if (!other_inputs_const || m->outputs.size() != 1) break;
-      chain.push_back(pg.producerIndex(t));
-      t = m->inputs[0];
-    }
-    Dq d;
-    if (chain.empty() || !pg.singleUse(t) || !dequantized(pg, t, &d) || !paramsFit(g, d, 0, 0)) continue;
-    const DType type = g.tensors[d.x].dtype;
-    if (type != g.nodes[i].attrs.get<QuantAttrs>().to || (d.zp >= 0 && g.tensors[d.zp].dtype != type)) continue;
-    const auto zpValue = [&](int z) { return z < 0 ? 0.0 : ops::loadF(g.tensors[z].constant->data, g.tensors[z].dtype, 0); };
-    if (constFloat(g, d.scale, 0) != constFloat(g, q.scale, 0) || zpValue(d.zp) != zpValue(q.zp)) continue;
-    if (pools && !(constFloat(g, d.scale, 0) > 0.0f)) continue;  // (a max of the integers is DQ's max only then)
-    const int dq = pg.producerIndex(t);
-    for (int n : chain) g.tensors[g.nodes[n].outputs[0]].dtype = type;
-    g.nodes[chain.back()].inputs[0] = d.x;
-    ir::Node last = g.nodes[chain.front()];
-    last.outputs[0] = g.nodes[i].outputs[0];
-    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(last), {chain.front(), dq}));
-    return true;
-  }
-  return false;
-}
-
 // Runs `n` by its reference kernel on 256-element views: the inputs found in `values`
 // (the chain's tensors so far), else the node's constants.
 bool evaluate(const ir::Graph& g, const ir::Node& n, std::map<int, std::vector<uint8_t>>& values, DType out_type) {
@@ -204,133 +169,175 @@ bool evaluate(const ir::Graph& g, const ir::Node& n, std::map<int, std::vector<u
   return n.op->reference(KernelContext{n, in, outs}).ok();
 }
 
-// Q(f(DQ(x))) -> Gather(table, x): see the top of the file. f: the elementwise nodes
-// between the DQ and the Q (a DAG: GeLU's erf form reads its input twice), each with a
-// float32 output of x's shape, whose only tensor operands are the DQ's output and each
-// other's, with one-element constants beside; every value they make read only inside.
-StatusOr<bool> lookupTableOnce(FusionContext& ctx) {
+// One input of the rewrite below: a value made from x by its DQ and the elementwise
+// float nodes f after it (none, or a DAG: GeLU's erf form reads its input twice).
+struct Branch {
+  Dq d;
+  int dq = -1;         // the DequantizeLinear's node index
+  std::vector<int> f;  // f's node indices, ascending (a topological order)
+};
+
+// `end` (read once, outside) made from one per-tensor DQ of int8/uint8 x of end's shape by
+// elementwise float nodes of that shape, with one-element constants beside, every value
+// inside read only inside (not by another node, not a graph output).
+bool branchOf(const PatternGraph& pg, int end, Branch* br) {
+  const ir::Graph& g = pg.graph();
+  if (end < 0 || !pg.singleUse(end)) return false;
+  const Shape& shape = g.tensors[end].shape;
+  std::set<int> nodes, seen;
+  std::vector<int> stack = {end};
+  int dq_out = -1;
+  while (!stack.empty()) {
+    const int t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t).second) continue;
+    Dq d;
+    if (dequantized(pg, t, &d)) {
+      if (dq_out >= 0 || !paramsFit(g, d, 0, 0) || !isInt8(g.tensors[d.x].dtype) || g.tensors[d.x].shape != shape ||
+          (d.zp >= 0 && g.tensors[d.zp].dtype != g.tensors[d.x].dtype)) {
+        return false;
+      }
+      dq_out = t;
+      br->d = d;
+      continue;
+    }
+    const ir::Node* p = pg.producer(t);
+    if (!p || p->subgraph || p->outputs.size() != 1 || !p->op->reference || g.tensors[t].dtype != DType::kFloat32 ||
+        g.tensors[t].shape != shape || (p->op->op_class != OpClass::kElementwise && p->op->op_class != OpClass::kBroadcast)) {
+      return false;
+    }
+    nodes.insert(pg.producerIndex(t));
+    if (nodes.size() > 24) return false;
+    for (int u : p->inputs) {
+      if (u >= 0 && isConst(g, u) && elements(g, u) != 1) return false;
+      if (u >= 0 && !isConst(g, u)) stack.push_back(u);
+    }
+  }
+  if (dq_out < 0) return false;
+  for (int t : seen) {
+    if (t == end) continue;
+    int reads = 0;
+    for (int n : nodes) for (int u : g.nodes[n].inputs) reads += u == t;
+    if (reads != pg.uses(t)) return false;
+  }
+  br->dq = pg.producerIndex(dq_out);
+  br->f.assign(nodes.begin(), nodes.end());
+  return true;
+}
+
+// table[v] = Q(f(DQ(v))) for the 256 values of x's type, by the reference kernels; false
+// where one fails, or (no_nan) where f(DQ(v)) is NaN for some v.
+bool branchTable(const ir::Graph& g, const Branch& br, int end, const ir::Node& q, DType yt, bool no_nan,
+                 std::vector<uint8_t>* table) {
+  std::map<int, std::vector<uint8_t>> values;
+  std::vector<uint8_t>& all = values[br.d.x];
+  all.resize(256);
+  for (int v = 0; v < 256; ++v) all[v] = static_cast<uint8_t>(v);  // as int8: 0..127, -128..-1
+  if (!evaluate(g, g.nodes[br.dq], values, DType::kFloat32)) return false;
+  for (int n : br.f) if (!evaluate(g, g.nodes[n], values, DType::kFloat32)) return false;
+  const std::vector<uint8_t> floats = values[end];
+  for (int v = 0; v < 256 && no_nan; ++v) {
+    float x;
+    std::memcpy(&x, floats.data() + 4 * v, 4);
+    if (x != x) return false;
+  }
+  values[q.inputs[0]] = floats;  // Q reads the movement's or the concat's value: here this branch's
+  if (!evaluate(g, q, values, yt)) return false;
+  *table = values[q.outputs[0]];
+  return true;
+}
+
+// Q(M(Concat(f1(DQ1(x1)), ..., fn(DQn(xn))))) or Q(M(f(DQ(x)))) -> the same on the
+// integers: see the top of the file. M: movement nodes, none or more (a MaxPool among
+// them needs Q's scale positive: then Q(max of values) is the max of Q(values), and
+// no f(DQ(v)) may be NaN). Each branch is xi as it is where it has no f and its DQ has
+// Q's type, scale and zero point, else Gather(table_i, xi). `alone`: also Q(f(DQ(x)))
+// with no M and no Concat (one lookup in Q's place), run after the QLinear ops took
+// theirs.
+StatusOr<bool> integerDomainOnce(FusionContext& ctx, bool alone) {
   ir::Graph& g = ctx.graph;
   PatternGraph pg(g);
-  if (!findOp("Gather")) return false;
+  const bool lookups = findOp("Gather") != nullptr;  // (a minimal build may lack it: equal parameters only)
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Q q;
     if (!quantizes(g, i, &q)) continue;
-    const Shape& shape = g.tensors[q.y].shape;
-    std::set<int> nodes, seen;
-    std::vector<int> stack = {q.y};
-    int dq_out = -1;
-    Dq d;
-    bool ok = true;
-    while (!stack.empty() && ok && nodes.size() <= 24) {
-      const int t = stack.back();
-      stack.pop_back();
-      if (!seen.insert(t).second) continue;
-      if (dequantized(pg, t, &d)) {
-        ok = dq_out < 0 && paramsFit(g, d, 0, 0) && isInt8(g.tensors[d.x].dtype) && g.tensors[d.x].shape == shape;
-        dq_out = t;
-        continue;
-      }
-      const ir::Node* p = pg.producer(t);
-      ok = p && !p->subgraph && p->outputs.size() == 1 && p->op->reference && g.tensors[t].dtype == DType::kFloat32 &&
-           g.tensors[t].shape == shape &&
-           (p->op->op_class == OpClass::kElementwise || p->op->op_class == OpClass::kBroadcast);
-      if (!ok) break;
-      nodes.insert(pg.producerIndex(t));
-      for (int u : p->inputs) {
-        if (u < 0) continue;
-        if (isConst(g, u)) ok = ok && elements(g, u) == 1;
-        else stack.push_back(u);
-      }
-    }
-    if (!ok || nodes.empty() || dq_out < 0 || nodes.size() > 24) continue;
-    // Every value inside is read only inside (not by another node, not a graph output).
-    for (int t : seen) {
-      if (t == q.y && pg.uses(t) == 1) continue;
-      int reads = 0;
-      for (int n : nodes) for (int u : g.nodes[n].inputs) reads += u == t;
-      ok = ok && reads == pg.uses(t);
-    }
-    if (!ok) continue;
     const DType yt = g.nodes[i].attrs.get<QuantAttrs>().to;
-    std::map<int, std::vector<uint8_t>> values;
-    std::vector<uint8_t>& all = values[d.x];
-    all.resize(256);
-    for (int v = 0; v < 256; ++v) all[v] = static_cast<uint8_t>(v);  // as int8: 0..127, -128..-1
-    const int dq = pg.producerIndex(dq_out);
-    ok = evaluate(g, g.nodes[dq], values, DType::kFloat32);
-    for (int n : nodes) ok = ok && evaluate(g, g.nodes[n], values, DType::kFloat32);  // ascending: topological
-    ok = ok && evaluate(g, g.nodes[i], values, yt);
+    std::vector<int> chain;  // movement nodes, from Q's side
+    bool pools = false;
+    int t = q.y;
+    for (const ir::Node* m;
+         pg.singleUse(t) && (m = pg.producer(t, {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "MaxPool"}));) {
+      bool other_inputs_const = true;
+      for (size_t k = 1; k < m->inputs.size(); ++k) other_inputs_const = other_inputs_const && (m->inputs[k] < 0 || isConst(g, m->inputs[k]));
+      if (!other_inputs_const || m->outputs.size() != 1) break;
+      pools = pools || std::strcmp(m->op->name, "MaxPool") == 0;
+      chain.push_back(pg.producerIndex(t));
+      t = m->inputs[0];
+    }
+    const ir::Node* concat = pg.singleUse(t) ? pg.producer(t, {"Concat"}) : nullptr;
+    if (chain.empty() && !concat && !alone) continue;
+    const std::vector<int> ends = concat ? concat->inputs : std::vector<int>{t};
+    std::vector<Branch> branches(ends.size());
+    bool ok = !ends.empty() && (!pools || constFloat(g, q.scale, 0) > 0.0f);
+    for (size_t k = 0; k < ends.size() && ok; ++k) ok = branchOf(pg, ends[k], &branches[k]);
     if (!ok) continue;
-    const int table = addPatternConstant(g, g.nodes[i].name + "_table", yt, {256}, values[g.nodes[i].outputs[0]].data());
-    std::vector<int> erase(nodes.begin(), nodes.end());
-    erase.push_back(dq);
-    ir::Node gather = quantNode("Gather", g.nodes[i].name + "_lookup", Attrs(AxisAttrs{0, false}), {table, d.x},
-                                g.nodes[i].outputs[0]);
-    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(gather), erase));
-    return true;
-  }
-  return false;
-}
-
-// Q(Concat(DQ(x1), ..., DQ(xn))) -> Concat(x1', ..., xn') on the integers: xi' = xi
-// where DQ i has Q's type, scale and zero point (the round trip is exact), else
-// Gather(table_i, xi) with table_i = Q(DQ_i(v)) for the 256 values, by the reference
-// kernels (onnxruntime's QLinearConcat and QDQ Concat requantize each input: its
-// squeezenet's fire modules), so it equals the float path exactly.
-StatusOr<bool> integerConcatOnce(FusionContext& ctx) {
-  ir::Graph& g = ctx.graph;
-  PatternGraph pg(g);
-  if (!findOp("Gather") || !findOp("Concat")) return false;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    Q q;
-    if (!quantizes(g, i, &q) || !pg.singleUse(q.y)) continue;
-    const ir::Node* c = pg.producer(q.y, {"Concat"});
-    if (!c || c->outputs.size() != 1) continue;
-    const DType yt = g.nodes[i].attrs.get<QuantAttrs>().to;
     const auto zpValue = [&](int z) { return z < 0 ? 0.0 : ops::loadF(g.tensors[z].constant->data, g.tensors[z].dtype, 0); };
-    std::vector<Dq> dqs;
-    bool ok = true;
-    for (int t : c->inputs) {
-      Dq d;
-      ok = ok && t >= 0 && pg.singleUse(t) && dequantized(pg, t, &d) && paramsFit(g, d, 0, 0) && isInt8(g.tensors[d.x].dtype) &&
-           (d.zp < 0 || g.tensors[d.zp].dtype == g.tensors[d.x].dtype);
-      if (!ok) break;
-      dqs.push_back(d);
+    std::vector<bool> same(ends.size());
+    bool any_f = false;
+    for (size_t k = 0; k < ends.size(); ++k) {
+      const Dq& d = branches[k].d;
+      any_f = any_f || !branches[k].f.empty();
+      same[k] = branches[k].f.empty() && g.tensors[d.x].dtype == yt && constFloat(g, d.scale, 0) == constFloat(g, q.scale, 0) &&
+                zpValue(d.zp) == zpValue(q.zp);
     }
-    if (!ok || dqs.empty()) continue;
-    const int concat = pg.producerIndex(q.y);
-    std::vector<int> ins, erase = {concat};
-    std::vector<std::pair<int, ir::Node>> gathers;  // DQ node index -> its lookup
-    for (size_t k = 0; k < dqs.size(); ++k) {
-      const Dq& d = dqs[k];
-      const int dq = pg.producerIndex(c->inputs[k]);
-      if (g.tensors[d.x].dtype == yt && constFloat(g, d.scale, 0) == constFloat(g, q.scale, 0) && zpValue(d.zp) == zpValue(q.zp)) {
-        ins.push_back(d.x);
-        erase.push_back(dq);
+    if (chain.empty() && !concat && !any_f) continue;  // Q(DQ(x)) alone: left as it is
+    std::vector<std::vector<uint8_t>> tables(ends.size());
+    for (size_t k = 0; k < ends.size() && ok; ++k) {
+      ok = same[k] || (lookups && branchTable(g, branches[k], ends[k], g.nodes[i], yt, pools, &tables[k]));
+    }
+    if (!ok) continue;
+    // The rewrite: each DQ's slot becomes its lookup (or goes), f goes, the concat and
+    // the movement carry Q's type, and whichever of them ends the chain writes Q's output.
+    const int y = g.nodes[i].outputs[0];
+    const bool direct = chain.empty() && !concat;  // the one lookup writes y
+    std::vector<int> ins, erase;
+    for (size_t k = 0; k < ends.size(); ++k) {
+      Branch& br = branches[k];
+      erase.insert(erase.end(), br.f.begin(), br.f.end());
+      if (same[k]) {
+        ins.push_back(br.d.x);
+        erase.push_back(br.dq);
         continue;
       }
-      std::map<int, std::vector<uint8_t>> values;
-      std::vector<uint8_t>& all = values[d.x];
-      all.resize(256);
-      for (int v = 0; v < 256; ++v) all[v] = static_cast<uint8_t>(v);  // as int8: 0..127, -128..-1
-      ok = evaluate(g, g.nodes[dq], values, DType::kFloat32);
-      if (!ok) break;
-      values[q.y] = values[g.nodes[dq].outputs[0]];  // Q reads the concat: here this input's values
-      ok = evaluate(g, g.nodes[i], values, yt);
-      if (!ok) break;
-      const int table = addPatternConstant(g, g.nodes[i].name + "_table" + std::to_string(k), yt, {256}, values[g.nodes[i].outputs[0]].data());
-      const int out = addPatternTensor(g, g.tensors[d.x].name + "_requantized", yt, g.tensors[d.x].shape);
-      gathers.push_back({dq, quantNode("Gather", g.nodes[dq].name + "_requantize", Attrs(AxisAttrs{0, false}), {table, d.x}, out)});
+      const std::string& qname = g.nodes[i].name;
+      const int table = addPatternConstant(g, qname + "_table" + (concat ? std::to_string(k) : ""), yt, {256}, tables[k].data());
+      const int out = direct ? y : addPatternTensor(g, g.tensors[br.d.x].name + "_requantized", yt, g.tensors[br.d.x].shape);
+      g.nodes[br.dq] = quantNode("Gather", direct ? qname + "_lookup" : g.nodes[br.dq].name + "_requantize",
+                                 Attrs(AxisAttrs{0, false}), {table, br.d.x}, out);
       ins.push_back(out);
     }
-    if (!ok) continue;
-    ir::Node joined = quantNode("Concat", c->name, c->attrs, ins, g.nodes[i].outputs[0]);
-    for (auto& [dq, gather] : gathers) g.nodes[size_t(dq)] = std::move(gather);
-    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(joined), erase));
+    int last = direct ? branches[0].dq : -1;  // the node that writes y
+    if (concat) {
+      const int c = pg.producerIndex(t);
+      if (!chain.empty()) g.tensors[t].dtype = yt;
+      g.nodes[c] = quantNode("Concat", g.nodes[c].name, g.nodes[c].attrs, ins, chain.empty() ? y : t);
+      last = c;
+    }
+    if (!chain.empty()) {
+      for (int n : chain) g.tensors[g.nodes[n].outputs[0]].dtype = yt;
+      g.nodes[chain.back()].inputs[0] = concat ? t : ins[0];
+      g.nodes[chain.front()].outputs[0] = y;
+      last = chain.front();
+    }
+    ir::Node writer = g.nodes[last];
+    erase.push_back(last);
+    RETURN_IF_ERROR(replaceWithPatternNode(g, static_cast<int>(i), std::move(writer), erase));
     return true;
   }
   return false;
 }
+StatusOr<bool> integerDomainBesideQLinearOps(FusionContext& ctx) { return integerDomainOnce(ctx, false); }
+StatusOr<bool> integerDomainAlone(FusionContext& ctx) { return integerDomainOnce(ctx, true); }
 
 // Gemm(DQ(a), DQ(b), C?) -> MatMulIntegerToFloat (see the top of the file).
 StatusOr<bool> gemmOnce(FusionContext& ctx) {
@@ -372,10 +379,8 @@ StatusOr<bool> gemmOnce(FusionContext& ctx) {
 }
 
 StatusOr<bool> fuseOnce(FusionContext& ctx) {
-  ASSIGN_OR_RETURN(bool moved, integerMovementOnce(ctx));
-  if (moved) return true;
-  ASSIGN_OR_RETURN(bool joined, integerConcatOnce(ctx));
-  if (joined) return true;
+  ASSIGN_OR_RETURN(bool integer, integerDomainBesideQLinearOps(ctx));
+  if (integer) return true;
   ir::Graph& g = ctx.graph;
   PatternGraph pg(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -486,7 +491,7 @@ PassResult fuseQuantDqOpQ(FusionContext& ctx) {
   ASSIGN_OR_RETURN(bool fused, rewriteAll(ctx, fuseOnce));
   ASSIGN_OR_RETURN(bool gemms, rewriteAll(ctx, gemmOnce));
   fused = fused || gemms;
-  ASSIGN_OR_RETURN(bool tables, rewriteAll(ctx, lookupTableOnce));  // after the QLinear ops took theirs
+  ASSIGN_OR_RETURN(bool tables, rewriteAll(ctx, integerDomainAlone));  // after the QLinear ops took theirs
   return fused || tables;
 }
 

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/layout/blocked_layout.h"
+#include "backends/cpu/quantization/quant_kernels.h"
 #include "runtime/builder.h"
 #include "tests/unit/test_support.h"
 
@@ -417,6 +418,45 @@ TEST(CpuQuantKernels, Int8MaxPoolEqualsTheReference) {
   }
 }
 TEST(CpuQuantKernels, Int8LookupBetweenConvolutionsKeepsNhwc) { int8ActivationsStayNhwc(false); }
+
+// requantizeRow at this process's tier (the cpu_tier_* runs take the AVX2 and SSE2 builds)
+// against the rule written out: sat(rint(double(a) * m) + zp). Sums that land on exact
+// halves, NaN, +-inf, values that saturate either way, per-value and one multiplier, zero
+// points odd and even, lengths around the vector widths; the bytes past n untouched.
+TEST(CpuQuantKernels, RequantizeRowEqualsTheRuleAtThisTier) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> sum(-3000, 3000);
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(8), int64_t(15), int64_t(16), int64_t(17), int64_t(33), int64_t(64), int64_t(100)}) {
+    std::vector<float> a(static_cast<size_t>(n)), s(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      switch (i % 7) {
+        case 0: a[i] = std::numeric_limits<float>::quiet_NaN(); break;
+        case 1: a[i] = (i % 2 ? 1 : -1) * std::numeric_limits<float>::infinity(); break;
+        case 2: a[i] = (i % 3 ? 1.0e12f : -1.0e12f); break;
+        default: a[i] = static_cast<float>(sum(rng));
+      }
+      s[i] = i % 2 ? 0.5f : 0.0625f;  // odd sums land on halves
+    }
+    for (int zp : {0, 3, 4, 127, -5}) {
+      for (bool per_value : {false, true}) {
+        const float s1 = 0.25f;
+        std::vector<int8_t> y8(size_t(n) + 1, 42);
+        std::vector<uint8_t> yu(size_t(n) + 1, 42);
+        cpu::requantizeRow(a.data(), per_value ? s.data() : nullptr, s1, zp, y8.data(), n);
+        if (zp >= 0) cpu::requantizeRow(a.data(), per_value ? s.data() : nullptr, s1, zp, yu.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+          const double v = static_cast<double>(a[i]) * static_cast<double>(per_value ? s[i] : s1);
+          const double r = v == v ? std::nearbyint(std::min(std::max(v, -1.0e9), 1.0e9)) : 0.0;
+          const int q = static_cast<int>(r) + zp;
+          ASSERT_EQ(int(y8[i]), std::min(std::max(q, -128), 127)) << "int8, n " << n << " i " << i << " zp " << zp;
+          if (zp >= 0) ASSERT_EQ(int(yu[i]), std::min(std::max(q, 0), 255)) << "uint8, n " << n << " i " << i << " zp " << zp;
+        }
+        ASSERT_EQ(y8[n], 42);
+        ASSERT_EQ(yu[n], 42);
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace gkrt

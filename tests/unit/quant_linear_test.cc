@@ -216,7 +216,8 @@ TEST(QuantDqOpQFusion, GemmOfDequantizedOperandsBecomesAnInt8MatMul) {
 
 // DQ -> Reshape -> Transpose -> Q with the same scale and zero point (onnxruntime's
 // QOperator files write it around attention's head split): the movement runs on the
-// integers and the round trip goes; with another output scale it stays.
+// integers and the round trip goes; with another output scale the movement runs on the
+// integers too, after one 256-entry lookup that requantizes them.
 ir::Graph dqMoveQGraph(float q_scale) {
   GraphBuilder b;
   Value x = b.input("x", DType::kUInt8, {1, 6, 8});
@@ -241,8 +242,9 @@ TEST(QuantDqOpQFusion, DataMovementBetweenEqualDqAndQRunsOnTheIntegers) {
     ir::Graph fused = g;
     ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
     const bool same = q_scale == 0.05f;
-    EXPECT_EQ(hasOp(fused, "QuantizeLinear"), !same) << q_scale;
-    EXPECT_EQ(hasOp(fused, "DequantizeLinear"), !same) << q_scale;
+    EXPECT_FALSE(hasOp(fused, "QuantizeLinear")) << q_scale;
+    EXPECT_FALSE(hasOp(fused, "DequantizeLinear")) << q_scale;
+    EXPECT_EQ(hasOp(fused, "Gather"), !same) << q_scale;
     EXPECT_TRUE(hasOp(fused, "Transpose")) << q_scale;
     auto want = testing::runGraph(g, {x}, "reference", testing::optLevel(0));
     ASSERT_TRUE(want.ok()) << want.status().message();
@@ -376,6 +378,56 @@ TEST(QuantDqOpQFusion, ConcatOfDqsRequantizesEachInputOnTheIntegers) {
       auto got = testing::runGraph(g, {a, x}, backend, testing::optLevel(2));
       ASSERT_TRUE(want.ok() && got.ok()) << backend;
       EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 0.0, 0.0), "") << backend << " convs " << convs;
+    }
+  }
+}
+
+// Between two of onnxruntime's QDQ SqueezeNet fire modules: DQ -> ReLU on each expand
+// convolution's output (its own scale and an odd zero point), Concat, MaxPool, Q with the
+// next layer's scale: two 256-entry lookups, a Concat and a MaxPool of the integers, no
+// float tensor left, equal to the float path exactly. A branch f that makes NaN (Sqrt of
+// a negative value) keeps the pool on floats: a NaN's Q does not commute with a max.
+ir::Graph fireGraph(bool nan_branch) {
+  GraphBuilder b;
+  const Shape s{1, 16, 7, 7};
+  const float as = 0.051f, bs = 0.0537f, ys = 0.0291f;
+  const uint8_t az = 131, bz = 117, yz = 0;
+  QuantAttrs qa{1, 0, true, DType::kUInt8, DType::kFloat32};
+  QuantAttrs dqa{1, 0, true, DType::kFloat32, DType::kFloat32};
+  Value a = b.input("a", DType::kUInt8, s), x = b.input("b", DType::kUInt8, s);
+  Value af = b.op1("DequantizeLinear", {a, b.constant("as", DType::kFloat32, {}, &as), b.constant("az", DType::kUInt8, {}, &az)}, dqa);
+  Value bf = b.op1("DequantizeLinear", {x, b.constant("bs", DType::kFloat32, {}, &bs), b.constant("bz", DType::kUInt8, {}, &bz)}, dqa);
+  Value joined = b.op1("Concat", {b.relu(af), nan_branch ? b.op1("Sqrt", {bf}) : b.relu(bf)}, AxisAttrs{1, false});
+  Value pooled = b.op1("MaxPool", {joined}, PoolAttrs{{3, 3}, {2, 2}, {1, 1, 1, 1}});
+  b.output(b.op1("QuantizeLinear", {pooled, b.constant("ys", DType::kFloat32, {}, &ys), b.constant("yz", DType::kUInt8, {}, &yz)}, qa), "y");
+  auto g = b.finish();
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return *g;
+}
+
+TEST(QuantDqOpQFusion, ReluConcatAndMaxPoolBetweenFireModulesRunOnTheIntegers) {
+  HostTensor a(DType::kUInt8, {1, 16, 7, 7}), x(DType::kUInt8, {1, 16, 7, 7});
+  for (int64_t i = 0; i < a.size(); ++i) {
+    static_cast<uint8_t*>(a.data())[i] = static_cast<uint8_t>(i * 13);
+    static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>(i * 29 + 7);
+  }
+  for (bool nan_branch : {false, true}) {
+    const ir::Graph g = fireGraph(nan_branch);
+    ir::Graph fused = g;
+    ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
+    int lookups = 0, float_tensors = 0;
+    for (const auto& n : fused.nodes) {
+      lookups += std::string(n.op->name) == "Gather";
+      for (int t : n.outputs) float_tensors += fused.tensors[size_t(t)].dtype == DType::kFloat32;
+    }
+    EXPECT_EQ(hasOp(fused, "QuantizeLinear"), nan_branch);
+    EXPECT_EQ(lookups, nan_branch ? 0 : 2);
+    if (!nan_branch) EXPECT_EQ(float_tensors, 0);
+    for (const char* backend : {"reference", "cpu"}) {
+      auto want = testing::runGraph(g, {a, x}, "reference", testing::optLevel(0));
+      auto got = testing::runGraph(g, {a, x}, backend, testing::optLevel(2));
+      ASSERT_TRUE(want.ok() && got.ok()) << backend;
+      EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 0.0, 0.0), "") << backend << " nan branch " << nan_branch;
     }
   }
 }

@@ -66,41 +66,11 @@ template <class T, class Vec, class One> inline void saturateRow(const Vec& vec,
 // quant_linear.cc): y[i] = sat(rint(double(a[i]) * m) + zp), the product in double, m =
 // s[i] or, where s is null, s1 (a float32 multiplier); a[i] an integer sum held exactly
 // in float32. NaN as 0.
-template <class T> inline void requantizeRow(const float* a, const float* s, float s1, int zp, T* y, int64_t n) {
-  constexpr int lo = std::is_signed_v<T> ? -128 : 0, hi = std::is_signed_v<T> ? 127 : 255;
-  constexpr double kLimit = 1.0e9;  // |v| past this saturates anyway
-  int64_t i = 0;
-#ifdef __SSE2__
-  const __m128d big = _mm_set1_pd(kLimit), small = _mm_set1_pd(-kLimit), m1 = _mm_set1_pd(s1);
-  const __m128i z = _mm_set1_epi32(zp);
-  const auto round4 = [&](int64_t k) {  // 4 products in double, rounded half to even by cvtpd2dq
-    const __m128 v = _mm_loadu_ps(a + k);
-    __m128d lo2 = _mm_cvtps_pd(v), hi2 = _mm_cvtps_pd(_mm_movehl_ps(v, v));
-    if (s) {
-      const __m128 m = _mm_loadu_ps(s + k);
-      lo2 = _mm_mul_pd(lo2, _mm_cvtps_pd(m));
-      hi2 = _mm_mul_pd(hi2, _mm_cvtps_pd(_mm_movehl_ps(m, m)));
-    } else {
-      lo2 = _mm_mul_pd(lo2, m1);
-      hi2 = _mm_mul_pd(hi2, m1);
-    }
-    lo2 = _mm_and_pd(lo2, _mm_cmpord_pd(lo2, lo2));
-    hi2 = _mm_and_pd(hi2, _mm_cmpord_pd(hi2, hi2));
-    const __m128i r = _mm_unpacklo_epi64(_mm_cvtpd_epi32(_mm_min_pd(_mm_max_pd(lo2, small), big)),
-                                         _mm_cvtpd_epi32(_mm_min_pd(_mm_max_pd(hi2, small), big)));
-    return _mm_add_epi32(r, z);
-  };
-  for (; i + 16 <= n; i += 16) {
-    const __m128i l = _mm_packs_epi32(round4(i), round4(i + 4)), h = _mm_packs_epi32(round4(i + 8), round4(i + 12));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), std::is_signed_v<T> ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h));
-  }
-#endif
-  for (; i < n; ++i) {
-    const double v = static_cast<double>(a[i]) * static_cast<double>(s ? s[i] : s1);
-    const double r = v == v ? std::nearbyint(std::min(std::max(v, -kLimit), kLimit)) : 0.0;
-    y[i] = static_cast<T>(std::min(std::max(static_cast<int>(r) + zp, lo), hi));
-  }
-}
+// One build per tier (requantize_row.cc: 16 values a step in 8-double halves on AVX-512,
+// 8 on AVX2, 4 on SSE2 and a scalar loop elsewhere), picked once by cpuTier(); every
+// build gives the same bytes.
+void requantizeRow(const float* a, const float* s, float s1, int zp, int8_t* y, int64_t n);
+void requantizeRow(const float* a, const float* s, float s1, int zp, uint8_t* y, int64_t n);
 
 bool canRunQuantElementwise(const ir::Graph& g, const ir::Node& node);
 // Whether `node` is a per-tensor QuantizeLinear/DequantizeLinear on a static 4-D tensor:
