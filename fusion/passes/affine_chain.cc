@@ -11,6 +11,7 @@
 // output shape and hold at most kMaxParams elements. Reassociation changes rounding
 // (relative error of a few ulp), as constant folding does.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "fusion/passes/passes.h"
@@ -132,6 +133,59 @@ bool foldAffineChain(ir::Graph& g, size_t i) {
     last_step.inputs = {x, addConstant(g, base + "/affine_shift", params, B)};
   }
   last_step.attrs = {};
+  return true;
+}
+
+// BatchNorm (inference, channels on axis 1) whose scale, bias, mean and variance are
+// float32 constants: x * s + t per channel, s = scale / sqrt(var + eps) and t = bias -
+// mean * s in double, as the ONNX converter writes such a BatchNormalization itself
+// (tools/onnx/onnx_converters_nn.cc). It meets them here when they became constants only
+// by ConstantFolding: onnxruntime's quantize_static on a file whose BNs it did not fold
+// quantizes their scales, DQ(Q(scale)). The Mul and the Add then cluster with the ops
+// around them, where a BatchNorm ran alone.
+bool foldBatchNormAffine(ir::Graph& g, size_t i) {
+  const ir::Node& n = g.nodes[i];
+  if (!isOp(n, "BatchNorm") || n.inputs.size() != 5 || n.outputs.size() != 1 || n.subgraph) return false;
+  const OpDef* mul = findOp("Mul");
+  const OpDef* add = findOp("Add");
+  const ir::Tensor& x = g.tensors[n.inputs[0]];
+  const auto& a = n.attrs.get<NormAttrs>();
+  if (!mul || !add || x.dtype != DType::kFloat32 || x.shape.size() < 2 || !isStatic(x.shape) ||
+      (a.axis != 1 && a.axis != 1 - static_cast<int64_t>(x.shape.size()))) {
+    return false;
+  }
+  const int64_t C = x.shape[1];
+  for (size_t k = 1; k < 5; ++k) {
+    if (!floatConst(g, n.inputs[k]) || numElements(g.tensors[n.inputs[k]].shape) != C) return false;
+  }
+  const auto value = [&](size_t k, int64_t c) { return static_cast<double>(ops::loadF(g.tensors[n.inputs[k]].constant->data, DType::kFloat32, c)); };
+  std::vector<float> scale(C), shift(C);
+  for (int64_t c = 0; c < C; ++c) {
+    const double s = value(1, c) / std::sqrt(value(4, c) + static_cast<double>(a.epsilon));
+    scale[c] = static_cast<float>(s);
+    shift[c] = static_cast<float>(value(2, c) - value(3, c) * s);
+  }
+  Shape params(x.shape.size() - 1, 1);
+  params[0] = C;
+  const std::string base = g.tensors[n.outputs[0]].name;
+  const int xin = n.inputs[0];
+  ir::Tensor scaled;
+  scaled.name = base + "/bn_scaled";
+  scaled.dtype = DType::kFloat32;
+  scaled.shape = x.shape;
+  g.tensors.push_back(std::move(scaled));
+  const int m = static_cast<int>(g.tensors.size()) - 1;
+  ir::Node times = g.nodes[i];
+  times.name = n.name + "/scale";
+  times.op = mul;
+  times.attrs = {};
+  times.inputs = {xin, addConstant(g, base + "/bn_scale", params, scale)};
+  times.outputs = {m};
+  ir::Node& plus = g.nodes[i];
+  plus.op = add;
+  plus.attrs = {};
+  plus.inputs = {m, addConstant(g, base + "/bn_shift", params, shift)};
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(i), std::move(times));
   return true;
 }
 

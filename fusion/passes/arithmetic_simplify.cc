@@ -115,7 +115,7 @@ bool trivialReduce(ir::Graph& g, size_t i) {
 }
 
 bool simplifyNode(ir::Graph& g, size_t i) {
-  if (hardSwish(g, i) || foldAffineChain(g, i) || trivialReduce(g, i)) return true;
+  if (hardSwish(g, i) || foldAffineChain(g, i) || foldBatchNormAffine(g, i) || trivialReduce(g, i)) return true;
   ir::Node& n = g.nodes[i];
   if (n.outputs.size() != 1) return false;
   const auto in = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : -1; };

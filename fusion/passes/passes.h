@@ -16,6 +16,10 @@ PassResult simplifyArithmetic(FusionContext& ctx);      // x*1, x+0, --x, pow(x,
 // Node i ends a chain of Mul/Add/Sub by constants: rewritten as one Mul and one Add
 // (affine_chain.cc). A rule of simplifyArithmetic.
 bool foldAffineChain(ir::Graph& g, size_t i);
+// Node i is a BatchNorm whose parameters are constants: rewritten as x * s + t (a Mul
+// inserted before it, the BatchNorm becoming the Add; affine_chain.cc). A rule of
+// simplifyArithmetic.
+bool foldBatchNormAffine(ir::Graph& g, size_t i);
 PassResult optimizeTransforms(FusionContext& ctx);      // reshape/transpose pairs
 PassResult expandOps(FusionContext& ctx);               // Appendix 1 column -> basic ops
 PassResult clusterOps(FusionContext& ctx);              // Appendix 2 column -> Fused nodes

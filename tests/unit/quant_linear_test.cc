@@ -432,6 +432,48 @@ TEST(QuantDqOpQFusion, ReluConcatAndMaxPoolBetweenFireModulesRunOnTheIntegers) {
   }
 }
 
+// A BatchNorm whose scale onnxruntime's quantize_static quantized (DQ(Q(gamma)): a
+// constant only after ConstantFolding) between int8 layers: ArithmeticSimplify makes it
+// x * s + t, so no BatchNorm runs alone; the result as the BatchNorm's within rounding.
+TEST(BatchNormAffine, BatchNormWhoseScaleIsFoldedLaterBecomesMulAndAdd) {
+  GraphBuilder b;
+  const Shape s{1, 8, 6, 6};
+  Value x = b.input("x", DType::kFloat32, s);
+  std::vector<float> gamma(8), beta(8), mean(8), var(8);
+  for (int c = 0; c < 8; ++c) {
+    gamma[c] = 0.5f + 0.1f * c, beta[c] = 0.2f - 0.05f * c, mean[c] = 0.01f * c, var[c] = 1.0f + 0.3f * c;
+  }
+  const float gs = 0.01f;
+  const uint8_t gz = 0;
+  QuantAttrs qa{1, 0, true, DType::kUInt8, DType::kFloat32};
+  QuantAttrs dqa{1, 0, true, DType::kFloat32, DType::kFloat32};
+  Value gq = b.op1("QuantizeLinear", {b.constant("gamma", DType::kFloat32, {8}, gamma.data()), b.constant("gs", DType::kFloat32, {}, &gs),
+                                      b.constant("gz", DType::kUInt8, {}, &gz)}, qa);
+  Value g = b.op1("DequantizeLinear", {gq, b.constant("gs2", DType::kFloat32, {}, &gs), b.constant("gz2", DType::kUInt8, {}, &gz)}, dqa);
+  Value y = b.op1("BatchNorm", {x, g, b.constant("beta", DType::kFloat32, {8}, beta.data()), b.constant("mean", DType::kFloat32, {8}, mean.data()),
+                                b.constant("var", DType::kFloat32, {8}, var.data())},
+                  NormAttrs{1, 1e-5f});
+  b.output(b.relu(y), "y");
+  auto graph = b.finish();
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  ir::Graph fused = *graph;
+  ASSERT_TRUE(runFusionPipeline(fused, testing::optLevel(2), FusionColumn::kCpu).ok());
+  EXPECT_FALSE(hasOp(fused, "BatchNorm"));
+  ir::Graph off = *graph;
+  ASSERT_TRUE(runFusionPipeline(off, *parseFusionFlags("--disable_pass=ArithmeticSimplify"), FusionColumn::kCpu).ok());
+  EXPECT_TRUE(hasOp(off, "BatchNorm"));
+  std::vector<float> xs(static_cast<size_t>(numElements(s)));
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i)) * 2.0f;
+  HostTensor xv = HostTensor::fromFloats(s, xs);
+  auto want = testing::runGraph(*graph, {xv}, "reference", testing::optLevel(0));
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  for (const char* backend : {"reference", "cpu"}) {
+    auto got = testing::runGraph(*graph, {xv}, backend, testing::optLevel(2));
+    ASSERT_TRUE(got.ok()) << backend << ": " << got.status().message();
+    EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-5, 1e-6), "") << backend;
+  }
+}
+
 TEST(CpuPrecision, Bf16WithoutNativeSupportRunsFloat32) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {4, 64});
