@@ -11,7 +11,6 @@
 // output shape and hold at most kMaxParams elements. Reassociation changes rounding
 // (relative error of a few ulp), as constant folding does.
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "fusion/passes/passes.h"
@@ -138,8 +137,8 @@ bool foldAffineChain(ir::Graph& g, size_t i) {
 
 // BatchNorm (inference, channels on axis 1) whose scale, bias, mean and variance are
 // float32 constants: x * s + t per channel, s = scale / sqrt(var + eps) and t = bias -
-// mean * s in double, as the ONNX converter writes such a BatchNormalization itself
-// (tools/onnx/onnx_converters_nn.cc). It meets them here when they became constants only
+// mean * s (ops::batchNormAffine, as the ONNX converter writes such a
+// BatchNormalization itself). It meets them here when they became constants only
 // by ConstantFolding: onnxruntime's quantize_static on a file whose BNs it did not fold
 // quantizes their scales, DQ(Q(scale)). The Mul and the Add then cluster with the ops
 // around them, where a BatchNorm ran alone.
@@ -158,13 +157,12 @@ bool foldBatchNormAffine(ir::Graph& g, size_t i) {
   for (size_t k = 1; k < 5; ++k) {
     if (!floatConst(g, n.inputs[k]) || numElements(g.tensors[n.inputs[k]].shape) != C) return false;
   }
-  const auto value = [&](size_t k, int64_t c) { return static_cast<double>(ops::loadF(g.tensors[n.inputs[k]].constant->data, DType::kFloat32, c)); };
-  std::vector<float> scale(C), shift(C);
-  for (int64_t c = 0; c < C; ++c) {
-    const double s = value(1, c) / std::sqrt(value(4, c) + static_cast<double>(a.epsilon));
-    scale[c] = static_cast<float>(s);
-    shift[c] = static_cast<float>(value(2, c) - value(3, c) * s);
-  }
+  const auto values = [&](size_t k) {
+    const float* p = reinterpret_cast<const float*>(g.tensors[n.inputs[k]].constant->data);
+    return std::vector<float>(p, p + C);
+  };
+  std::vector<float> scale, shift;
+  ops::batchNormAffine(values(1), values(2), values(3), values(4), a.epsilon, &scale, &shift);
   Shape params(x.shape.size() - 1, 1);
   params[0] = C;
   const std::string base = g.tensors[n.outputs[0]].name;

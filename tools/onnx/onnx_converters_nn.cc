@@ -148,13 +148,9 @@ bool perChannelAffine(Context& c, const Node& n, float eps, Outs& o) {
   }
   Shape ps(xs.size() - 1, 1);
   ps[0] = C;
-  HostTensor scale(DType::kFloat32, ps), shift(DType::kFloat32, ps);
-  for (int64_t ch = 0; ch < C; ++ch) {
-    const double s = gamma[ch] / std::sqrt(static_cast<double>(var[ch]) + eps);
-    scale.as<float>()[ch] = static_cast<float>(s);
-    shift.as<float>()[ch] = static_cast<float>(beta[ch] - mean[ch] * s);
-  }
-  o = {c.op1("Add", {c.op1("Mul", {x, c.constant(scale)}), c.constant(shift)})};
+  std::vector<float> s, t;
+  ops::batchNormAffine(gamma, beta, mean, var, eps, &s, &t);
+  o = {c.op1("Add", {c.op1("Mul", {x, c.constant(HostTensor::fromFloats(ps, s))}), c.constant(HostTensor::fromFloats(ps, t))})};
   return true;
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/ir/ops/op_helpers.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gkrt::ops {
 
@@ -148,6 +149,17 @@ Shape reducedShape(const Shape& in, const std::vector<int64_t>& axes, bool keep_
     else if (keep_dims) out.push_back(1);
   }
   return out;
+}
+
+void batchNormAffine(const std::vector<float>& gamma, const std::vector<float>& beta, const std::vector<float>& mean,
+                     const std::vector<float>& var, float eps, std::vector<float>* scale, std::vector<float>* shift) {
+  scale->resize(gamma.size());
+  shift->resize(gamma.size());
+  for (size_t c = 0; c < gamma.size(); ++c) {
+    const double s = gamma[c] / std::sqrt(static_cast<double>(var[c]) + eps);
+    (*scale)[c] = static_cast<float>(s);
+    (*shift)[c] = static_cast<float>(beta[c] - mean[c] * s);
+  }
 }
 
 AxisSplit splitAtAxis(const Shape& shape, int64_t axis) {

@@ -193,6 +193,13 @@ Shape reducedShape(const Shape& in, const std::vector<int64_t>& axes, bool keep_
 struct SliceWindow { int64_t start, step, count; };
 StatusOr<std::vector<SliceWindow>> sliceWindows(const ir::Node& n, const Shape& x);
 
+// An inference BatchNorm as the per-channel affine map x * scale + shift: scale = gamma /
+// sqrt(var + eps) and shift = beta - mean * scale, each in double, rounded once (the
+// ONNX converter's form of a BatchNormalization with constant parameters, and
+// ArithmeticSimplify's of a BatchNorm whose parameters became constants later).
+void batchNormAffine(const std::vector<float>& gamma, const std::vector<float>& beta, const std::vector<float>& mean,
+                     const std::vector<float>& var, float eps, std::vector<float>* scale, std::vector<float>* shift);
+
 // Splits `shape` around `axis` into outer x extent x inner element counts.
 struct AxisSplit { int64_t outer, extent, inner; };
 AxisSplit splitAtAxis(const Shape& shape, int64_t axis);
