@@ -1,5 +1,6 @@
 #include "backends/opencl/opencl_backend.h"
 
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -18,6 +19,14 @@ namespace gkrt {
 namespace {
 
 constexpr const char* kBuildOptions = "-cl-std=CL1.2";
+
+// The options a program is built with, as the cache keys it: gkrt's and those PoCL adds
+// from $POCL_EXTRA_BUILD_FLAGS (the tests set -cl-opt-disable: their unoptimised builds
+// must not be loaded by an optimised run sharing the cache).
+std::string cacheOptions() {
+  const char* extra = std::getenv("POCL_EXTRA_BUILD_FLAGS");
+  return std::string(kBuildOptions) + (extra && *extra ? std::string(" ") + extra : "");
+}
 
 std::string buildLog(cl_program p, cl_device_id d) {
   size_t n = 0;
@@ -193,7 +202,7 @@ StatusOr<cl_program> OpenClBackend::buildProgram(const std::string& source, cons
 
 // The program of `source` from the cache, else compiled and stored.
 StatusOr<cl_program> OpenClBackend::programFor(const std::string& source, const std::vector<SourcePart>& parts) {
-  const std::string key = ProgramCache::keyFor(source, kBuildOptions, dev_->identity());
+  const std::string key = ProgramCache::keyFor(source, cacheOptions(), dev_->identity());
   if (auto bin = cache_.load(key)) {
     cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
     const size_t size = bin->size();
