@@ -349,6 +349,29 @@ TEST(ConvFusion, DepthwiseFiveByFiveOnBlockedInputIsNotOneDnnReference) {
   expectMatchesReference(*g, in);
 }
 
+// DenseNet's pre-activation: a BatchNorm (per-channel Mul and Add) and ReLU over a
+// Concat between convolutions, one blocked elementwise loop whose per-channel operands
+// are filled once per (image, channel block) plane and reused by its tiles: planes
+// smaller than a tile, not a multiple of it and exactly two, two images, a per-channel
+// operand on either side of a Sub. Equal to the reference.
+TEST(ConvFusion, PerChannelAffineOverAConcatOfBlockedTensors) {
+  for (int64_t hw : {3, 7, 8, 23}) {
+    SCOPED_TRACE(hw);
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {2, 16, hw, hw});
+    Value c1 = conv(b, x, 16, 32, 1, 91);
+    Value cat = b.op1("Concat", {c1, conv(b, c1, 32, 16, 1, 93)}, AxisAttrs{1});
+    Value bn = b.relu(b.add(b.mul(cat, weight(b, {1, 48, 1, 1}, 95, 1.0f)), weight(b, {1, 48, 1, 1}, 96)));
+    Value other = b.sub(weight(b, {1, 48, 1, 1}, 97), b.mul(cat, weight(b, {1, 48, 1, 1}, 98, 1.0f)));
+    b.output(conv(b, bn, 48, 16, 1, 99), "y");
+    b.output(conv(b, b.op1("Abs", {other}), 48, 8, 1, 100), "z");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> in{randomTensor({2, 16, hw, hw}, 101)};
+    expectMatchesReference(*g, in);
+  }
+}
+
 // Concat of plain tensors on every axis, any dtype: block copies equal to the reference.
 TEST(ConvFusion, ConcatCopiesOnEveryAxis) {
   for (int64_t axis : {0, 1, 2, -1}) {

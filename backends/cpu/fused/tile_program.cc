@@ -11,12 +11,17 @@
 namespace gkrt::cpu {
 namespace {
 
+// A per-channel operand of a channel-blocked tensor ([N, C/B, H, W, B] with H and W
+// broadcast): the same B values repeat along each (n, channel block) plane.
+bool channelPeriodic(const Operand& o) {
+  return o.dims.size() == 5 && o.strides[2] == 0 && o.strides[3] == 0 && (o.dims[4] & (o.dims[4] - 1)) == 0 &&
+         o.dims[4] <= 64;
+}
+
 // buf[i] = element (s + i) of the consumer's shape, read through broadcast strides.
 void gatherTile(const Operand& o, const float* base, int64_t s, int64_t n, float* buf) {
   const size_t r = o.dims.size();
-  // A per-channel operand of a channel-blocked tensor ([N, C/B, H, W, B] with H and W
-  // broadcast): the same B values repeat along each (n, channel block) plane.
-  if (r == 5 && o.strides[2] == 0 && o.strides[3] == 0 && (o.dims[4] & (o.dims[4] - 1)) == 0 && o.dims[4] <= 64) {
+  if (channelPeriodic(o)) {
     const int64_t B = o.dims[4], mask = B - 1, plane = o.dims[2] * o.dims[3] * B, sb = o.strides[4];
     float pattern[2 * 64];  // the block's B values twice: any rotation is B contiguous values
     for (int64_t i = 0; i < n;) {
@@ -256,14 +261,21 @@ void assignSlots(Program& p, const std::vector<std::pair<int, int>>& extra_reads
   }
 }
 
+float* TileRunner::nextBuffer() {
+  const size_t k = static_cast<size_t>(gather_ - gather0_) / size_t(tile_);
+  if (k < kPeriodicFills) fills_[k] = {};  // no longer a per-channel operand's values
+  float* buf = gather_;
+  gather_ += tile_;
+  return buf;
+}
+
 const float* TileRunner::load(const Operand& o) {
   switch (o.kind) {
     case Operand::kTemp: return results_[o.temp];
     case Operand::kFull: {
       if (o.raw_int32) return (o.constant ? o.constant : static_cast<const float*>(inputs_[o.input].data)) + s_;
       if (o.from == DType::kFloat32) return base(o) + s_;
-      float* buf = gather_;
-      gather_ += tile_;
+      float* buf = nextBuffer();
       integersToFloats(o.from, static_cast<const char*>(inputs_[o.input].data) + s_ * int64_t(dtypeSize(o.from)), n_, buf);
       return buf;
     }
@@ -271,15 +283,26 @@ const float* TileRunner::load(const Operand& o) {
       if (!rows_scalar_) return rows_[o.row];
       [[fallthrough]];
     case Operand::kScalar: {
-      float* buf = gather_;
-      gather_ += tile_;
+      float* buf = nextBuffer();
       std::fill(buf, buf + n_, scalarValue(o));
       return buf;
     }
     case Operand::kGather: {
+      const size_t k = static_cast<size_t>(gather_ - gather0_) / size_t(tile_);
       float* buf = gather_;
       gather_ += tile_;
+      // A per-channel operand of a blocked tensor fills the same buffer on each tile of a
+      // (n, channel block) plane that starts at the same lane: filled once per plane.
+      PeriodicFill fill{};
+      if (k < kPeriodicFills && channelPeriodic(o)) {
+        const int64_t B = o.dims[4], plane = o.dims[2] * o.dims[3] * B, p = s_ / plane;
+        if ((s_ + n_ - 1) / plane == p) {
+          fill = {&o, base(o) + (p / o.dims[1]) * o.strides[0] + (p % o.dims[1]) * o.strides[1], s_ & (B - 1), n_};
+          if (fill == fills_[k]) return buf;
+        }
+      }
       gatherTile(o, base(o), s_, n_, buf);
+      if (k < kPeriodicFills) fills_[k] = fill;
       return buf;
     }
   }
@@ -289,7 +312,7 @@ const float* TileRunner::load(const Operand& o) {
 void TileRunner::runRange(int64_t s, int64_t n, size_t begin, size_t end, bool copies) {
   s_ = s;
   n_ = n;
-  gather_ = scratch_ + p_.slots * tile_;  // per-operand gather buffers follow the slots
+  gather_ = gather0_ = scratch_ + p_.slots * tile_;  // per-operand gather buffers follow the slots
   for (size_t i = begin; i < end; ++i) {
     const Instr& in = p_.code[i];
     float* y = in.output >= 0 ? outputs_[in.output].as<float>() + s

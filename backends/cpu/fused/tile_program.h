@@ -129,6 +129,7 @@ class TileRunner {
   }
   bool isScalar(const Operand& o) const { return o.kind == Operand::kScalar || (o.kind == Operand::kRow && rows_scalar_); }
   float scalarValue(const Operand& o) const { return o.kind == Operand::kRow ? rows_[o.row][0] : base(o)[0]; }
+  float* nextBuffer();  // the next gather buffer, for values other than a per-channel operand's
 
   const Program& p_;
   const std::vector<TensorView>& inputs_;
@@ -140,6 +141,17 @@ class TileRunner {
   int64_t tile_;
   int64_t s_ = 0, n_ = 0;
   float* gather_ = nullptr;
+  float* gather0_ = nullptr;
+  // What the first gather buffers hold when a per-channel operand filled them (the
+  // operand, its block's values, the first lane, the count); empty otherwise.
+  struct PeriodicFill {
+    const Operand* o;
+    const float* block;
+    int64_t lane, n;
+    bool operator==(const PeriodicFill& f) const { return o && o == f.o && block == f.block && lane == f.lane && n == f.n; }
+  };
+  static constexpr size_t kPeriodicFills = 4;
+  PeriodicFill fills_[kPeriodicFills] = {};
 };
 
 }  // namespace gkrt::cpu
