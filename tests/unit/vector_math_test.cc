@@ -56,6 +56,17 @@ TEST(VectorMath, ExpLogTanhSinCosWithinTwoUlpOfLibm) {
   EXPECT_LT(rel(cpu::VecFn::kTanh, std::tanh, x), scale);
   EXPECT_LT(rel(cpu::VecFn::kSin, std::sin, x), scale);
   EXPECT_LT(rel(cpu::VecFn::kCos, std::cos, x), scale);
+  // tanh: relative error near 0 (tanh(x) ~ x), around its switch at |x| = 0.9, NaN, +-1 far out
+  std::vector<float> t = {1e-30f, -3e-12f, 2e-7f, -1e-4f, 0.0123f, 0.8999f, -0.9f, 0.9001f, 20.0f, -1e30f};
+  for (float v = 0.85f; v < 0.95f; v += 1e-5f) t.push_back(v);
+  std::vector<float> ty(t.size());
+  cpu::vecMath(cpu::VecFn::kTanh, ty.data(), t.data(), static_cast<int64_t>(t.size()));
+  for (size_t i = 0; i < t.size(); ++i) EXPECT_NEAR(ty[i] / std::tanh(double(t[i])), 1.0, scale) << t[i];
+  std::vector<float> odd = {std::nanf(""), std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  cpu::vecMath(cpu::VecFn::kTanh, odd.data(), odd.data(), 3);  // in place
+  EXPECT_TRUE(std::isnan(odd[0]));
+  EXPECT_EQ(odd[1], 1.0f);
+  EXPECT_EQ(odd[2], -1.0f);
   std::vector<float> pos;
   for (int k = 1; k <= 16000; ++k) pos.push_back(k * 1e-2f);
   EXPECT_LT(rel(cpu::VecFn::kLog, std::log, pos), scale);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_tier.h"
+#include "backends/cpu/isa/row_math.h"
 
 #if defined(GKRT_HAVE_SLEEF) && defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -16,7 +17,6 @@
 extern "C" {
 GKRT_SLEEF_DECLARE(exp)
 GKRT_SLEEF_DECLARE(log)
-GKRT_SLEEF_DECLARE(tanh)
 GKRT_SLEEF_DECLARE(sin)
 GKRT_SLEEF_DECLARE(cos)
 __m512 Sleef_powf16_u10avx512f(__m512, __m512);
@@ -69,15 +69,19 @@ inline __attribute__((always_inline)) float erfOf(float a) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_ERF_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define GKRT_MATH_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
 #else
-#define GKRT_ERF_CLONES
+#define GKRT_MATH_CLONES
 #endif
-GKRT_ERF_CLONES void rationalErf(float* y, const float* x, int64_t n) {
+GKRT_MATH_CLONES void rationalErf(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = erfOf(x[i]);
 }
 
-GKRT_ERF_CLONES void geluErfLoop(float* y, int64_t n) {
+GKRT_MATH_CLONES void tanhLoop(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = tanhAccurate(x[i]);
+}
+
+GKRT_MATH_CLONES void geluErfLoop(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.0f + erfOf(y[i] * 0.7071067811865476f));
 }
 
@@ -103,9 +107,11 @@ GKRT_ERF_CLONES void geluErfLoop(float* y, int64_t n) {
   switch (fn) {                                                      \
     GKRT_SLEEF_ARM(kExp, exp, W, ISA)                                \
     GKRT_SLEEF_ARM(kLog, log, W, ISA)                                \
-    GKRT_SLEEF_ARM(kTanh, tanh, W, ISA)                              \
     GKRT_SLEEF_ARM(kSin, sin, W, ISA)                                \
     GKRT_SLEEF_ARM(kCos, cos, W, ISA)                                \
+    case VecFn::kErf:                                                \
+    case VecFn::kTanh:                                               \
+      return; /* gkrt's own loops (vecMath) */                       \
   }
 
 // Both entry points of one ISA: the functions, and pow (two operands, libm tail).
@@ -146,6 +152,7 @@ Isa isa() {
 
 void vecMath(VecFn fn, float* y, const float* x, int64_t n) {
   if (fn == VecFn::kErf) return rationalErf(y, x, n);
+  if (fn == VecFn::kTanh) return tanhLoop(y, x, n);
 #ifdef GKRT_SLEEF_X86
   if (isa() == Isa::kAvx512) return avx512Math(fn, y, x, n);
   if (isa() == Isa::kAvx2) return avx2Math(fn, y, x, n);
