@@ -68,6 +68,8 @@ const std::vector<PassSpec>& pipeline() {
       {1, "cluster", 2, "TransformOpOptimizer", level2, passes::optimizeTransforms},
       {1, "cluster", 3, "StaticShapeCluster", level1, passes::clusterOps},
       {3, "split", 0, "GraphKernelSplitter", level1, passes::splitClusters},
+      // gkrt's own: tf2onnx's NHWC<->NCHW Transposes around a convolution into its cluster (cpu column).
+      {3, "split", 1, "conv_transpose_fold", level1, passes::foldConvTransposes},
       {5, "combine", 0, "ParallelOpFusion", parallelLevel, passes::fuseParallel},
       {6, "build", 0, "DeadNodeElimination", level1, passes::eliminateDeadNodes},
   };

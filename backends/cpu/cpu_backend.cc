@@ -26,6 +26,7 @@
 #include "backends/cpu/quantization/int8_gemm.h"
 #include "backends/cpu/quantization/onednn_int8.h"
 #include "backends/cpu/onednn/onednn_kernels.h"
+#include "runtime/ir/channels_last_ends.h"
 #include "backends/cpu/onednn/onednn_pool_concat.h"
 #include "backends/cpu/rnn/onednn_recurrent.h"
 #include "backends/cpu/nn/pattern_kernels.h"
@@ -93,7 +94,13 @@ CpuBackend::CpuBackend(const BackendOptions& options)
 
 CpuBackend::~CpuBackend() = default;
 
-bool CpuBackend::supports(const ir::Graph&, const ir::Node& node) const { return node.op && node.op->reference; }
+// A convolution cluster with channels-last ends (conv_transpose_fold) only where oneDNN
+// has a fast convolution for it: elsewhere fusion keeps the Transposes outside.
+bool CpuBackend::supports(const ir::Graph& g, const ir::Node& node) const {
+  ir::ChannelsLastEnds ends;
+  if (ir::channelsLastEnds(node, &ends)) return cpu::oneDnnConvChannelsLastIsFast(g, node);
+  return node.op && node.op->reference;
+}
 
 // How the kernel compile() picks for `node` treats activation layouts.
 cpu::LayoutUse CpuBackend::layoutUse(const ir::Graph& g, const ir::Node& node) {
@@ -207,6 +214,10 @@ bool CpuBackend::streamsConstantInput(const ir::Node& node, size_t k) const {
 
 StatusOr<std::unique_ptr<Kernel>> CpuBackend::compile(const ir::Graph& g, const ir::Node& node) {
   const cpu::LayoutPlan& layout = layoutFor(g);
+  if (cpu::canRunOneDnnConvChannelsLast(g, node)) {  // plain ends (layoutUse): NHWC bytes, as fusion made them
+    auto k = cpu::compileOneDnnConvChannelsLast(g, node, /*allow_ref=*/true);
+    return k.ok() ? std::move(k) : makeReferenceKernel(node);
+  }
   const cpu::LayoutUse use = layoutUse(g, node);
   bool touches_blocked = false;
   for (int t : node.inputs) touches_blocked |= layout.isBlocked(t);

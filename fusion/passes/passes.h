@@ -32,6 +32,7 @@ PassResult fuseInt8WeightDynamicQuant(FusionContext& ctx);  // MatMul(x, int8 we
 PassResult sinkSqueezes(FusionContext& ctx);  // Conv2D -> Squeeze -> elementwise as Conv2D -> elementwise -> Squeeze
 PassResult fuseStackedReduce(FusionContext& ctx);  // ReduceMax/Min/Sum over a Concat of size-1 slices -> Maximum/Minimum/Add chain
 PassResult fuseOneHotMatMul(FusionContext& ctx);  // MatMul(Cast(Equal(ids, iota)), W) -> Gather of W's rows
+PassResult foldConvTransposes(FusionContext& ctx);  // NHWC<->NCHW Transposes around a Conv2D into its cluster (cpu)
 PassResult fuseChannelShuffle(FusionContext& ctx);  // Reshape -> Transpose -> Reshape channel shuffle -> Gather
 // The outputs of the nodes (MatMul and its two DequantizeLinear) of every match of
 // inference_qbmm_add_fusion, which ConstantFolding and the matmul_elem add passes leave

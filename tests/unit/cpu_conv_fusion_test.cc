@@ -372,6 +372,61 @@ TEST(ConvFusion, PerChannelAffineOverAConcatOfBlockedTensors) {
   }
 }
 
+// tf2onnx's convolutions: Transpose (NHWC -> NCHW) -> Conv2D -> Transpose back (a 1-D
+// one with a Squeeze before its Transpose; magika's input Transpose (0,2,1,3) of a map
+// one wide). conv_transpose_fold moves them into the convolution's cluster, which then
+// reads and writes NHWC bytes: one kernel, no reorder, where oneDNN has a fast NHWC
+// convolution (AVX-512's brgemm ones; elsewhere the backend declines and they stay out).
+// A Transpose that another node reads too is copied in; an output the graph returns is
+// left outside. Equal to the reference in every layout plan, thread count and opt_level.
+TEST(ConvFusion, TensorFlowTransposesAroundAConvolutionRunInsideIt) {
+  struct Case { const char* name; Shape x; bool folds_out; };
+  for (const Case& c : {Case{"conv1d", {2, 9, 16}, true}, Case{"conv2d", {1, 6, 5, 16}, true},
+                        Case{"one_wide", {1, 20, 24, 1}, false}}) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, c.x);
+    const std::string name = c.name;
+    Value y;
+    if (name == "conv1d") {  // [N, L, C] -> [N, 1, L, C] -> NCHW, a 1x3 kernel, bias and ReLU, Squeeze, back to [N, L', C']
+      Value e = b.op1("Reshape", {x}, ShapeAttrs{{2, 1, 9, 16}});
+      Value t = b.op1("Transpose", {e}, PermAttrs{{0, 3, 1, 2}});
+      Conv2DAttrs a;
+      Value conv = b.op1("Conv2D", {t, weight(b, {24, 16, 1, 3}, 111)}, a);
+      Value r = b.relu(b.add(conv, weight(b, {24, 1, 1}, 112)));
+      Value sq = b.op1("Squeeze", {r}, AxesAttrs{{2}});
+      y = b.op1("Transpose", {sq}, PermAttrs{{0, 2, 1}});
+      b.output(b.op1("ReduceSum", {t}, AxesAttrs{{1}, true}), "other");  // the input Transpose read elsewhere too
+    } else if (name == "conv2d") {  // NHWC in and out, a 3x3 convolution with its bias
+      Value t = b.op1("Transpose", {x}, PermAttrs{{0, 3, 1, 2}});
+      y = b.op1("Transpose", {conv(b, t, 16, 32, 3, 113)}, PermAttrs{{0, 2, 3, 1}});
+    } else {  // [1, L, C, 1] -> [1, C, L, 1], a 5x1 kernel, per-channel Add; the output NCHW and a graph output
+      Value t = b.op1("Transpose", {x}, PermAttrs{{0, 2, 1, 3}});
+      Value conv = b.op1("Conv2D", {t, weight(b, {16, 24, 5, 1}, 114)}, Conv2DAttrs{});
+      y = b.add(conv, weight(b, {16, 1, 1}, 115));
+    }
+    b.output(y, "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const std::vector<HostTensor> in{randomTensor(c.x, 116)};
+    const SessionRun on = runOn(*g, in, "cpu", 2, true, 1);
+    const SessionRun off = runOn(*g, in, "cpu", 2, true, 1, "--disable_pass=conv_transpose_fold");
+    if (on.details.find("folded") != std::string::npos) {
+      EXPECT_NE(on.details.find(c.folds_out ? "NHWC input and output" : "NHWC input (its Transpose folded)"),
+                std::string::npos) << on.details;
+      EXPECT_EQ(on.reorders, c.folds_out ? 0 : 1) << on.details;  // an NCHW output: oneDNN's NHWC one reordered
+      EXPECT_LT(on.kernels, off.kernels) << on.details << off.details;
+    } else {
+      EXPECT_FALSE(cpu::cpuTier().has(cpu::CpuIsa::kAvx512)) << "oneDNN's NHWC brgemm convolutions take these\n" << on.details;
+    }
+    EXPECT_EQ(off.details.find("folded"), std::string::npos) << off.details;
+    expectMatchesReference(*g, in);
+    // The reference backend takes the folded clusters too (their bodies op by op).
+    const SessionRun ref2 = runOn(*g, in, "reference", 2, false, 1), ref0 = runOn(*g, in, "reference", 0, false, 1);
+    for (size_t k = 0; k < ref0.outputs.size(); ++k) EXPECT_EQ(testing::compareTensors(ref2.outputs[k], ref0.outputs[k], 1e-5, 1e-6), "");
+  }
+}
+
 // Concat of plain tensors on every axis, any dtype: block copies equal to the reference.
 TEST(ConvFusion, ConcatCopiesOnEveryAxis) {
   for (int64_t axis : {0, 1, 2, -1}) {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/ir/channels_last_ends.h"
 #include "runtime/ir/op_def.h"
 
 #ifdef GKRT_HAVE_DNNL
@@ -129,12 +130,16 @@ class OneDnnConvKernel final : public Kernel {
   // `allow_ref`: keep a slow oneDNN implementation (the reference one, or post-ops on
   // a non-jit convolution) when it is the only one; else throw so that the caller
   // picks another kernel.
-  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false)
-      : p_(std::move(plan)), stream_(oneDnnEngine()) {
+  // `x_nhwc`, `y_nhwc`: the input is read, the output written, as NHWC bytes (a cluster
+  // with channels-last ends; `layout` null then).
+  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false,
+                   bool x_nhwc = false, bool y_nhwc = false)
+      : p_(std::move(plan)), stream_(oneDnnEngine()), x_nhwc_(x_nhwc), y_nhwc_(y_nhwc) {
+    (void)g;
     repointFolded(&p_);
     Conv2DAttrs a = p_.conv->attrs.get<Conv2DAttrs>();
-    Shape x = g.tensors[p_.x_tensor].shape;
-    Shape y = g.tensors[p_.output].shape;
+    Shape x = p_.body->tensors[p_.conv->inputs[0]].shape;  // the node's, or its channels-last end's
+    Shape y = p_.body->tensors[p_.conv->outputs[0]].shape;
     Shape ws = p_.body->tensors[p_.conv->inputs[1]].shape;
     // A convolution along H of maps one wide (tf2onnx's 1-D convolution, [N, C, L, 1] with a
     // [k, 1] kernel) runs as the same bytes along W ([N, C, 1, L], [1, k]): oneDNN's jit
@@ -151,9 +156,9 @@ class OneDnnConvKernel final : public Kernel {
     }
     const int block = layout ? layout->blockOf(y[1]) : 0;
     const bool x_blocked = layout && layout->isBlocked(p_.x_tensor);
-    const auto x_md = actDesc(x, x_blocked, layout);
+    const auto x_md = x_nhwc ? dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dt::f32, tag::nhwc) : actDesc(x, x_blocked, layout);
     const bool y_blocked = layout && layout->isBlocked(p_.output);
-    const auto y_md = actDesc(y, y_blocked, layout);
+    const auto y_md = y_nhwc ? dnnl::memory::desc({y[0], y[1], y[2], y[3]}, dt::f32, tag::nhwc) : actDesc(y, y_blocked, layout);
     const int64_t G = a.groups;
     const dims w_dims = G == 1 ? dims{ws[0], ws[1], ws[2], ws[3]}
                                : dims{G, ws[0] / G, ws[1], ws[2], ws[3]};
@@ -169,13 +174,14 @@ class OneDnnConvKernel final : public Kernel {
       full_binary = true;
       if (y_blocked) post.layout = activationTag(true, block, layout->channels_last);
     }
+    if (full_binary && y_nhwc) throw std::runtime_error("a full-size post-op operand with an NHWC output");
     const dims strides{a.strides[0], a.strides[1]}, dil{a.dilations[0] - 1, a.dilations[1] - 1};
     const dims pad_l{a.pads[0], a.pads[1]}, pad_r{a.pads[2], a.pads[3]};
     dnnl::primitive_attr attr;
     appendPostOps(p_.posts, 4, &attr, &post_mems_);
     // Layouts oneDNN picks itself, unless a full-size operand pins the destination;
     // blocked activations are given as they are (the layout oneDNN wants on this CPU).
-    const auto& src_md = x_blocked ? x_md : x_any;
+    const auto& src_md = x_blocked || x_nhwc ? x_md : x_any;
     const auto make_pd = [&](const dnnl::memory::desc& dst_md,
                              dnnl::algorithm alg = dnnl::algorithm::convolution_direct,
                              const dnnl::primitive_attr* with = nullptr) {
@@ -227,7 +233,7 @@ class OneDnnConvKernel final : public Kernel {
       const bool jit = impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0 || impl.rfind("brdgmm", 0) == 0;
       return isReferenceImpl(impl) || (!p_.posts.empty() && !jit);
     };
-    auto pd = winograd_pd_ ? *winograd_pd_ : make_pd(full_binary || y_blocked ? y_md : y_any);
+    auto pd = winograd_pd_ ? *winograd_pd_ : make_pd(full_binary || y_blocked || y_nhwc ? y_md : y_any);
     impl_ = pd.impl_info_str();
     // A blocked input with a plain output: with the destination left to oneDNN, 2.6 gives
     // some depthwise cases (5x5 on 7x7 maps, AVX-512) only its reference code, while a
@@ -263,12 +269,17 @@ class OneDnnConvKernel final : public Kernel {
     stream_.wait();
   }
 
+  void keepAlive(std::shared_ptr<const void> what) { keep_ = std::move(what); }
   size_t workspaceBytes() const override { return align(x_bytes_) + y_bytes_; }
   int reorders() const override { return (x_bytes_ > 0) + (y_bytes_ > 0); }
   bool slowPath() const override { return isReferenceImpl(impl_); }
   std::string detail() const override {
     std::string d = "oneDNN " + impl_;
     if (along_width_) d += " (1-D, run along W)";
+    if (x_nhwc_ || y_nhwc_) {
+      d += std::string(", NHWC ") + (x_nhwc_ && y_nhwc_ ? "input and output" : x_nhwc_ ? "input" : "output") +
+           " (its Transpose" + (x_nhwc_ && y_nhwc_ ? "s" : "") + " folded)";
+    }
     if (!after_.empty()) d += ", then " + std::to_string(after_.size()) + " in-place eltwise pass" + (after_.size() > 1 ? "es" : "");
     else if (!p_.posts.empty()) d += ", " + std::to_string(p_.posts.size()) + " post-op" + (p_.posts.size() > 1 ? "s" : "");
     if (reorders()) d += ", " + std::to_string(reorders()) + " reorder" + (reorders() > 1 ? "s" : "");
@@ -306,6 +317,8 @@ class OneDnnConvKernel final : public Kernel {
 
   ConvPlan p_;
   dnnl::stream stream_;
+  bool x_nhwc_ = false, y_nhwc_ = false;
+  std::shared_ptr<const void> keep_;  // what p_ points into when the kernel made it (a channels-last end's inner node)
   dnnl::primitive prim_;
   dnnl::memory x_mem_, w_mem_, b_mem_, y_mem_, x_conv_, y_conv_;
   dnnl::reorder x_reorder_, y_reorder_;
@@ -317,7 +330,50 @@ class OneDnnConvKernel final : public Kernel {
   std::vector<dnnl::eltwise_forward> after_;  // a Winograd convolution's unary epilogue, in place
 };
 
+// The convolution and epilogue of a cluster with channels-last ends, as a node of their
+// own: the body without its layout nodes, the Transpose's input read where its output
+// was, the epilogue's result as the output. The node's inputs and outputs stay the
+// cluster's (a ConvPlan's sources are positions in them).
+struct InnerConv {
+  ir::ChannelsLastEnds ends;
+  std::shared_ptr<ir::Graph> body;
+  ir::Node node;
+  ConvPlan plan;
+};
+
+std::shared_ptr<InnerConv> innerConv(const ir::Graph& g, const ir::Node& node) {
+  auto ic = std::make_shared<InnerConv>();
+  if (!ir::channelsLastEnds(node, &ic->ends)) return nullptr;
+  const ir::ChannelsLastEnds& e = ic->ends;
+  ic->body = std::make_shared<ir::Graph>(*node.subgraph);
+  ic->body->nodes.assign(node.subgraph->nodes.begin() + long(e.conv), node.subgraph->nodes.begin() + long(e.tail));
+  if (e.in) ic->body->inputs[size_t(e.x_input)] = e.conv_x;
+  ic->body->outputs = {e.chain_end};
+  ic->node = node;
+  ic->node.subgraph = ic->body;
+  if (!planConv(g, ic->node, &ic->plan)) return nullptr;
+  return ic;
+}
+
 }  // namespace
+
+bool canRunOneDnnConvChannelsLast(const ir::Graph& g, const ir::Node& node) { return innerConv(g, node) != nullptr; }
+
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConvChannelsLast(const ir::Graph& g, const ir::Node& node, bool allow_ref) {
+  std::shared_ptr<InnerConv> ic = innerConv(g, node);
+  if (!ic) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name, " with channels-last ends");
+  try {
+    auto k = std::make_unique<OneDnnConvKernel>(g, ic->plan, nullptr, allow_ref, false, ic->ends.in, ic->ends.out);
+    k->keepAlive(ic);
+    return std::unique_ptr<Kernel>(std::move(k));
+  } catch (const std::exception& e) {
+    return makeError(StatusCode::kUnsupported, "oneDNN convolution for ", node.name, ": ", e.what());
+  }
+}
+
+bool oneDnnConvChannelsLastIsFast(const ir::Graph& g, const ir::Node& node) {
+  return compileOneDnnConvChannelsLast(g, node, /*allow_ref=*/false).ok();
+}
 
 bool canRunOneDnnConv(const ir::Graph& g, const ir::Node& node) {
   ConvPlan p;
@@ -356,6 +412,11 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir
 namespace gkrt::cpu {
 bool canRunOneDnnConv(const ir::Graph&, const ir::Node&) { return false; }
 bool oneDnnConvIsFast(const ir::Graph&, const ir::Node&, int, bool) { return false; }
+bool canRunOneDnnConvChannelsLast(const ir::Graph&, const ir::Node&) { return false; }
+bool oneDnnConvChannelsLastIsFast(const ir::Graph&, const ir::Node&) { return false; }
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConvChannelsLast(const ir::Graph&, const ir::Node&, bool) {
+  return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
+}
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph&, const ir::Node& node, const LayoutPlan*, bool, bool) {
   return makeError(StatusCode::kUnsupported, "this gkrt was built without oneDNN (libdnnl-dev)");
 }

@@ -34,4 +34,13 @@ bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool 
 StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir::Node& node, const LayoutPlan* layout,
                                                     bool allow_ref, bool winograd = false);
 
+// A convolution cluster with channels-last ends (runtime/ir/channels_last_ends.h: the
+// Transposes conv_transpose_fold moved in): the convolution reads the cluster's input
+// and writes its output as NHWC bytes, one oneDNN convolution with its epilogue as
+// post-ops and no reorder where oneDNN's implementation is an NHWC one. `IsFast`:
+// whether oneDNN has a fast implementation for it (made to check; compile time only).
+bool canRunOneDnnConvChannelsLast(const ir::Graph& g, const ir::Node& node);
+bool oneDnnConvChannelsLastIsFast(const ir::Graph& g, const ir::Node& node);
+StatusOr<std::unique_ptr<Kernel>> compileOneDnnConvChannelsLast(const ir::Graph& g, const ir::Node& node, bool allow_ref);
+
 }  // namespace gkrt::cpu
