@@ -20,13 +20,6 @@ namespace {
 
 constexpr const char* kBuildOptions = "-cl-std=CL1.2";
 
-// The options a program is built with, as the cache keys it: gkrt's and those PoCL adds
-// from $POCL_EXTRA_BUILD_FLAGS (the tests set -cl-opt-disable: their unoptimised builds
-// must not be loaded by an optimised run sharing the cache).
-std::string cacheOptions() {
-  const char* extra = std::getenv("POCL_EXTRA_BUILD_FLAGS");
-  return std::string(kBuildOptions) + (extra && *extra ? std::string(" ") + extra : "");
-}
 
 std::string buildLog(cl_program p, cl_device_id d) {
   size_t n = 0;
@@ -58,6 +51,11 @@ StatusOr<std::unique_ptr<Backend>> OpenClBackend::create(const BackendOptions& o
   ASSIGN_OR_RETURN(auto dev, opencl::openClDevice(options.device));
   std::string dir = options.program_cache_dir ? *options.program_cache_dir : defaultProgramCacheDir("opencl");
   auto backend = std::unique_ptr<OpenClBackend>(new OpenClBackend(std::move(dev), std::move(dir)));
+  // The options programs are built with, as the cache keys them: gkrt's and those PoCL
+  // adds from $POCL_EXTRA_BUILD_FLAGS (the tests set -cl-opt-disable: their unoptimised
+  // builds must not be loaded by an optimised run sharing the cache).
+  const char* extra = std::getenv("POCL_EXTRA_BUILD_FLAGS");
+  backend->cache_options_ = std::string(kBuildOptions) + (extra && *extra ? std::string(" ") + extra : "");
   if (options.communicator) backend->ranks_ = options.communicator->size();
   return std::unique_ptr<Backend>(std::move(backend));
 }
@@ -202,7 +200,7 @@ StatusOr<cl_program> OpenClBackend::buildProgram(const std::string& source, cons
 
 // The program of `source` from the cache, else compiled and stored.
 StatusOr<cl_program> OpenClBackend::programFor(const std::string& source, const std::vector<SourcePart>& parts) {
-  const std::string key = ProgramCache::keyFor(source, cacheOptions(), dev_->identity());
+  const std::string key = ProgramCache::keyFor(source, cache_options_, dev_->identity());
   if (auto bin = cache_.load(key)) {
     cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
     const size_t size = bin->size();

@@ -62,6 +62,7 @@ class OpenClBackend : public Backend {
 
   std::shared_ptr<opencl::ClDevice> dev_;
   ProgramCache cache_;
+  std::string cache_options_;  // the build options as the cache keys them (create())
   std::vector<std::shared_ptr<opencl::KernelSlot>> pending_;
   int next_kernel_ = 0;
   const char* last_program_ = "none";

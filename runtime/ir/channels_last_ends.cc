@@ -11,6 +11,7 @@ namespace {
 bool isOp(const Node& n, const char* name) { return n.op && std::string(n.op->name) == name; }
 
 bool isLayoutOnly(const Node& n) {
+  if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.size() != 1) return false;
   return isOp(n, "Squeeze") || isOp(n, "Unsqueeze") || isOp(n, "Reshape") || isOp(n, "Flatten") ||
          isOp(n, "Transpose");
 }

@@ -73,24 +73,21 @@ inline float expNonPositive(float v) {
   return v < -87.0f ? 0.0f : p * scale;
 }
 
-// Sigmoid and tanh through expNonPositive of -|x|, for loops that vectorise whole:
-// relative error ~3e-7 (sigmoid), absolute ~2e-7 (tanh).
+// Sigmoid through expNonPositive of -|x|, for loops that vectorise whole: relative
+// error ~3e-7.
 inline float sigmoidOf(float x) {
   const float e = expNonPositive(-std::fabs(x));
   const float r = 1.0f / (1.0f + e);
   return x >= 0.0f ? r : e * r;
 }
-inline float tanhOf(float x) {
-  const float e = expNonPositive(-2.0f * std::fabs(x));
-  return std::copysign((1.0f - e) / (1.0f + e), x);
-}
 
-// tanh within about 1 ulp (relative) everywhere, for loops that vectorise whole: below
-// |x| = 0.9 the odd polynomial x + x^3 q(x^2) (q of degree 6, fitted to tanh's relative
-// error on [0, 0.9]: 0.8 ulp in float32), beyond it 1 - 2e / (1 + e) with e = exp(-2|x|)
-// (0.8 ulp). SLEEF's 1-ulp tanhf took 2.4 ns an element on AVX-512, 4.5x its expf.
-// NaN stays NaN; +-inf gives +-1.
-inline float tanhAccurate(float x) {
+// tanh within about 1 ulp (relative) everywhere, for loops that vectorise whole (vecMath's
+// tanh, the recurrent kernels' gates): below |x| = 0.9 the odd polynomial x + x^3 q(x^2)
+// (q of degree 6, fitted to tanh's relative error on [0, 0.9]: 0.8 ulp in float32),
+// beyond it 1 - 2e / (1 + e) with e = expNonPositive(-2|x|) (0.8 ulp); (1 - e) / (1 + e)
+// alone lost the relative precision near 0. SLEEF's 1-ulp tanhf took 2.4 ns an element
+// on AVX-512, 4.5x its expf. NaN stays NaN; +-inf gives +-1.
+inline float tanhOf(float x) {
   const float a = std::fabs(x), u = x * x;
   float q = -4.2021501576527953e-04f;
   q = q * u + 2.4785601999610662e-03f;

@@ -78,7 +78,7 @@ GKRT_MATH_CLONES void rationalErf(float* y, const float* x, int64_t n) {
 }
 
 GKRT_MATH_CLONES void tanhLoop(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = tanhAccurate(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = tanhOf(x[i]);
 }
 
 GKRT_MATH_CLONES void geluErfLoop(float* y, int64_t n) {

@@ -132,10 +132,9 @@ class OneDnnConvKernel final : public Kernel {
   // picks another kernel.
   // `x_nhwc`, `y_nhwc`: the input is read, the output written, as NHWC bytes (a cluster
   // with channels-last ends; `layout` null then).
-  OneDnnConvKernel(const ir::Graph& g, ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false,
-                   bool x_nhwc = false, bool y_nhwc = false)
+  OneDnnConvKernel(ConvPlan plan, const LayoutPlan* layout, bool allow_ref, bool winograd = false, bool x_nhwc = false,
+                   bool y_nhwc = false)
       : p_(std::move(plan)), stream_(oneDnnEngine()), x_nhwc_(x_nhwc), y_nhwc_(y_nhwc) {
-    (void)g;
     repointFolded(&p_);
     Conv2DAttrs a = p_.conv->attrs.get<Conv2DAttrs>();
     Shape x = p_.body->tensors[p_.conv->inputs[0]].shape;  // the node's, or its channels-last end's
@@ -363,7 +362,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnConvChannelsLast(const ir::Graph&
   std::shared_ptr<InnerConv> ic = innerConv(g, node);
   if (!ic) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name, " with channels-last ends");
   try {
-    auto k = std::make_unique<OneDnnConvKernel>(g, ic->plan, nullptr, allow_ref, false, ic->ends.in, ic->ends.out);
+    auto k = std::make_unique<OneDnnConvKernel>(ic->plan, nullptr, allow_ref, false, ic->ends.in, ic->ends.out);
     k->keepAlive(ic);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const std::exception& e) {
@@ -387,7 +386,7 @@ bool oneDnnConvIsFast(const ir::Graph& g, const ir::Node& node, int block, bool 
   // reference code, so probing it blocked would claim a fast kernel the plan cannot give.)
   const LayoutPlan layout = probeLayout(g, block, channels_last, {p.x_tensor, p.output});
   try {
-    OneDnnConvKernel probe(g, std::move(p), &layout, /*allow_ref=*/false);
+    OneDnnConvKernel probe(std::move(p), &layout, /*allow_ref=*/false);
     return true;
   } catch (const std::exception&) {
     return false;
@@ -399,7 +398,7 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnnConv(const ir::Graph& g, const ir
   ConvPlan p;
   if (!planConv(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
   try {
-    return std::unique_ptr<Kernel>(new OneDnnConvKernel(g, std::move(p), layout, allow_ref, winograd));
+    return std::unique_ptr<Kernel>(new OneDnnConvKernel(std::move(p), layout, allow_ref, winograd));
   } catch (const std::exception& e) {  // dnnl::error and allocation failures
     return makeError(StatusCode::kUnsupported, "oneDNN convolution for ", node.name, ": ", e.what());
   }
