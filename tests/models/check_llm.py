@@ -57,10 +57,9 @@ def run_step(gkrt, gkm, backend, level, work, feeds, past, layers):
     return logits, present
 
 
-def generate_check(args, gkm, form, backend, prompt, want, want_ids, layers):
-    """`gkrt generate` greedy: each generated token's logits against onnxruntime's (the
-    fp32 tolerance of the run path), the ids against onnxruntime's."""
-    n = args.gen_tokens
+def generate_check(args, gkm, form, backend, prompt, want, want_ids, layers, n):
+    """`gkrt generate` greedy, n tokens: each generated token's logits against onnxruntime's
+    (the fp32 tolerance of the run path), the ids against onnxruntime's."""
     out = os.path.join(args.work_dir, f"gen_{form}_{backend}.npy")
     r = subprocess.run([args.gkrt, "generate", gkm, "--input-ids", ",".join(map(str, prompt[0].tolist())),
                         "--max-tokens", str(n), "--max-context", "128", "--backend", backend, "--logits-out", out],
@@ -159,6 +158,8 @@ def main():
     ap.add_argument("--gen-tokens", type=int, default=8, help="tokens `gkrt generate` makes per form (0: skip)")
     ap.add_argument("--gen-backends", default="cpu", help="backends whose generate logits are checked on every form")
     ap.add_argument("--gen-agree", default="", help="backends that must give the first form's greedy ids too")
+    ap.add_argument("--gen-agree-tokens", type=int, default=1 << 30,
+                    help="how many of those ids the --gen-agree backends generate (default: --gen-tokens)")
     ap.add_argument("--generator-check", default="", help="tests/llm/generator_check.cc's binary: C API, allocations, overflow")
     ap.add_argument("--python-package", default="", help="build/python: gkrt.Generator on the first form too")
     ap.add_argument("--require-weights", action="store_true")
@@ -214,7 +215,8 @@ def main():
         if args.gen_tokens > 0:
             backends = args.gen_backends.split(",") + (args.gen_agree.split(",") if form == keys[0] and args.gen_agree else [])
             for backend in backends:
-                good, runs_made = generate_check(args, gkm, form, backend, prompt, want, want_ids, layers)
+                n = args.gen_tokens if backend in args.gen_backends.split(",") else min(args.gen_tokens, args.gen_agree_tokens)
+                good, runs_made = generate_check(args, gkm, form, backend, prompt, want, want_ids, layers, n)
                 ok = ok and good
                 runs += runs_made
             if args.generator_check and form == keys[0]:
