@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/math/gemm.h"
@@ -46,17 +47,43 @@ void clipTo(float bound, float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = std::min(bound, std::max(-bound, v[i]));
 }
 
-// acc[0:n] += sum_k h[k] * rt[k * ldr + 0:n]: one row of H times R^T (R stored
-// transposed, so each step streams it once in order). Four rows of R per pass over acc;
-// the loops vectorise (AVX-512, FMA clones picked by CPU features at load).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_RECURRENT_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
+// Each loop below has one build per x86-64 tier, picked by cpuTier() (so GKRT_CPU_ISA caps
+// it): an always_inline body, instantiated with the tier's vector type inside a
+// GKRT_TARGET_* function. Vector types are the tier's width: GCC lowers a 64-byte vector
+// in an AVX2 function through the stack (addRowsTimesPanels' AVX2 clone with 16-float
+// vectors ran at ~1.2 GFLOP/s: silero's LSTM 0.86 ms for 16 steps of hidden 128).
+typedef float V4 __attribute__((vector_size(16)));
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V16 __attribute__((vector_size(64)));
+// (a macro: a function returning a vector type warns of the ABI in the portable build)
+#define GKRT_LOADV(V, p) ({ V v_; std::memcpy(&v_, (p), sizeof v_); v_; })
+template <class V>
+constexpr int kLanes = int(sizeof(V) / sizeof(float));
+
+// Calls body(tag) with the widest vector type of the effective tier: V16 (AVX-512), V8
+// (AVX2+FMA) or V4 (SSE2 / NEON), inside a function built for that tier.
+#ifdef GKRT_X86_TIERS
+#define GKRT_RECURRENT_DISPATCH(name, params, args)                          \
+  GKRT_TARGET_AVX512 void name##Avx512 params { name##Body<V16> args; }      \
+  GKRT_TARGET_AVX2 void name##Avx2 params { name##Body<V8> args; }           \
+  void name##Portable params { name##Body<V4> args; }                        \
+  void name params {                                                         \
+    const CpuTier& t = cpuTier();                                            \
+    if (t.has(CpuIsa::kAvx512)) return name##Avx512 args;                    \
+    if (t.has(CpuIsa::kAvx2)) return name##Avx2 args;                        \
+    name##Portable args;                                                     \
+  }
 #else
-#define GKRT_RECURRENT_CLONES
+#define GKRT_RECURRENT_DISPATCH(name, params, args) \
+  void name params { name##Body<V4> args; }
 #endif
 
-GKRT_RECURRENT_CLONES void addRowTimes(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
-                                       float* __restrict acc) {
+// acc[0:n] += sum_k h[k] * rt[k * ldr + 0:n]: one row of H times R^T (R stored
+// transposed, so each step streams it once in order). Four rows of R per pass over acc;
+// the loops vectorise at the tier's width.
+template <class V>
+__attribute__((always_inline)) inline void addRowTimesBody(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
+                                                           float* __restrict acc) {
   int64_t k = 0;
   for (; k + 4 <= K; k += 4) {
     const float h0 = h[k], h1 = h[k + 1], h2 = h[k + 2], h3 = h[k + 3];
@@ -72,40 +99,46 @@ GKRT_RECURRENT_CLONES void addRowTimes(const float* h, const float* rt, int64_t 
     for (int64_t j = 0; j < n; ++j) acc[j] += hk * r[j];
   }
 }
+GKRT_RECURRENT_DISPATCH(addRowTimes, (const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc),
+                        (h, rt, K, ldr, n, acc))
 
 // acc[b][0:n] += sum_k h[b][k] * rt[k * ldr + 0:n] for B rows of h (stride H = K) and
-// acc (stride lda): 16 columns at a time with the B rows' sums in registers, each row of
-// R read once for all B (one row at a time read R once a row, and acc once a 4 k).
-typedef float V16 __attribute__((vector_size(64)));  // 16 floats: a zmm register in the AVX-512 clone
-#define GKRT_LOAD16(p) ({ V16 v_; std::memcpy(&v_, (p), sizeof v_); v_; })
+// acc (stride lda): C vectors of columns at a time with the B rows' sums in registers,
+// each row of R read once for all B (one row at a time read R once a row, and acc once a 4 k).
+// Per tier, rows a pass x vectors a chunk = accumulators: AVX-512 4 x 4 (16 of 32 zmm),
+// AVX2 3 x 4 (12 of 16 ymm), SSE2/NEON 2 x 4 (8 of 16).
+template <class V>
+constexpr int kRowsAPass = kLanes<V> == 16 ? 4 : kLanes<V> == 8 ? 3 : 2;
 
-// C column chunks of 16 for B rows: B x C independent FMA chains over k (one chain a
-// chunk waited on each FMA's latency).
-template <int B, int C>
+// C column vectors for B rows: B x C independent FMA chains over k (one chain a chunk
+// waited on each FMA's latency). R's rows `ldr` apart.
+template <class V, int B, int C>
 __attribute__((always_inline)) inline void addRowsTimesChunks(const float* h, const float* rt, int64_t K, int64_t ldr, float* acc,
                                                               int64_t lda, int64_t j0) {
-  V16 a[B][C];
+  constexpr int L = kLanes<V>;
+  V a[B][C];
   for (int b = 0; b < B; ++b)
-    for (int c = 0; c < C; ++c) a[b][c] = GKRT_LOAD16(acc + b * lda + j0 + 16 * c);
+    for (int c = 0; c < C; ++c) a[b][c] = GKRT_LOADV(V, acc + b * lda + j0 + L * c);
   for (int64_t k = 0; k < K; ++k) {
     const float* r = rt + k * ldr + j0;
-    V16 rv[C];
-    for (int c = 0; c < C; ++c) rv[c] = GKRT_LOAD16(r + 16 * c);
+    V rv[C];
+    for (int c = 0; c < C; ++c) rv[c] = GKRT_LOADV(V, r + L * c);
     for (int b = 0; b < B; ++b) {
-      const float hb = h[b * K + k];
+      const V hb = V{} + h[b * K + k];
       for (int c = 0; c < C; ++c) a[b][c] += hb * rv[c];
     }
   }
   for (int b = 0; b < B; ++b)
-    for (int c = 0; c < C; ++c) std::memcpy(acc + b * lda + j0 + 16 * c, &a[b][c], sizeof(V16));
+    for (int c = 0; c < C; ++c) std::memcpy(acc + b * lda + j0 + L * c, &a[b][c], sizeof(V));
 }
 
-template <int B>
-__attribute__((always_inline)) inline void addRowsTimesBody(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
+template <class V, int B>
+__attribute__((always_inline)) inline void addRowsTimesRows(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
                                                             float* acc, int64_t lda) {
+  constexpr int L = kLanes<V>;
   int64_t j0 = 0;
-  for (; j0 + 64 <= n; j0 += 64) addRowsTimesChunks<B, 4>(h, rt, K, ldr, acc, lda, j0);
-  for (; j0 + 16 <= n; j0 += 16) addRowsTimesChunks<B, 1>(h, rt, K, ldr, acc, lda, j0);
+  for (; j0 + 4 * L <= n; j0 += 4 * L) addRowsTimesChunks<V, B, 4>(h, rt, K, ldr, acc, lda, j0);
+  for (; j0 + L <= n; j0 += L) addRowsTimesChunks<V, B, 1>(h, rt, K, ldr, acc, lda, j0);
   for (; j0 < n; ++j0) {
     for (int b = 0; b < B; ++b) {
       float v = acc[b * lda + j0];
@@ -121,11 +154,12 @@ __attribute__((always_inline)) inline void addRowsTimesBody(const float* h, cons
 // chunk walked down rows 4 n bytes apart (an LSTM step of hidden 512, R^T 4 MiB from L3:
 // 0.188 against 0.136 ms on a full-width AVX-512 Xeon). The sums per column in the same
 // order as addRowsTimes'.
-template <int B>
-__attribute__((always_inline)) inline void addRowsTimesPanelsBody(const float* h, const float* panels, int64_t K, int64_t n,
+template <class V, int B>
+__attribute__((always_inline)) inline void addRowsTimesPanelsRows(const float* h, const float* panels, int64_t K, int64_t n,
                                                                   float* acc, int64_t lda) {
+  constexpr int L = kLanes<V>;
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
-    const float* r = panels + (j0 / 64) * K * 64;
+    const float* panel = panels + (j0 / 64) * K * 64;
     const int64_t w = std::min<int64_t>(64, n - j0);
     float part[B][64];  // the last panel's columns, padded
     float* a0 = w == 64 ? acc + j0 : part[0];
@@ -136,38 +170,38 @@ __attribute__((always_inline)) inline void addRowsTimesPanelsBody(const float* h
         std::memcpy(part[b], acc + b * lda + j0, sizeof(float) * size_t(w));
       }
     }
-    V16 a[B][4];
-    for (int b = 0; b < B; ++b)
-      for (int c = 0; c < 4; ++c) a[b][c] = GKRT_LOAD16(a0 + b * lda_a + 16 * c);
-    for (int64_t k = 0; k < K; ++k, r += 64) {
-      V16 rv[4];
-      for (int c = 0; c < 4; ++c) rv[c] = GKRT_LOAD16(r + 16 * c);
-      for (int b = 0; b < B; ++b) {
-        const float hb = h[b * K + k];
-        for (int c = 0; c < 4; ++c) a[b][c] += hb * rv[c];
-      }
-    }
-    for (int b = 0; b < B; ++b)
-      for (int c = 0; c < 4; ++c) std::memcpy(a0 + b * lda_a + 16 * c, &a[b][c], sizeof(V16));
+    // The panel in column chunks of 4 vectors (one chunk at AVX-512, 2 at AVX2, 4 at SSE2).
+    for (int q = 0; q < 64; q += 4 * L) addRowsTimesChunks<V, B, 4>(h, panel + q, K, 64, a0 + q, lda_a, 0);
     if (w < 64) {
       for (int b = 0; b < B; ++b) std::memcpy(acc + b * lda + j0, part[b], sizeof(float) * size_t(w));
     }
   }
 }
 
-GKRT_RECURRENT_CLONES void addRowsTimesPanels(const float* h, int64_t rows, const float* panels, int64_t K, int64_t n, float* acc,
-                                              int64_t lda) {
-  for (int64_t b0 = 0; b0 < rows; b0 += 4) {
-    const float* hb = h + b0 * K;
-    float* ab = acc + b0 * lda;
-    switch (std::min<int64_t>(4, rows - b0)) {
-      case 1: addRowsTimesPanelsBody<1>(hb, panels, K, n, ab, lda); break;
-      case 2: addRowsTimesPanelsBody<2>(hb, panels, K, n, ab, lda); break;
-      case 3: addRowsTimesPanelsBody<3>(hb, panels, K, n, ab, lda); break;
-      default: addRowsTimesPanelsBody<4>(hb, panels, K, n, ab, lda); break;
+// Runs rows(B) over the rows of h in passes of kRowsAPass<V>.
+template <class V, class Rows>
+__attribute__((always_inline)) inline void inRowPasses(int64_t rows, const Rows& run) {
+  constexpr int P = kRowsAPass<V>;
+  for (int64_t b0 = 0; b0 < rows; b0 += P) {
+    switch (std::min<int64_t>(P, rows - b0)) {
+      case 1: run(b0, std::integral_constant<int, 1>()); break;
+      case 2: run(b0, std::integral_constant<int, 2 <= P ? 2 : 1>()); break;
+      case 3: run(b0, std::integral_constant<int, 3 <= P ? 3 : 1>()); break;
+      default: run(b0, std::integral_constant<int, P>()); break;
     }
   }
 }
+
+template <class V>
+__attribute__((always_inline)) inline void addRowsTimesPanelsBody(const float* h, int64_t rows, const float* panels, int64_t K,
+                                                                  int64_t n, float* acc, int64_t lda) {
+  inRowPasses<V>(rows, [&](int64_t b0, auto b) {
+    addRowsTimesPanelsRows<V, decltype(b)::value>(h + b0 * K, panels, K, n, acc + b0 * lda, lda);
+  });
+}
+GKRT_RECURRENT_DISPATCH(addRowsTimesPanels,
+                        (const float* h, int64_t rows, const float* panels, int64_t K, int64_t n, float* acc, int64_t lda),
+                        (h, rows, panels, K, n, acc, lda))
 
 // Weights of one direction, laid out for the kernel.
 struct DirectionWeights {
@@ -451,24 +485,23 @@ class RecurrentKernel final : public Kernel {
 
 }  // namespace
 
-GKRT_RECURRENT_CLONES void addRowsTimes(const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n,
-                                        float* acc, int64_t lda) {
-  for (int64_t b0 = 0; b0 < rows; b0 += 4) {
-    const float* hb = h + b0 * K;
-    float* ab = acc + b0 * lda;
-    switch (std::min<int64_t>(4, rows - b0)) {
-      case 1: addRowsTimesBody<1>(hb, rt, K, ldr, n, ab, lda); break;
-      case 2: addRowsTimesBody<2>(hb, rt, K, ldr, n, ab, lda); break;
-      case 3: addRowsTimesBody<3>(hb, rt, K, ldr, n, ab, lda); break;
-      default: addRowsTimesBody<4>(hb, rt, K, ldr, n, ab, lda); break;
-    }
-  }
+template <class V>
+__attribute__((always_inline)) inline void addRowsTimesBody(const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr,
+                                                            int64_t n, float* acc, int64_t lda) {
+  inRowPasses<V>(rows, [&](int64_t b0, auto b) {
+    addRowsTimesRows<V, decltype(b)::value>(h + b0 * K, rt, K, ldr, n, acc + b0 * lda, lda);
+  });
 }
+GKRT_RECURRENT_DISPATCH(addRowsTimes,
+                        (const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc,
+                         int64_t lda),
+                        (h, rows, rt, K, ldr, n, acc, lda))
 
 // Sigmoid and tanh inline (row_math.h), so the loop vectorises whole: the separate SLEEF
 // tanh calls a gate (1-ulp, 64 elements a call) were a third of a small LSTM's time.
-GKRT_RECURRENT_CLONES void lstmDefaultGatesOf(const float* __restrict g, int64_t H, int64_t n, float* __restrict c,
-                                               float* __restrict h) {
+template <class V>
+__attribute__((always_inline)) inline void lstmDefaultGatesOfBody(const float* __restrict g, int64_t H, int64_t n,
+                                                                  float* __restrict c, float* __restrict h) {
   for (int64_t j = 0; j < n; ++j) {
     const float i = sigmoidOf(g[j]), o = sigmoidOf(g[H + j]), f = sigmoidOf(g[2 * H + j]), cc = tanhOf(g[3 * H + j]);
     const float cn = f * c[j] + i * cc;
@@ -476,6 +509,7 @@ GKRT_RECURRENT_CLONES void lstmDefaultGatesOf(const float* __restrict g, int64_t
     h[j] = o * tanhOf(cn);
   }
 }
+GKRT_RECURRENT_DISPATCH(lstmDefaultGatesOf, (const float* g, int64_t H, int64_t n, float* c, float* h), (g, H, n, c, h))
 
 void lstmDefaultGates(const float* g, int64_t H, float* c, float* h) { lstmDefaultGatesOf(g, H, H, c, h); }
 
