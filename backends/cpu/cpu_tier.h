@@ -28,6 +28,45 @@
 #define GKRT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #endif
 
+// A loop whose body the compiler vectorises, built once per x86-64 tier and picked by
+// cpuTier() on each call:
+//   GKRT_INLINE_BODY float addRowBody(float* s, const float* a, int64_t n) { ...loop... }
+//   GKRT_TIERED(float, addRow, (float* s, const float* a, int64_t n), (s, a, n), "avx512f", "fma")
+// defines addRow (the tier read once, on its first call): the body in a function with
+// target("avx512f") for the AVX-512 tiers,
+// target("fma") for AVX2 and the baseline build below (GKRT_TIERED_AVX2: no AVX-512 build;
+// AVX-512 runs the AVX2 one). Each loop keeps the instruction subset it was measured with
+// ("fma" contracts a * b + c, plain "avx2" does not). Elsewhere (Arm, clang-free builds
+// without x86 tiers) it is the body.
+#define GKRT_INLINE_BODY __attribute__((always_inline)) inline
+#ifdef GKRT_X86_TIERS
+#define GKRT_TIERED(ret, name, params, args, t512, t256)                                              \
+  __attribute__((target(t512), flatten)) static ret name##OnAvx512 params { return name##Body args; } \
+  __attribute__((target(t256), flatten)) static ret name##OnAvx2 params { return name##Body args; }   \
+  __attribute__((flatten)) static ret name##OnBaseline params { return name##Body args; }             \
+  ret name params {                                                                                   \
+    static const int tier_ = ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx512) ? 2             \
+                             : ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx2) ? 1             \
+                                                                                      : 0;            \
+    if (tier_ == 2) return name##OnAvx512 args;                                                       \
+    if (tier_ == 1) return name##OnAvx2 args;                                                         \
+    return name##OnBaseline args;                                                                     \
+  }
+#define GKRT_TIERED_AVX2(ret, name, params, args, t256)                                             \
+  __attribute__((target(t256), flatten)) static ret name##OnAvx2 params { return name##Body args; } \
+  __attribute__((flatten)) static ret name##OnBaseline params { return name##Body args; }           \
+  ret name params {                                                                                 \
+    static const bool avx2_ = ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx2);               \
+    if (avx2_) return name##OnAvx2 args;                                                            \
+    return name##OnBaseline args;                                                                   \
+  }
+#else
+#define GKRT_TIERED(ret, name, params, args, t512, t256) \
+  ret name params { return name##Body args; }
+#define GKRT_TIERED_AVX2(ret, name, params, args, t256) \
+  ret name params { return name##Body args; }
+#endif
+
 namespace gkrt::cpu {
 
 enum class CpuIsa { kScalar, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16, kAvx512Amx, kNeon, kDotProd, kI8mm, kSve };

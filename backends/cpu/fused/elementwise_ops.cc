@@ -5,18 +5,14 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/isa/vector_math.h"
 
 namespace gkrt::cpu {
 
-// The op loops below vectorise; on x86-64 an AVX2 clone (8 floats a step instead of
-// SSE2's 4) is picked by CPU features at load. `flatten` inlines the loops into each
-// clone. No FMA: a clone must round as the baseline does.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_EW_CLONES __attribute__((target_clones("avx2", "default"), flatten))
-#else
-#define GKRT_EW_CLONES
-#endif
+// The op loops below vectorise; on x86-64 an AVX2 build (8 floats a step instead of
+// SSE2's 4) is picked by cpuTier() (GKRT_TIERED_AVX2, cpu_tier.h; `flatten` inlines the
+// loops into each build). No FMA: each build must round as the baseline does.
 
 bool ewOpFor(const char* name, int num_inputs, EwOp* op) {
   static const struct { const char* name; int inputs; EwOp op; } kOps[] = {
@@ -116,7 +112,7 @@ template <class F> void viaExpNeg(float* y, const float* a, int64_t n, F f) {
 
 }  // namespace
 
-GKRT_EW_CLONES void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2) {
+GKRT_INLINE_BODY void runEwOpBody(EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2) {
   switch (op) {
     case EwOp::kAdd: return binary(y, a, b, n, [](float p, float q) { return p + q; });
     case EwOp::kSub: return binary(y, a, b, n, [](float p, float q) { return p - q; });
@@ -165,10 +161,14 @@ GKRT_EW_CLONES void runEwOp(EwOp op, float* y, const float* a, const float* b, i
     case EwOp::kSelect: return;  // runSelect
   }
 }
+GKRT_TIERED_AVX2(void, runEwOp, (EwOp op, float* y, const float* a, const float* b, int64_t n, float c, float c2),
+                 (op, y, a, b, n, c, c2), "avx2")
 
-GKRT_EW_CLONES void runSelect(float* y, const float* cond, const float* a, const float* b, int64_t n) {
+GKRT_INLINE_BODY void runSelectBody(float* y, const float* cond, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = cond[i] != 0.0f ? a[i] : b[i];
 }
+GKRT_TIERED_AVX2(void, runSelect, (float* y, const float* cond, const float* a, const float* b, int64_t n),
+                 (y, cond, a, b, n), "avx2")
 
 namespace {
 
@@ -182,7 +182,7 @@ template <class F> inline void withScalar(float* y, const float* v, float s, boo
 
 }  // namespace
 
-GKRT_EW_CLONES bool runEwOpScalar(EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n) {
+GKRT_INLINE_BODY bool runEwOpScalarBody(EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n) {
   switch (op) {
     case EwOp::kAdd: withScalar(y, v, s, scalar_first, n, [](float p, float q) { return p + q; }); return true;
     case EwOp::kSub: withScalar(y, v, s, scalar_first, n, [](float p, float q) { return p - q; }); return true;
@@ -200,5 +200,7 @@ GKRT_EW_CLONES bool runEwOpScalar(EwOp op, float* y, const float* v, float s, bo
     default: return false;
   }
 }
+GKRT_TIERED_AVX2(bool, runEwOpScalar, (EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n),
+                 (op, y, v, s, scalar_first, n), "avx2")
 
 }  // namespace gkrt::cpu

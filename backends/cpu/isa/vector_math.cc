@@ -50,7 +50,7 @@ void libmPow(float* y, const float* x, const float* e, int64_t n) {
 
 // erf as the odd/even rational approximation on [-4, 4] (+-1 beyond, in float), max
 // error 4.5e-7 against double-precision erf; NaN passes through. A branch-free loop the
-// compiler vectorises, cloned for AVX-512/AVX2 on x86-64 (picked at load time): several
+// compiler vectorises, built for AVX-512/AVX2 on x86-64 (picked by cpuTier()): several
 // times SLEEF's 1-ulp erf, which dominated GeLU.
 inline __attribute__((always_inline)) float erfOf(float a) {
   const float v = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a);
@@ -68,22 +68,20 @@ inline __attribute__((always_inline)) float erfOf(float a) {
   return v * p / q;  // NaN fails both clamps and stays NaN
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_MATH_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
-#else
-#define GKRT_MATH_CLONES
-#endif
-GKRT_MATH_CLONES void rationalErf(float* y, const float* x, int64_t n) {
+GKRT_INLINE_BODY void rationalErfBody(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = erfOf(x[i]);
 }
+GKRT_TIERED(void, rationalErf, (float* y, const float* x, int64_t n), (y, x, n), "avx512f", "avx2,fma")
 
-GKRT_MATH_CLONES void tanhLoop(float* y, const float* x, int64_t n) {
+GKRT_INLINE_BODY void tanhLoopBody(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = tanhOf(x[i]);
 }
+GKRT_TIERED(void, tanhLoop, (float* y, const float* x, int64_t n), (y, x, n), "avx512f", "avx2,fma")
 
-GKRT_MATH_CLONES void geluErfLoop(float* y, int64_t n) {
+GKRT_INLINE_BODY void geluErfLoopBody(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.0f + erfOf(y[i] * 0.7071067811865476f));
 }
+GKRT_TIERED(void, geluErfLoop, (float* y, int64_t n), (y, n), "avx512f", "avx2,fma")
 
 #ifdef GKRT_SLEEF_X86
 // One loop per width: full vectors, then the tail through a zero-padded stack vector.

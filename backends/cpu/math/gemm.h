@@ -1,7 +1,7 @@
 // The cpu backend's own single-precision GEMM: B packed into 16-column panels (once,
 // at session compile, when B is a constant), A packed into MR-row blocks, an MRx16
 // register-tile micro-kernel the compiler vectorises (x86: 8x16 on AVX-512, 4x16 cloned
-// for AVX2+FMA and baseline, picked at load; ARM: 4x16 on NEON), tiles split across the pool's threads.
+// for AVX2+FMA and baseline, picked by cpuTier(); ARM: 4x16 on NEON), tiles split across the pool's threads.
 // Used where oneDNN is not (cross builds for boards).
 #pragma once
 

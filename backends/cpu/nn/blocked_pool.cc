@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/nn/pool_kernel.h"
 #include "runtime/ir/op_def.h"
 
@@ -13,12 +14,6 @@
 
 namespace gkrt::cpu {
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_POOL_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define GKRT_POOL_CLONES
-#endif
 
 typedef float V8 __attribute__((vector_size(32)));
 
@@ -38,7 +33,7 @@ struct PoolRows {
 
 // Output rows [begin, end) of the (image * channel block * OH) rows.
 template <bool kMax>
-GKRT_POOL_CLONES void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
+GKRT_INLINE_BODY void poolRowsBody(const PoolRows& p, int64_t begin, int64_t end) {
   const PoolAttrs& a = p.a;
   const int64_t B = p.block, vecs = B / 8;
   for (int64_t r = begin; r < end; ++r) {
@@ -70,6 +65,20 @@ GKRT_POOL_CLONES void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
       }
     }
   }
+}
+#ifdef GKRT_X86_TIERS
+template <bool kMax>
+__attribute__((target("avx2"), flatten)) void poolRowsOnAvx2(const PoolRows& p, int64_t begin, int64_t end) {
+  poolRowsBody<kMax>(p, begin, end);
+}
+#endif
+template <bool kMax>
+void poolRows(const PoolRows& p, int64_t begin, int64_t end) {
+#ifdef GKRT_X86_TIERS
+  static const bool avx2 = cpuTier().has(CpuIsa::kAvx2);
+  if (avx2) return poolRowsOnAvx2<kMax>(p, begin, end);
+#endif
+  poolRowsBody<kMax>(p, begin, end);
 }
 
 template <bool kMax>

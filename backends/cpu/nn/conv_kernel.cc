@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/math/gemm.h"
 #include "backends/cpu/nn/pool_kernel.h"
 #include "runtime/ir/op_def.h"
@@ -125,14 +126,10 @@ class ConvGemmKernel final : public Kernel {
 // One output row of a KxK depthwise convolution with stride S: every tap of the window
 // in registers, one store per output (the generic loop below reads and writes the row
 // once per tap). The taps are summed in the generic loop's order, from the bias.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_DW_CLONES __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define GKRT_DW_CLONES
-#endif
+// Built for AVX2+FMA too, picked by cpuTier() (depthwiseRowFor).
 template <int K, int S>
-GKRT_DW_CLONES void depthwiseRow(float* row, const float* src, int64_t row_stride, int64_t dw, const float* w, float b,
-                                 int64_t OW) {
+GKRT_INLINE_BODY void depthwiseRowBody(float* row, const float* src, int64_t row_stride, int64_t dw, const float* w,
+                                       float b, int64_t OW) {
   const float* r[K];
   for (int kh = 0; kh < K; ++kh) r[kh] = src + kh * row_stride;
   for (int64_t ow = 0; ow < OW; ++ow) {
@@ -142,10 +139,30 @@ GKRT_DW_CLONES void depthwiseRow(float* row, const float* src, int64_t row_strid
     row[ow] = acc;
   }
 }
+template <int K, int S>
+void depthwiseRow(float* row, const float* src, int64_t row_stride, int64_t dw, const float* w, float b, int64_t OW) {
+  depthwiseRowBody<K, S>(row, src, row_stride, dw, w, b, OW);
+}
+#ifdef GKRT_X86_TIERS
+template <int K, int S>
+__attribute__((target("avx2,fma"), flatten)) void depthwiseRowOnAvx2(float* row, const float* src, int64_t row_stride,
+                                                                     int64_t dw, const float* w, float b, int64_t OW) {
+  depthwiseRowBody<K, S>(row, src, row_stride, dw, w, b, OW);
+}
+#endif
 using DepthwiseRowFn = void (*)(float*, const float*, int64_t, int64_t, const float*, float, int64_t);
 
 DepthwiseRowFn depthwiseRowFor(int64_t k, int64_t kw, int64_t stride) {
   if (k != kw) return nullptr;
+#ifdef GKRT_X86_TIERS
+  if (cpuTier().has(CpuIsa::kAvx2)) {
+    if (k == 3 && stride == 1) return depthwiseRowOnAvx2<3, 1>;
+    if (k == 3 && stride == 2) return depthwiseRowOnAvx2<3, 2>;
+    if (k == 5 && stride == 1) return depthwiseRowOnAvx2<5, 1>;
+    if (k == 5 && stride == 2) return depthwiseRowOnAvx2<5, 2>;
+    return nullptr;
+  }
+#endif
   if (k == 3 && stride == 1) return depthwiseRow<3, 1>;
   if (k == 3 && stride == 2) return depthwiseRow<3, 2>;
   if (k == 5 && stride == 1) return depthwiseRow<5, 1>;

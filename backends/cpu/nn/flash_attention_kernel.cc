@@ -3,21 +3,15 @@
 #include <algorithm>
 #include <limits>
 
-#include "backends/cpu/math/gemm.h"
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/isa/row_math.h"
+#include "backends/cpu/math/gemm.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/attention_layout.h"
 #include "runtime/ir/ops/op_helpers.h"
 
 namespace gkrt::cpu {
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-// (target_clones splits "avx2,fma" into two clones; "fma" is AVX + FMA, as pattern_kernels.cc)
-#define GKRT_ATTENTION_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
-#else
-#define GKRT_ATTENTION_CLONES
-#endif
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -27,8 +21,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // the caller applies to the row's output accumulator. A row whose scores are all -inf
 // so far becomes zeros with c = 1. `mask` is row 0's mask, rows `mask_row` apart, keys
 // `mask_col` apart.
-GKRT_ATTENTION_CLONES void softmaxStep(float* s, int64_t rows, int64_t cols, float scale, const float* mask,
-                                       int64_t mask_row, int64_t mask_col, float* m, float* l, float* c) {
+GKRT_INLINE_BODY void softmaxStepBody(float* s, int64_t rows, int64_t cols, float scale, const float* mask,
+                                      int64_t mask_row, int64_t mask_col, float* m, float* l, float* c) {
   for (int64_t i = 0; i < rows; ++i) {
     float* si = s + i * cols;
     const float* mi = mask ? mask + i * mask_row : nullptr;
@@ -52,11 +46,17 @@ GKRT_ATTENTION_CLONES void softmaxStep(float* s, int64_t rows, int64_t cols, flo
     m[i] = mx;
   }
 }
+GKRT_TIERED(void, softmaxStep,
+            (float* s, int64_t rows, int64_t cols, float scale, const float* mask, int64_t mask_row, int64_t mask_col,
+             float* m, float* l, float* c),
+            (s, rows, cols, scale, mask, mask_row, mask_col, m, l, c), "avx512f", "fma")
 
 // o = o * correction + t, over n values.
-GKRT_ATTENTION_CLONES void rescaleAdd(float* o, const float* t, int64_t n, float correction) {
+GKRT_INLINE_BODY void rescaleAddBody(float* o, const float* t, int64_t n, float correction) {
   for (int64_t j = 0; j < n; ++j) o[j] = o[j] * correction + t[j];
 }
+GKRT_TIERED(void, rescaleAdd, (float* o, const float* t, int64_t n, float correction), (o, t, n, correction), "avx512f",
+            "fma")
 
 class FlashAttentionKernel final : public Kernel {
  public:

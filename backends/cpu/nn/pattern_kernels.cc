@@ -4,12 +4,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/cpu_tier.h"
+#include "backends/cpu/isa/row_math.h"
+#include "backends/cpu/isa/vector_math.h"
 #include "backends/cpu/nn/cached_attention_kernel.h"
 #include "backends/cpu/nn/flash_attention_kernel.h"
 #include "backends/cpu/nn/rotary_kernel.h"
 #include "backends/cpu/onednn/onednn_kernels.h"
-#include "backends/cpu/isa/row_math.h"
-#include "backends/cpu/isa/vector_math.h"
 #include "backends/reference/reference_backend.h"
 #include "runtime/base/communicator.h"
 #include "runtime/ir/op_def.h"
@@ -20,23 +21,20 @@ namespace {
 
 bool is(const ir::Node& n, const char* op) { return std::strcmp(n.op->name, op) == 0; }
 
-// The hot loops below vectorise; AVX-512 and FMA clones are picked by CPU features at load.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_PATTERN_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
-#else
-#define GKRT_PATTERN_CLONES
-#endif
+// The hot loops below vectorise; AVX-512 and FMA builds are picked by cpuTier() (GKRT_TIERED).
 
 // The sum of a row and x1 + x2 -> s; returns sum(s). Both sums run in 16 lanes
 // (row_math.h): MiniLM's 12 AddLayerNorms took 1.0 ms a run with one accumulator, 0.21.
-GKRT_PATTERN_CLONES float addRow(float* s, const float* a, const float* b, int64_t n) {
+GKRT_INLINE_BODY float addRowBody(float* s, const float* a, const float* b, int64_t n) {
   return laneSumOf(n, [&](int64_t k) { return s[k] = a[k] + b[k]; });
 }
-GKRT_PATTERN_CLONES float squaredDeviation(const float* s, float mean, int64_t n) {
+GKRT_TIERED(float, addRow, (float* s, const float* a, const float* b, int64_t n), (s, a, b, n), "avx512f", "fma")
+GKRT_INLINE_BODY float squaredDeviationBody(const float* s, float mean, int64_t n) {
   return laneSumOf(n, [&](int64_t k) { return (s[k] - mean) * (s[k] - mean); });
 }
-GKRT_PATTERN_CLONES void normaliseRow(float* o, const float* s, float mean, float rstd, const float* gamma,
-                                      const float* beta, int64_t n) {
+GKRT_TIERED(float, squaredDeviation, (const float* s, float mean, int64_t n), (s, mean, n), "avx512f", "fma")
+GKRT_INLINE_BODY void normaliseRowBody(float* o, const float* s, float mean, float rstd, const float* gamma,
+                                       const float* beta, int64_t n) {
   if (gamma && beta) {
     for (int64_t k = 0; k < n; ++k) o[k] = (s[k] - mean) * rstd * gamma[k] + beta[k];
   } else if (gamma) {
@@ -45,6 +43,9 @@ GKRT_PATTERN_CLONES void normaliseRow(float* o, const float* s, float mean, floa
     for (int64_t k = 0; k < n; ++k) o[k] = (s[k] - mean) * rstd + (beta ? beta[k] : 0.0f);
   }
 }
+GKRT_TIERED(void, normaliseRow,
+            (float* o, const float* s, float mean, float rstd, const float* gamma, const float* beta, int64_t n),
+            (o, s, mean, rstd, gamma, beta, n), "avx512f", "fma")
 
 // ---- AddLayerNorm / AddRmsNorm: each row read once; the sum written as it is made, then
 // normalised from cache ---------------------------------------------------------------

@@ -17,12 +17,7 @@
 namespace gkrt::cpu {
 namespace {
 
-// Vector clones picked at load on x86-64 (integer math: any order gives the same sums).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_INT8_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define GKRT_INT8_CLONES
-#endif
+// An AVX2 build picked by cpuTier() on x86-64 (integer math: any order gives the same sums).
 
 constexpr int64_t kRows = 4;              // rows of A per micro-kernel call
 constexpr int64_t kMaxK = 32768;          // |a - azp|, |b - bzp| <= 255: int32 sums cannot overflow
@@ -35,8 +30,8 @@ int32_t loadInt8(const void* p, DType t, int64_t i) {
 }
 
 // c[r][0:cols] = sum_k a[r][k] * panel[k][0:16], for `rows` <= kRows rows of a (lda = K).
-GKRT_INT8_CLONES void microKernel(const int16_t* a, int64_t rows, int64_t K, const int16_t* panel, int32_t* c,
-                                  int64_t ldc, int64_t cols) {
+GKRT_INLINE_BODY void microKernelBody(const int16_t* a, int64_t rows, int64_t K, const int16_t* panel, int32_t* c,
+                                      int64_t ldc, int64_t cols) {
   int32_t acc[kRows][kInt8PanelWidth] = {};
   for (int64_t k = 0; k < K; ++k) {
     const int16_t* bk = panel + k * kInt8PanelWidth;
@@ -47,6 +42,10 @@ GKRT_INT8_CLONES void microKernel(const int16_t* a, int64_t rows, int64_t K, con
   }
   for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, acc[r], static_cast<size_t>(cols) * sizeof(int32_t));
 }
+GKRT_TIERED_AVX2(void, microKernel,
+                 (const int16_t* a, int64_t rows, int64_t K, const int16_t* panel, int32_t* c, int64_t ldc,
+                  int64_t cols),
+                 (a, rows, K, panel, c, ldc, cols), "avx2")
 
 // y[j] = clamp(rint(acc[j] * scale[j]) + yzp, lo, hi), rint half to even, NaN as 0: the
 // reference kernel's rounding. The product is clamped to [lo - yzp, hi - yzp] before it is

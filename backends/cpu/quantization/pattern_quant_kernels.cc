@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/nn/pattern_kernels.h"
 #include "runtime/ir/op_def.h"
 #include "runtime/ir/ops/op_helpers.h"
@@ -16,19 +17,13 @@ namespace {
 
 bool is(const ir::Node& n, const char* op) { return std::strcmp(n.op->name, op) == 0; }
 
-// AVX2 clone (no FMA: nothing here may contract) picked at load on x86-64.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_QUANT_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define GKRT_QUANT_CLONES
-#endif
-
+// Built for AVX2 too (no FMA: nothing here may contract), picked by cpuTier().
 // q[k] = saturate(round_half_even(float(row[k] * rstd * gamma[k]) + beta[k]) / scale) + zp):
 // the product in double rounded once to float32 (as RmsNorm stores y), the beta add and
 // the division in float32 (the Add, QuantizeLinear); NaN quantises to the zero point.
 template <typename Q>
-GKRT_QUANT_CLONES void quantRow(Q* q, const float* row, double rstd, const float* gamma, const float* beta, float scale,
-                                float zp, float lo, float hi, int64_t n) {
+GKRT_INLINE_BODY void quantRowBody(Q* q, const float* row, double rstd, const float* gamma, const float* beta,
+                                   float scale, float zp, float lo, float hi, int64_t n) {
   for (int64_t k = 0; k < n; ++k) {
     float v = static_cast<float>(row[k] * rstd * gamma[k]);
     if (beta) v += beta[k];
@@ -36,6 +31,23 @@ GKRT_QUANT_CLONES void quantRow(Q* q, const float* row, double rstd, const float
     const float r = t == t ? std::nearbyint(t) : 0.0f;  // the default rounding mode: half to even
     q[k] = static_cast<Q>(std::min(std::max(r + zp, lo), hi));
   }
+}
+#ifdef GKRT_X86_TIERS
+template <typename Q>
+__attribute__((target("avx2"), flatten)) void quantRowOnAvx2(Q* q, const float* row, double rstd, const float* gamma,
+                                                             const float* beta, float scale, float zp, float lo,
+                                                             float hi, int64_t n) {
+  quantRowBody(q, row, rstd, gamma, beta, scale, zp, lo, hi, n);
+}
+#endif
+template <typename Q>
+void quantRow(Q* q, const float* row, double rstd, const float* gamma, const float* beta, float scale, float zp,
+              float lo, float hi, int64_t n) {
+#ifdef GKRT_X86_TIERS
+  static const bool avx2 = cpuTier().has(CpuIsa::kAvx2);
+  if (avx2) return quantRowOnAvx2(q, row, rstd, gamma, beta, scale, zp, lo, hi, n);
+#endif
+  quantRowBody(q, row, rstd, gamma, beta, scale, zp, lo, hi, n);
 }
 
 class NormQuantKernel final : public Kernel {

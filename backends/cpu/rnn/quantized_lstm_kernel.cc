@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_tier.h"
 #include "backends/cpu/quantization/int8_gemm.h"
 #include "backends/cpu/quantization/int8_vnni_gemm.h"
 #include "backends/cpu/rnn/recurrent_kernel.h"
@@ -22,42 +23,48 @@ constexpr int kX = 0, kW = 1, kR = 2, kB = 3, kSeqLens = 4, kInitH = 5, kInitC =
 
 constexpr int64_t kSmallHidden = 128;
 
-// The per-step loops, built for AVX-512 and AVX2 as well (picked at load by CPU
-// features): at the baseline the int32 products ran as SSE2 pmuludq pairs, and these
+// The per-step loops, built for AVX-512 and AVX2 as well (picked by cpuTier(),
+// GKRT_TIERED): at the baseline the int32 products ran as SSE2 pmuludq pairs, and these
 // loops were a third of a small LSTM's time. The results are the same in each build.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define GKRT_QLSTM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define GKRT_QLSTM_CLONES
-#endif
 
 // x quantized into out (quantizeU8); returns the sum of out's bytes.
-GKRT_QLSTM_CLONES int32_t quantizeRowSum(const float* x, int64_t n, ops::U8Quant q, uint8_t* out) {
+GKRT_INLINE_BODY int32_t quantizeRowSumBody(const float* x, int64_t n, ops::U8Quant q, uint8_t* out) {
   ops::quantizeU8(x, n, q, out);
   int32_t sum = 0;
   for (int64_t k = 0; k < n; ++k) sum += out[k];
   return sum;
 }
+GKRT_TIERED(int32_t, quantizeRowSum, (const float* x, int64_t n, ops::U8Quant q, uint8_t* out), (x, n, q, out),
+            "avx512f", "avx2")
 
 // c[j] = sum (a - az)(w8 - wz8[j]) from c[j] = sum a w8, columns [j0, j1) of one row:
 // - az colsum[j] - wz8[j] a_sum + K az wz8[j].
-GKRT_QLSTM_CLONES void takeZeroPointsRow(const int32_t* colsum, const int32_t* wz8, int32_t a_sum, int32_t az, int32_t K,
-                                         int32_t* c, int64_t j0, int64_t j1) {
+GKRT_INLINE_BODY void takeZeroPointsRowBody(const int32_t* colsum, const int32_t* wz8, int32_t a_sum, int32_t az,
+                                            int32_t K, int32_t* c, int64_t j0, int64_t j1) {
   for (int64_t j = j0; j < j1; ++j) c[j] += -az * colsum[j] - wz8[j] * a_sum + K * az * wz8[j];
 }
+GKRT_TIERED(void, takeZeroPointsRow,
+            (const int32_t* colsum, const int32_t* wz8, int32_t a_sum, int32_t az, int32_t K, int32_t* c, int64_t j0,
+             int64_t j1),
+            (colsum, wz8, a_sum, az, K, c, j0, j1), "avx512f", "avx2")
 
-GKRT_QLSTM_CLONES void toFloats(const int32_t* a, int64_t n, float* f) {
+GKRT_INLINE_BODY void toFloatsBody(const int32_t* a, int64_t n, float* f) {
   for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(a[i]);
 }
+GKRT_TIERED(void, toFloats, (const int32_t* a, int64_t n, float* f), (a, n, f), "avx512f", "avx2")
 
 // g = (float(ax) * mx + ah * mh) + bias, in the reference's order.
-GKRT_QLSTM_CLONES void gatePreactivations(const int32_t* ax, const float* mx, const float* ah, const float* mh, const float* bias,
-                                          int64_t n, float* g) {
+GKRT_INLINE_BODY void gatePreactivationsBody(const int32_t* ax, const float* mx, const float* ah, const float* mh,
+                                             const float* bias, int64_t n, float* g) {
   for (int64_t j = 0; j < n; ++j) {
     const float xw = static_cast<float>(ax[j]) * mx[j];
     g[j] = (xw + ah[j] * mh[j]) + bias[j];
   }
 }
+GKRT_TIERED(void, gatePreactivations,
+            (const int32_t* ax, const float* mx, const float* ah, const float* mh, const float* bias, int64_t n,
+             float* g),
+            (ax, mx, ah, mh, bias, n, g), "avx512f", "avx2")
 
 // Element i of an int8 or uint8 constant.
 int32_t byteAt(const ir::Tensor& t, int64_t i) {
