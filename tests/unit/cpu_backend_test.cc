@@ -291,6 +291,38 @@ TEST(CpuBackend, ConvolutionsMatchReference) {
 }
 
 #ifdef GKRT_HAVE_DNNL
+// Constant weights whose rows lie a multiple of 4 KiB apart (1024 and 2048 columns, not
+// 1040 or 1000): where oneDNN's matmul is its gemm:jit (AVX2 tiers) their rows are stored
+// 64 bytes further apart; a brgemm (AVX-512 tiers) takes them as they are. Every product
+// equals the reference, transposed weights and a batch of activations too.
+TEST(CpuBackend, WeightRowsFourKibApartArePaddedForOneDnnsGemm) {
+  struct Case { int64_t k, n; bool tb, padded; };
+  for (const Case& c : std::vector<Case>{{64, 1024, false, true}, {32, 2048, false, true}, {64, 1040, false, false},
+                                         {64, 1000, false, false}, {1024, 48, true, false}}) {
+    GraphBuilder b;
+    Value a = b.input("a", DType::kFloat32, {2, 9, c.k});
+    const Shape ws = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+    const HostTensor wt = randomTensor(ws, 51);
+    b.output(b.op1("BatchMatMul", {a, b.constant("w", DType::kFloat32, ws, wt.data())}, MatMulAttrs{false, c.tb}), "y");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    auto k = cpu::compileOneDnn(*g, g->nodes[0]);
+    ASSERT_TRUE(k.ok()) << k.status().toString();
+    const std::string detail = (*k)->detail();
+    const bool gemm_jit = detail.find("gemm:jit") != std::string::npos;
+    EXPECT_EQ(detail.find("weight rows padded") != std::string::npos, gemm_jit && c.padded)
+        << c.k << "x" << c.n << ": " << detail;
+    HostTensor y(DType::kFloat32, {2, 9, c.n}), x = randomTensor({2, 9, c.k}, 52);
+    std::vector<char> scratch((*k)->workspaceBytes() + 64);
+    ASSERT_TRUE((*k)->launch({TensorView{DType::kFloat32, x.shape(), x.data()}},
+                             {MutableTensorView{DType::kFloat32, y.shape(), y.data()}}, scratch.data()).ok());
+    auto want = testing::runGraph(*g, {x}, "reference", optLevel(0));
+    ASSERT_TRUE(want.ok()) << want.status().toString();
+    const std::string diff = testing::compareTensors(y, (*want)[0], 1e-4, 1e-5);
+    EXPECT_TRUE(diff.empty()) << c.k << "x" << c.n << ": " << diff;
+  }
+}
+
 // A convolution along H of maps one wide runs as the same bytes along W (oneDNN's jit
 // kernels vectorise along W; along H one ran 4.4x slower), its epilogue as post-ops; a
 // full-size residual operand [N, C, L, 1] keeps it along H. Both equal the reference.
