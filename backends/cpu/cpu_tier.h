@@ -29,15 +29,16 @@
 #endif
 
 // A loop whose body the compiler vectorises, built once per x86-64 tier and picked by
-// cpuTier() on each call:
+// cpuTier() (read once, on the function's first call):
 //   GKRT_INLINE_BODY float addRowBody(float* s, const float* a, int64_t n) { ...loop... }
 //   GKRT_TIERED(float, addRow, (float* s, const float* a, int64_t n), (s, a, n), "avx512f", "fma")
-// defines addRow (the tier read once, on its first call): the body in a function with
-// target("avx512f") for the AVX-512 tiers,
-// target("fma") for AVX2 and the baseline build below (GKRT_TIERED_AVX2: no AVX-512 build;
-// AVX-512 runs the AVX2 one). Each loop keeps the instruction subset it was measured with
-// ("fma" contracts a * b + c, plain "avx2" does not). Elsewhere (Arm, clang-free builds
-// without x86 tiers) it is the body.
+// defines addRow: the body in a function with target("avx512f") for the AVX-512 tiers,
+// target("fma") for AVX2, and a baseline build. GKRT_TIERED_AVX2 has no AVX-512 build (the
+// AVX-512 tiers run the AVX2 one). Each loop keeps the instruction subset it was measured
+// with ("fma" contracts a * b + c, plain "avx2" does not). A body written with GCC vector
+// types takes the tier's vector type instead (GKRT_TIERED_LANES: nameBody<V16>, <V8> or
+// <V4> in GKRT_TARGET_AVX512 / GKRT_TARGET_AVX2 / baseline functions; a 16-float vector in
+// an AVX2 function goes through the stack). Without x86 tiers (Arm) each is the baseline body.
 #define GKRT_INLINE_BODY __attribute__((always_inline)) inline
 #ifdef GKRT_X86_TIERS
 #define GKRT_TIERED(ret, name, params, args, t512, t256)                                              \
@@ -52,6 +53,18 @@
     if (tier_ == 1) return name##OnAvx2 args;                                                         \
     return name##OnBaseline args;                                                                     \
   }
+#define GKRT_TIERED_LANES(name, params, args)                                                 \
+  GKRT_TARGET_AVX512 static void name##OnAvx512 params { name##Body<::gkrt::cpu::V16> args; } \
+  GKRT_TARGET_AVX2 static void name##OnAvx2 params { name##Body<::gkrt::cpu::V8> args; }      \
+  static void name##OnBaseline params { name##Body<::gkrt::cpu::V4> args; }                   \
+  void name params {                                                                          \
+    static const int tier_ = ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx512) ? 2     \
+                             : ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx2) ? 1     \
+                                                                                      : 0;    \
+    if (tier_ == 2) return name##OnAvx512 args;                                               \
+    if (tier_ == 1) return name##OnAvx2 args;                                                 \
+    name##OnBaseline args;                                                                    \
+  }
 #define GKRT_TIERED_AVX2(ret, name, params, args, t256)                                             \
   __attribute__((target(t256), flatten)) static ret name##OnAvx2 params { return name##Body args; } \
   __attribute__((flatten)) static ret name##OnBaseline params { return name##Body args; }           \
@@ -65,9 +78,16 @@
   ret name params { return name##Body args; }
 #define GKRT_TIERED_AVX2(ret, name, params, args, t256) \
   ret name params { return name##Body args; }
+#define GKRT_TIERED_LANES(name, params, args) \
+  void name params { name##Body<::gkrt::cpu::V4> args; }
 #endif
 
 namespace gkrt::cpu {
+
+// GCC vectors of 4, 8 and 16 floats (GKRT_TIERED_LANES).
+typedef float V4 __attribute__((vector_size(16)));
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V16 __attribute__((vector_size(64)));
 
 enum class CpuIsa { kScalar, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16, kAvx512Amx, kNeon, kDotProd, kI8mm, kSve };
 

@@ -139,10 +139,6 @@ GKRT_INLINE_BODY void depthwiseRowBody(float* row, const float* src, int64_t row
     row[ow] = acc;
   }
 }
-template <int K, int S>
-void depthwiseRow(float* row, const float* src, int64_t row_stride, int64_t dw, const float* w, float b, int64_t OW) {
-  depthwiseRowBody<K, S>(row, src, row_stride, dw, w, b, OW);
-}
 #ifdef GKRT_X86_TIERS
 template <int K, int S>
 __attribute__((target("avx2,fma"), flatten)) void depthwiseRowOnAvx2(float* row, const float* src, int64_t row_stride,
@@ -150,23 +146,28 @@ __attribute__((target("avx2,fma"), flatten)) void depthwiseRowOnAvx2(float* row,
   depthwiseRowBody<K, S>(row, src, row_stride, dw, w, b, OW);
 }
 #endif
+template <int K, int S>
+void depthwiseRowOnBaseline(float* row, const float* src, int64_t row_stride, int64_t dw, const float* w, float b,
+                            int64_t OW) {
+  depthwiseRowBody<K, S>(row, src, row_stride, dw, w, b, OW);
+}
 using DepthwiseRowFn = void (*)(float*, const float*, int64_t, int64_t, const float*, float, int64_t);
+
+// The build of depthwiseRow<K, S> for this process's tier.
+template <int K, int S>
+DepthwiseRowFn depthwiseRow() {
+#ifdef GKRT_X86_TIERS
+  if (cpuTier().has(CpuIsa::kAvx2)) return depthwiseRowOnAvx2<K, S>;
+#endif
+  return depthwiseRowOnBaseline<K, S>;
+}
 
 DepthwiseRowFn depthwiseRowFor(int64_t k, int64_t kw, int64_t stride) {
   if (k != kw) return nullptr;
-#ifdef GKRT_X86_TIERS
-  if (cpuTier().has(CpuIsa::kAvx2)) {
-    if (k == 3 && stride == 1) return depthwiseRowOnAvx2<3, 1>;
-    if (k == 3 && stride == 2) return depthwiseRowOnAvx2<3, 2>;
-    if (k == 5 && stride == 1) return depthwiseRowOnAvx2<5, 1>;
-    if (k == 5 && stride == 2) return depthwiseRowOnAvx2<5, 2>;
-    return nullptr;
-  }
-#endif
-  if (k == 3 && stride == 1) return depthwiseRow<3, 1>;
-  if (k == 3 && stride == 2) return depthwiseRow<3, 2>;
-  if (k == 5 && stride == 1) return depthwiseRow<5, 1>;
-  if (k == 5 && stride == 2) return depthwiseRow<5, 2>;
+  if (k == 3 && stride == 1) return depthwiseRow<3, 1>();
+  if (k == 3 && stride == 2) return depthwiseRow<3, 2>();
+  if (k == 5 && stride == 1) return depthwiseRow<5, 1>();
+  if (k == 5 && stride == 2) return depthwiseRow<5, 2>();
   return nullptr;
 }
 

@@ -47,43 +47,20 @@ void clipTo(float bound, float* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = std::min(bound, std::max(-bound, v[i]));
 }
 
-// Each loop below has one build per x86-64 tier, picked by cpuTier() (so GKRT_CPU_ISA caps
-// it): an always_inline body, instantiated with the tier's vector type inside a
-// GKRT_TARGET_* function. Vector types are the tier's width: GCC lowers a 64-byte vector
-// in an AVX2 function through the stack (addRowsTimesPanels' AVX2 clone with 16-float
-// vectors ran at ~1.2 GFLOP/s: silero's LSTM 0.86 ms for 16 steps of hidden 128).
-typedef float V4 __attribute__((vector_size(16)));
-typedef float V8 __attribute__((vector_size(32)));
-typedef float V16 __attribute__((vector_size(64)));
+// Each loop below has one build per x86-64 tier, picked by cpuTier() (GKRT_TIERED and
+// GKRT_TIERED_LANES, cpu_tier.h), so GKRT_CPU_ISA caps it. The R^T products use the tier's
+// vector type: written with 16-float vectors, their AVX2 build went through the stack
+// (~1.2 GFLOP/s: silero's LSTM 0.86 ms for 16 steps of hidden 128, 0.13 with 8-float ones).
 // (a macro: a function returning a vector type warns of the ABI in the portable build)
 #define GKRT_LOADV(V, p) ({ V v_; std::memcpy(&v_, (p), sizeof v_); v_; })
 template <class V>
 constexpr int kLanes = int(sizeof(V) / sizeof(float));
 
-// Calls body(tag) with the widest vector type of the effective tier: V16 (AVX-512), V8
-// (AVX2+FMA) or V4 (SSE2 / NEON), inside a function built for that tier.
-#ifdef GKRT_X86_TIERS
-#define GKRT_RECURRENT_DISPATCH(name, params, args)                          \
-  GKRT_TARGET_AVX512 void name##Avx512 params { name##Body<V16> args; }      \
-  GKRT_TARGET_AVX2 void name##Avx2 params { name##Body<V8> args; }           \
-  void name##Portable params { name##Body<V4> args; }                        \
-  void name params {                                                         \
-    const CpuTier& t = cpuTier();                                            \
-    if (t.has(CpuIsa::kAvx512)) return name##Avx512 args;                    \
-    if (t.has(CpuIsa::kAvx2)) return name##Avx2 args;                        \
-    name##Portable args;                                                     \
-  }
-#else
-#define GKRT_RECURRENT_DISPATCH(name, params, args) \
-  void name params { name##Body<V4> args; }
-#endif
-
 // acc[0:n] += sum_k h[k] * rt[k * ldr + 0:n]: one row of H times R^T (R stored
 // transposed, so each step streams it once in order). Four rows of R per pass over acc;
 // the loops vectorise at the tier's width.
-template <class V>
-__attribute__((always_inline)) inline void addRowTimesBody(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
-                                                           float* __restrict acc) {
+GKRT_INLINE_BODY void addRowTimesBody(const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n,
+                                      float* __restrict acc) {
   int64_t k = 0;
   for (; k + 4 <= K; k += 4) {
     const float h0 = h[k], h1 = h[k + 1], h2 = h[k + 2], h3 = h[k + 3];
@@ -99,8 +76,8 @@ __attribute__((always_inline)) inline void addRowTimesBody(const float* h, const
     for (int64_t j = 0; j < n; ++j) acc[j] += hk * r[j];
   }
 }
-GKRT_RECURRENT_DISPATCH(addRowTimes, (const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc),
-                        (h, rt, K, ldr, n, acc))
+GKRT_TIERED(void, addRowTimes, (const float* h, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc),
+            (h, rt, K, ldr, n, acc), "avx512f", "fma")
 
 // acc[b][0:n] += sum_k h[b][k] * rt[k * ldr + 0:n] for B rows of h (stride H = K) and
 // acc (stride lda): C vectors of columns at a time with the B rows' sums in registers,
@@ -199,9 +176,9 @@ __attribute__((always_inline)) inline void addRowsTimesPanelsBody(const float* h
     addRowsTimesPanelsRows<V, decltype(b)::value>(h + b0 * K, panels, K, n, acc + b0 * lda, lda);
   });
 }
-GKRT_RECURRENT_DISPATCH(addRowsTimesPanels,
-                        (const float* h, int64_t rows, const float* panels, int64_t K, int64_t n, float* acc, int64_t lda),
-                        (h, rows, panels, K, n, acc, lda))
+GKRT_TIERED_LANES(addRowsTimesPanels,
+                  (const float* h, int64_t rows, const float* panels, int64_t K, int64_t n, float* acc, int64_t lda),
+                  (h, rows, panels, K, n, acc, lda))
 
 // Weights of one direction, laid out for the kernel.
 struct DirectionWeights {
@@ -492,16 +469,15 @@ __attribute__((always_inline)) inline void addRowsTimesBody(const float* h, int6
     addRowsTimesRows<V, decltype(b)::value>(h + b0 * K, rt, K, ldr, n, acc + b0 * lda, lda);
   });
 }
-GKRT_RECURRENT_DISPATCH(addRowsTimes,
-                        (const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc,
-                         int64_t lda),
-                        (h, rows, rt, K, ldr, n, acc, lda))
+GKRT_TIERED_LANES(addRowsTimes,
+                  (const float* h, int64_t rows, const float* rt, int64_t K, int64_t ldr, int64_t n, float* acc,
+                   int64_t lda),
+                  (h, rows, rt, K, ldr, n, acc, lda))
 
 // Sigmoid and tanh inline (row_math.h), so the loop vectorises whole: the separate SLEEF
 // tanh calls a gate (1-ulp, 64 elements a call) were a third of a small LSTM's time.
-template <class V>
-__attribute__((always_inline)) inline void lstmDefaultGatesOfBody(const float* __restrict g, int64_t H, int64_t n,
-                                                                  float* __restrict c, float* __restrict h) {
+GKRT_INLINE_BODY void lstmDefaultGatesOfBody(const float* __restrict g, int64_t H, int64_t n, float* __restrict c,
+                                             float* __restrict h) {
   for (int64_t j = 0; j < n; ++j) {
     const float i = sigmoidOf(g[j]), o = sigmoidOf(g[H + j]), f = sigmoidOf(g[2 * H + j]), cc = tanhOf(g[3 * H + j]);
     const float cn = f * c[j] + i * cc;
@@ -509,7 +485,8 @@ __attribute__((always_inline)) inline void lstmDefaultGatesOfBody(const float* _
     h[j] = o * tanhOf(cn);
   }
 }
-GKRT_RECURRENT_DISPATCH(lstmDefaultGatesOf, (const float* g, int64_t H, int64_t n, float* c, float* h), (g, H, n, c, h))
+GKRT_TIERED(void, lstmDefaultGatesOf, (const float* g, int64_t H, int64_t n, float* c, float* h), (g, H, n, c, h),
+            "avx512f", "fma")
 
 void lstmDefaultGates(const float* g, int64_t H, float* c, float* h) { lstmDefaultGatesOf(g, H, H, c, h); }
 
