@@ -40,7 +40,7 @@ OnnxImportOptions toOnnxOptions(const ImportOptions& o) {
 }
 #endif
 
-Status noOnnx(const std::string& what) {
+[[maybe_unused]] Status noOnnx(const std::string& what) {
   return makeError(StatusCode::kUnsupported, what,
                    ": this gkrt was built without ONNX import (no libonnx-dev libprotobuf-dev at build time); convert "
                    "the model with a gkrt that has `gkrt convert`, or install them and rebuild");

@@ -69,9 +69,9 @@ TEST(BlockedPool, MatchesReferenceBetweenConvolutions) {
       }
       // (A plain output of a pooling oneDNN has no fast kernel for makes its input plain
       // too: the own plain kernel runs it.)
-      if (!to_plain || (std::string(c.op) == "MaxPool" && !c.ceil_mode)) EXPECT_EQ(own, 1) << r->details;
+      if (!to_plain || (std::string(c.op) == "MaxPool" && !c.ceil_mode)) { EXPECT_EQ(own, 1) << r->details; }
       EXPECT_EQ(testing::compareTensors(r->outputs[0], (*want)[0], 1e-4, 1e-5), "") << r->details;
-      if (to_plain) EXPECT_EQ(testing::compareTensors(r->outputs[1], (*want)[1], 1e-5, 1e-6), "") << r->details;
+      if (to_plain) { EXPECT_EQ(testing::compareTensors(r->outputs[1], (*want)[1], 1e-5, 1e-6), "") << r->details; }
     }
    }
   }

@@ -548,7 +548,7 @@ TEST(ChannelsLast, EveryKernelOfAResidualPoolConcatGraphTakesItWhenForced) {
     const SessionRun got = runOn(g, in, "cpu", 2, true, threads, "", 1);
     EXPECT_EQ(testing::compareTensors(got.outputs[0], want[0], 1e-4, 1e-5), "") << threads << " threads\n" << got.details;
 #ifdef GKRT_HAVE_DNNL
-    if (cpu::preferredBlock() > 0) EXPECT_NE(got.details.find("nhwc"), std::string::npos) << got.details;
+    if (cpu::preferredBlock() > 0) { EXPECT_NE(got.details.find("nhwc"), std::string::npos) << got.details; }
 #endif
   }
 }

@@ -217,7 +217,7 @@ TEST(CpuQuantKernels, ConvIntegerWeightZeroPointsFoldedEqualTheReference) {
       *static_cast<uint8_t*>(in.back().data()) = 97;
     }
     const std::string details = expectCpuEqualsReference(*g, in);
-    if (vnni && t.groups == 1) EXPECT_NE(details.find("zero point folded"), std::string::npos) << details;
+    if (vnni && t.groups == 1) { EXPECT_NE(details.find("zero point folded"), std::string::npos) << details; }
   }
 }
 
@@ -260,7 +260,7 @@ TEST(CpuQuantKernels, Int8ConvolutionFloatPathEqualsTheReference) {
   for (bool float_path : {true, false}) {
     auto got = runCpuInt8(*g, {in}, float_path);
     ASSERT_TRUE(got.ok()) << got.status().message();
-    if (float_path) EXPECT_EQ(got->countDetail("oneDNN f32 on int8 values"), 1) << got->details;
+    if (float_path) { EXPECT_EQ(got->countDetail("oneDNN f32 on int8 values"), 1) << got->details; }
     EXPECT_LE(worstStep(got->outputs[0], (*want)[0]), float_path ? 0 : 1) << got->details;
   }
 }
@@ -391,7 +391,7 @@ void int8ActivationsStayNhwc(bool pool) {
   EXPECT_EQ(plain->countDetail("nhwc"), 0) << plain->details;
   if (cpu::preferredBlock() == 0 || C % cpu::preferredBlock() != 0) GTEST_SKIP() << "no blocked layout on this CPU";
   EXPECT_GE(blocked->countDetail(", nhwc"), 2) << blocked->details;
-  if (pool) EXPECT_EQ(blocked->countDetail("own int8 max pool, nhwc"), 1) << blocked->details;
+  if (pool) { EXPECT_EQ(blocked->countDetail("own int8 max pool, nhwc"), 1) << blocked->details; }
   if (pool) EXPECT_EQ(blocked->countDetail("own int8 loop"), 2) << blocked->details;  // the input Q and output DQ only
   else EXPECT_EQ(blocked->countDetail("int8 lookup"), 1) << blocked->details;
   EXPECT_EQ(testing::compareTensors(blocked->outputs[0], plain->outputs[0], 0, 0), "") << blocked->details;
@@ -449,7 +449,7 @@ TEST(CpuQuantKernels, RequantizeRowEqualsTheRuleAtThisTier) {
           const double r = v == v ? std::nearbyint(std::min(std::max(v, -1.0e9), 1.0e9)) : 0.0;
           const int q = static_cast<int>(r) + zp;
           ASSERT_EQ(int(y8[i]), std::min(std::max(q, -128), 127)) << "int8, n " << n << " i " << i << " zp " << zp;
-          if (zp >= 0) ASSERT_EQ(int(yu[i]), std::min(std::max(q, 0), 255)) << "uint8, n " << n << " i " << i << " zp " << zp;
+          if (zp >= 0) { ASSERT_EQ(int(yu[i]), std::min(std::max(q, 0), 255)) << "uint8, n " << n << " i " << i << " zp " << zp; }
         }
         ASSERT_EQ(y8[n], 42);
         ASSERT_EQ(yu[n], 42);

@@ -165,7 +165,7 @@ TEST(WinogradConv, MatchesDirectConvolutionInBothWorkSplits) {
           int64_t cols = 0;
           const double err = checkEngine(c.s, {}, threads, &whole, split, &cols);
           EXPECT_EQ(whole, split == WinogradConv::Split::kWholeImage);
-          if (c.s.W == 100 && !whole) EXPECT_LT(cols, (c.s.OW + 3) / 4) << "the row was not split";
+          if (c.s.W == 100 && !whole) { EXPECT_LT(cols, (c.s.OW + 3) / 4) << "the row was not split"; }
           EXPECT_LE(err, 1e-4) << c.what << ", block " << block << ", " << threads << " threads, whole image " << whole;
         }
       }
@@ -206,7 +206,7 @@ TEST(WinogradConv, EveryEpilogueStep) {
   for (size_t i = 0; i < chains.size(); ++i) {
     for (auto split : {WinogradConv::Split::kWholeImage, WinogradConv::Split::kTileBlocks}) {
       // nChw8c with K = 24, nChw16c with K = 32 (per-channel operands: 16 channels a block)
-      for (const WinogradShape s : {WinogradShape{2, 16, 18, 19, 24, 18, 19, 1, 1},
+      for (const WinogradShape& s : {WinogradShape{2, 16, 18, 19, 24, 18, 19, 1, 1},
                                     WinogradShape{2, 16, 18, 19, 32, 18, 19, 1, 1, 16}}) {
         bool whole = false;
         EXPECT_LE(checkEngine(s, chains[i], 2, &whole, split), 1e-4)

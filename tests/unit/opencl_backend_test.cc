@@ -432,7 +432,7 @@ TEST(OpenClBackend, UnsupportedNodesFallBackToCpuWithCopies) {
     int on_cpu = 0, on_cl = 0;
     for (const auto& k : (*s)->kernelInfos()) {
       (k.backend == "cpu" ? on_cpu : on_cl) += 1;
-      if (k.backend == "cpu") EXPECT_NE(k.name.find("ScatterElements"), std::string::npos) << k.name;
+      if (k.backend == "cpu") { EXPECT_NE(k.name.find("ScatterElements"), std::string::npos) << k.name; }
     }
     EXPECT_EQ(on_cpu, 1);
     EXPECT_GE(on_cl, 2) << "Exp and Mul";

@@ -304,7 +304,7 @@ TEST(QuantDqOpQFusion, ElementwiseChainBetweenDqAndQIsOneTableLookup) {
           // y exactly through the table; unfused (the erf leaked), the cpu's vectorised erf
           // (4.5e-7 from libm's) may move a value at a rounding edge by one step
           EXPECT_EQ(testing::compareTensors((*got)[leak ? 1 : 0], (*want)[leak ? 1 : 0], 0.0, leak ? 1.0 : 0.0), "") << backend;
-          if (leak) EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-6, 1e-6), "") << backend;
+          if (leak) { EXPECT_EQ(testing::compareTensors((*got)[0], (*want)[0], 1e-6, 1e-6), "") << backend; }
         }
       }
     }
@@ -422,7 +422,7 @@ TEST(QuantDqOpQFusion, ReluConcatAndMaxPoolBetweenFireModulesRunOnTheIntegers) {
     }
     EXPECT_EQ(hasOp(fused, "QuantizeLinear"), nan_branch);
     EXPECT_EQ(lookups, nan_branch ? 0 : 2);
-    if (!nan_branch) EXPECT_EQ(float_tensors, 0);
+    if (!nan_branch) { EXPECT_EQ(float_tensors, 0); }
     for (const char* backend : {"reference", "cpu"}) {
       auto want = testing::runGraph(g, {a, x}, "reference", testing::optLevel(0));
       auto got = testing::runGraph(g, {a, x}, backend, testing::optLevel(2));

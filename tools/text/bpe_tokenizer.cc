@@ -13,7 +13,7 @@
 namespace gkrt::text {
 namespace {
 
-std::string utf8(uint32_t cp) {
+[[maybe_unused]] std::string utf8(uint32_t cp) {
   std::string s;
   if (cp < 0x80) {
     s += static_cast<char>(cp);
