@@ -27,9 +27,9 @@ enum class AttrKind : uint8_t {
   kOneHot, kTile, kFormat, kCumSum, kDropout, kStandardNormal, kOptimizer, kReduction,
   kRounding, kRepeat, kRecurrent, kLoop, kScan, kGatherND, kScatter, kTopK, kConvTranspose, kQuant,
   kSliceAtRun,
-  kAttention,
+  kAttention, kIf,
 };
-constexpr int kNumAttrKinds = 40;
+constexpr int kNumAttrKinds = 41;
 const char* attrKindName(AttrKind k);
 
 enum class PadMode : uint8_t { kConstant = 0, kReflect, kEdge };
@@ -315,6 +315,13 @@ struct AttentionAttrs { GKRT_ATTR("Attention", kAttention);
   template <class S, class V> static void fields(S& s, V& v) {
     v("scale", s.scale); v("layout", s.layout); v("heads", s.heads); v("key_transposed", s.key_transposed);
   }
+};
+// If: the branch (0 then, 1 else) that could not be built at the shapes the model was
+// converted with, or -1. That branch is a placeholder; taking it is a run-time error.
+// An If without attributes (files from before this field) has both branches built.
+struct IfAttrs { GKRT_ATTR("If", kIf);
+  int64_t unbuilt_branch = -1;
+  template <class S, class V> static void fields(S& s, V& v) { v("unbuilt_branch", s.unbuilt_branch); }
 };
 #undef GKRT_ATTR
 

@@ -156,6 +156,7 @@ template <class Fn> bool dispatchAttrKind(AttrKind kind, Fn&& fn) {
     case AttrKind::kQuant: fn(QuantAttrs{}); return true;
     case AttrKind::kSliceAtRun: fn(SliceAtRunAttrs{}); return true;
     case AttrKind::kAttention: fn(AttentionAttrs{}); return true;
+    case AttrKind::kIf: fn(IfAttrs{}); return true;
   }
   return false;
 }

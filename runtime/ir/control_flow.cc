@@ -50,9 +50,15 @@ void finishCarried(const ControlFlowFrame& f, const std::vector<MutableTensorVie
   }
 }
 
-Status runIf(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, const SubgraphRunner& run,
-             ControlFlowFrame& f) {
+Status runIf(const Node& n, const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out,
+             const SubgraphRunner& run, ControlFlowFrame& f) {
   const bool cond = in[0].as<uint8_t>()[0] != 0;
+  if (unbuiltBranch(n) == (cond ? 0 : 1)) {
+    return makeError(StatusCode::kInvalidArgument, nodeName(n), ": the condition is ", cond ? "true" : "false",
+                     " and its ", cond ? "then" : "else", " branch was not built: it could not run at the input shapes "
+                     "the model was converted with (gkrt convert printed why). Convert the model with --input-shape "
+                     "sizes at which that branch runs, or with --freeze of the input the condition comes from");
+  }
   for (size_t k = 0; k < f.body_in.size(); ++k) f.body_in[k].data = in[1 + k].data;
   return run(cond ? 0 : 1, f.body_in, out);
 }
@@ -206,6 +212,10 @@ void prepareScan(const Node& n, const std::vector<TensorView>& in, const std::ve
 
 }  // namespace
 
+int64_t unbuiltBranch(const Node& n) {
+  return n.attrs.kind() == AttrKind::kIf ? n.attrs.get<IfAttrs>().unbuilt_branch : -1;
+}
+
 StatusOr<ControlFlowFrame> ControlFlowFrame::prepare(const Node& n, const std::vector<TensorView>& inputs,
                                                      const std::vector<MutableTensorView>& outputs) {
   ControlFlowFrame f;
@@ -251,7 +261,7 @@ Status runControlFlow(const Node& n, const std::vector<TensorView>& inputs,
     case AttrKind::kScan:
       return n.attrs.get<ScanAttrs>().batched ? scanBatched(n, inputs, outputs, run, frame)
                                               : scanOnce(n, inputs, outputs, run, frame);
-    default: return runIf(inputs, outputs, run, frame);
+    default: return runIf(n, inputs, outputs, run, frame);
   }
 }
 

@@ -48,6 +48,11 @@ struct ControlFlowFrame {
   std::vector<MutableTensorView> body_out, row_out;
 };
 
+// If: the branch (0 then, 1 else) that holds a placeholder because it could not be built
+// at the shapes the model was converted with (IfAttrs), or -1. Sessions do not compile
+// it; taking it is a run-time error naming the node and the fix.
+int64_t unbuiltBranch(const Node& n);
+
 // Runs node `n` (If, Loop or Scan) with `run` executing its subgraphs.
 Status runControlFlow(const Node& n, const std::vector<TensorView>& inputs,
                       const std::vector<MutableTensorView>& outputs, const SubgraphRunner& run,

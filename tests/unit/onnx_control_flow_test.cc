@@ -7,6 +7,7 @@
 
 #include "backends/backend.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/model_io.h"
 #include "tests/unit/test_support.h"
 #include "tools/onnx/onnx_import.h"
 #include "tests/unit/onnx_test_support.h"
@@ -104,6 +105,79 @@ TEST(OnnxControlFlow, IfOnAFrozenConditionIsInlined) {
     ASSERT_TRUE(out.ok()) << out.status().toString();
     EXPECT_EQ((*out)[0].toFloats(), taken ? (std::vector<float>{3, -5, 13}) : (std::vector<float>{3, -3, 7}));
   }
+}
+
+// y = If(flag) { x * k } else { reflect-Pad(x) by 8 }: the else branch cannot run on the
+// 6 values of x (a reflect pad needs an axis longer than the pad), as Silero VAD's 8 kHz
+// branch cannot at 16 kHz sizes. `broken_then` swaps the branches.
+onnx::ModelProto ifWithABranchInvalidAtTheseShapes(bool broken_then) {
+  onnx::ModelProto m = model();
+  auto* g = m.mutable_graph();
+  addInput(g, "flag", {}, onnx::TensorProto::BOOL);
+  addInput(g, "x", {6});
+  addInitializer(g, "k", {6}, {1, 2, 3, 4, 5, 6});
+  auto* pads = g->add_initializer();
+  pads->set_name("pads");
+  pads->set_data_type(onnx::TensorProto::INT64);
+  pads->add_dims(2);
+  pads->add_int64_data(0);
+  pads->add_int64_data(8);
+  onnx::GraphProto good, bad;
+  addNode(&good, "Mul", {"x", "k"}, {"t"});
+  addOutput(&good, "t");
+  auto* pad = addNode(&bad, "Pad", {"x", "pads"}, {"e"});
+  auto* mode = pad->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("reflect");
+  addOutput(&bad, "e");
+  auto* node = addNode(g, "If", {"flag"}, {"y"});
+  addGraphAttr(node, "then_branch", broken_then ? bad : good);
+  addGraphAttr(node, "else_branch", broken_then ? good : bad);
+  addOutput(g, "y");
+  return m;
+}
+
+TEST(OnnxControlFlow, ABranchThatCannotRunAtTheseShapesIsARunTimeErrorWhenTaken) {
+  for (bool broken_then : {false, true}) {
+    auto g = import(ifWithABranchInvalidAtTheseShapes(broken_then));
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    const ir::Node* node = nullptr;
+    for (const ir::Node& n : g->nodes) if (std::string(n.op->name) == "If") node = &n;
+    ASSERT_NE(node, nullptr);
+    ASSERT_EQ(node->attrs.kind(), AttrKind::kIf);
+    EXPECT_EQ(node->attrs.get<IfAttrs>().unbuilt_branch, broken_then ? 0 : 1);
+    // Saved and loaded, the node keeps which branch is the placeholder.
+    auto bytes = serializeModel(*g);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+    auto loaded = loadModelBuffer(bytes->data(), bytes->size());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+    const HostTensor x = HostTensor::fromFloats({6}, {1, -2, 3, -4, 5, -6});
+    for (const char* backend : {"reference", "cpu"}) {
+      auto good = testing::runGraph(*loaded, {flag(!broken_then), x}, backend);
+      ASSERT_TRUE(good.ok()) << good.status().toString();
+      EXPECT_EQ((*good)[0].toFloats(), (std::vector<float>{1, -4, 9, -16, 25, -36})) << backend;
+      auto bad = testing::runGraph(*loaded, {flag(broken_then), x}, backend);
+      ASSERT_FALSE(bad.ok()) << backend;
+      EXPECT_NE(bad.status().message().find(broken_then ? "its then branch was not built" : "its else branch was not built"),
+                std::string::npos) << bad.status().message();
+      EXPECT_NE(bad.status().message().find("--input-shape"), std::string::npos) << bad.status().message();
+    }
+  }
+}
+
+TEST(OnnxControlFlow, AnIfWhoseBranchesBothFailAtTheseShapesStillFailsToConvert) {
+  onnx::ModelProto m = ifWithABranchInvalidAtTheseShapes(false);
+  auto* g = m.mutable_graph();
+  for (auto& n : *g->mutable_node()) {
+    if (n.op_type() != "If") continue;
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.name() == "then_branch") *a.mutable_g() = n.attribute(1).g();  // both the reflect pad
+    }
+  }
+  auto converted = import(m);
+  ASSERT_FALSE(converted.ok());
+  EXPECT_NE(converted.status().message().find("reflect Pad"), std::string::npos) << converted.status().message();
 }
 
 // Loop(M, cond, s) { s + x } with a scan output; M from `trips`.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "runtime/base/log.h"
 #include "tools/onnx/onnx_converter_helpers.h"
 
 namespace gkrt::onnx_import {
@@ -72,6 +73,54 @@ std::vector<Value> withCaptures(std::vector<Value> inputs, const std::vector<Val
 
 TensorType typeOf(Context& c, Value v) { return {dtypeOf(c, v), shapeOf(c, v)}; }
 
+// The placeholder for a branch that cannot be built at the model's shapes (IfAttrs): the
+// inputs of `built` (the other branch) and outputs of its types and shapes, zeros, which
+// never run (runControlFlow refuses the branch). Needs static output shapes.
+StatusOr<Subgraph> placeholderBranch(Context& outer, const Subgraph& built, const std::string& what) {
+  Context c(outer.opset());
+  c.parent = &outer;
+  c.base_dir = outer.base_dir;
+  GraphBuilder& b = c.builder();
+  for (const std::string& name : built.capture_names) {
+    if (!c.resolveOuter(name)) return makeError(StatusCode::kInternal, what, ": cannot capture '", name, "'");
+  }
+  for (int t : built.graph->outputs) {
+    const ir::Tensor& out = built.graph->tensors[static_cast<size_t>(t)];
+    for (int64_t d : out.shape) {
+      if (d < 0) return makeError(StatusCode::kUnsupported, what, ": output '", out.name, "' has a dynamic shape");
+    }
+    const std::vector<uint8_t> zeros(static_cast<size_t>(numElements(out.shape)) * dtypeSize(out.dtype), 0);
+    const Value v = b.constant(out.name + "/unbuilt", out.dtype, out.shape, zeros.data());
+    b.output(b.op1("Reshape", {v}, ShapeAttrs{out.shape}), out.name);
+  }
+  auto graph = b.finish();
+  if (!graph.ok()) return graph.status().withContext(what);
+  return Subgraph{std::make_shared<ir::Graph>(std::move(graph).value()), c.captures, c.capture_names};
+}
+
+// An If whose condition is known only at run time, with one branch that cannot run at the
+// model's shapes (Silero VAD's 8 kHz branch at 16 kHz sizes): as onnxruntime, which checks
+// a branch only when it takes it, the model converts; that branch becomes a placeholder and
+// taking it is a run-time error. Only shape errors (kInvalidArgument) qualify, and only when
+// the other branch builds.
+Status convertIfOneBranch(Context& c, const Node& n, const onnx::GraphProto& then_g, const onnx::GraphProto& else_g,
+                          int failed, const Status& why, Outs& outs) {
+  const char* names[2] = {"then branch", "else branch"};
+  auto built = convertSubgraph(c, failed == 0 ? else_g : then_g, {}, {}, names[1 - failed]);
+  if (!built.ok()) return why;  // neither builds: the first error stands
+  auto placeholder = placeholderBranch(c, *built, names[failed]);
+  if (!placeholder.ok()) return why;
+  GKRT_LOG_WARNING("converting If '", n.name(), "': its ", names[failed],
+                   " cannot run at these input shapes and is left out; the model runs while the condition takes the ",
+                   names[1 - failed], ", and taking the other is a run-time error (", why.message(), ")");
+  std::vector<std::shared_ptr<ir::Graph>> branches = {built->graph, placeholder->graph};
+  if (failed == 0) std::swap(branches[0], branches[1]);
+  IfAttrs attrs;
+  attrs.unbuilt_branch = failed;
+  outs = c.builder().op("If", withCaptures({c.in(n, 0)}, built->captures), attrs, n.output_size(), n.name(), branches);
+  return Status::Ok();
+}
+
 // A branch taken at conversion: its nodes join the enclosing graph.
 Status inlineBranch(Context& c, const Node& n, const onnx::GraphProto& branch, Outs& outs) {
   for (const auto& init : branch.initializer()) {
@@ -103,8 +152,18 @@ Status convertIf(Context& c, const Node& n, Outs& outs) {
     if (h.size() != 1) return unsupported(n, "the condition holds " + std::to_string(h.size()) + " values, not one");
     return inlineBranch(c, n, h.toFloats()[0] != 0.0f ? *then_g : *else_g, outs);
   }
-  ASSIGN_OR_RETURN(Subgraph then_b, convertSubgraph(c, *then_g, {}, {}, "then branch"));
-  ASSIGN_OR_RETURN(Subgraph else_b, convertSubgraph(c, *else_g, {}, then_b.capture_names, "else branch"));
+  auto then_r = convertSubgraph(c, *then_g, {}, {}, "then branch");
+  if (!then_r.ok()) {
+    if (then_r.status().code() != StatusCode::kInvalidArgument) return then_r.status();
+    return convertIfOneBranch(c, n, *then_g, *else_g, 0, then_r.status(), outs);
+  }
+  Subgraph then_b = std::move(then_r).value();
+  auto else_r = convertSubgraph(c, *else_g, {}, then_b.capture_names, "else branch");
+  if (!else_r.ok()) {
+    if (else_r.status().code() != StatusCode::kInvalidArgument) return else_r.status();
+    return convertIfOneBranch(c, n, *then_g, *else_g, 1, else_r.status(), outs);
+  }
+  Subgraph else_b = std::move(else_r).value();
   // Values only the else branch reads: unused inputs of the then branch.
   for (size_t k = then_b.captures.size(); k < else_b.captures.size(); ++k) {
     const ir::Tensor& t = c.tensor(else_b.captures[k]);

@@ -34,6 +34,11 @@ Status validateControlFlowSubgraphs(const Graph& g, int i) {
   size_t sub_inputs = nin, sub_outputs = nout;
   if (want == 2) {
     sub_inputs = nin - 1;
+    const int64_t unbuilt = n.attrs.kind() == AttrKind::kIf ? n.attrs.get<IfAttrs>().unbuilt_branch : -1;
+    if (unbuilt < -1 || unbuilt > 1) {
+      return makeError(StatusCode::kInvalidModel, who, ": unbuilt_branch ", unbuilt,
+                       " is not -1 (both built), 0 (then) or 1 (else)");
+    }
   } else if (n.attrs.kind() == AttrKind::kLoop) {
     const LoopAttrs& a = n.attrs.get<LoopAttrs>();
     if (nin < 2 || a.num_carried < 0 || static_cast<size_t>(a.num_carried) > std::min(nin - 2, nout)) {
