@@ -142,7 +142,9 @@ void dynamicQuantize(const float* __restrict x, float scale, int zp, uint8_t* __
 // its -Wuninitialized reports once they are inlined here: a false alarm, silenced for these two.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // dynamicRange and dynamicQuantize 16 values a step, the same results: max/min with the
 // running value second (a NaN keeps it), x / scale divided (not multiplied by 1 / scale),
 // NaN as -kQuantClamp, rounding to nearest even, zp added, saturated to 0..255.
