@@ -84,6 +84,29 @@ TEST(CpuBackend, BroadcastChainsMatchReference) {
   }
 }
 
+// Per-channel operands of an NCHW tensor ([1, C, 1, 1]) on either side of non-commutative
+// ops in one fused loop: on a tile inside one channel's plane the loop reads them as one
+// value (TileRunner::tileConstant), on a tile across two planes through their gather
+// buffers; planes shorter than, equal to and longer than a tile, and not a multiple of it.
+TEST(CpuBackend, PerChannelOperandsOnEitherSideMatchReference) {
+  for (int64_t plane : {300, 512, 700, 1920}) {
+    const Shape xs{2, 5, 1, plane};
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, xs);
+    Value sc = b.input("s", DType::kFloat32, {1, 5, 1, 1});
+    Value of = b.input("o", DType::kFloat32, {1, 5, 1, 1});
+    Value t = b.op1("Div", {sc, b.add(b.op1("Abs", {x}), 1.0f)});
+    t = b.sub(of, b.sub(t, of));
+    t = b.op1("Maximum", {b.op1("Minimum", {sc, t}), of});
+    t = b.add(b.mul(x, t), b.op1("Div", {x, sc}));
+    b.output(t, "out");
+    auto g = b.finish();
+    ASSERT_TRUE(g.ok()) << g.status().toString();
+    expectCpuMatchesReference(*g, {randomTensor(xs, 11), randomTensor({1, 5, 1, 1}, 12), randomTensor({1, 5, 1, 1}, 13)},
+                              1e-6);
+  }
+}
+
 // A power by a constant exponent, as LRN writes it (x / (k + s)^0.75): the quarter powers
 // through square roots, other exponents through the vector pow, in the fused loop, on
 // positive values and on negative ones (NaN where pow gives NaN).

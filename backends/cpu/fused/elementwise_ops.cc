@@ -200,6 +200,13 @@ GKRT_INLINE_BODY bool runEwOpScalarBody(EwOp op, float* y, const float* v, float
     default: return false;
   }
 }
+bool ewOpHasScalarLoop(EwOp op) {
+  switch (op) {
+    case EwOp::kAdd: case EwOp::kSub: case EwOp::kMul: case EwOp::kDiv: case EwOp::kMaximum: case EwOp::kMinimum:
+    case EwOp::kSquaredDifference: return true;
+    default: return false;
+  }
+}
 GKRT_TIERED_AVX2(bool, runEwOpScalar, (EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n),
                  (op, y, v, s, scalar_first, n), "avx2")
 

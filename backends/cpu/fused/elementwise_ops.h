@@ -41,5 +41,7 @@ void runEwOp(EwOp op, float* y, const float* a, const float* b, int64_t n, float
 // A binary op with one operand a scalar (no tile filled with it): y = op(a, s) when
 // `scalar_first` is false, y = op(s, b) when true. False for ops without such a loop.
 bool runEwOpScalar(EwOp op, float* y, const float* v, float s, bool scalar_first, int64_t n);
+// Whether runEwOpScalar has a loop for `op` (it returns false for the others).
+bool ewOpHasScalarLoop(EwOp op);
 
 }  // namespace gkrt::cpu

@@ -309,6 +309,21 @@ const float* TileRunner::load(const Operand& o) {
   return nullptr;
 }
 
+bool TileRunner::tileConstant(const Operand& o, float* value) const {
+  if (o.kind != Operand::kGather) return false;
+  size_t j = o.dims.size();
+  int64_t inner = 1;  // the broadcast trailing dims' elements
+  while (j > 0 && o.strides[j - 1] == 0) inner *= o.dims[--j];
+  if (inner <= 1 || s_ / inner != (s_ + n_ - 1) / inner) return false;
+  int64_t rem = s_ / inner, off = 0;
+  for (size_t d = j; d-- > 0;) {
+    off += (rem % o.dims[d]) * o.strides[d];
+    rem /= o.dims[d];
+  }
+  *value = base(o)[off];
+  return true;
+}
+
 void TileRunner::runRange(int64_t s, int64_t n, size_t begin, size_t end, bool copies) {
   s_ = s;
   n_ = n;
@@ -330,6 +345,18 @@ void TileRunner::runRange(int64_t s, int64_t n, size_t begin, size_t end, bool c
     if (!unary && isScalar(in.a) != isScalar(in.b)) {
       const bool first = isScalar(in.a);
       if (runEwOpScalar(in.op, y, load(first ? in.b : in.a), scalarValue(first ? in.a : in.b), first, n)) continue;
+    }
+    // So does a broadcast operand with one value on this tile (per-channel scales and
+    // offsets of NCHW tensors), its gather buffer left unfilled in its usual turn.
+    float c = 0.0f;
+    if (!unary && !isScalar(in.a) && !isScalar(in.b) && ewOpHasScalarLoop(in.op) &&
+        (tileConstant(in.b, &c) || tileConstant(in.a, &c))) {
+      const bool first = !tileConstant(in.b, &c);
+      if (first) gather_ += tile_;  // a's buffer, unfilled; b's load takes the next as before
+      const float* v = load(first ? in.b : in.a);
+      if (!first) gather_ += tile_;
+      runEwOpScalar(in.op, y, v, c, first, n);
+      continue;
     }
     const float* a = load(in.a);
     const float* b = unary ? nullptr : load(in.b);

@@ -129,6 +129,9 @@ class TileRunner {
   }
   bool isScalar(const Operand& o) const { return o.kind == Operand::kScalar || (o.kind == Operand::kRow && rows_scalar_); }
   float scalarValue(const Operand& o) const { return o.kind == Operand::kRow ? rows_[o.row][0] : base(o)[0]; }
+  // A broadcast operand with one value on the whole tile (a per-channel operand of an
+  // NCHW tensor on a tile inside one channel's plane): true, and that value.
+  bool tileConstant(const Operand& o, float* value) const;
   float* nextBuffer();  // the next gather buffer, for values other than a per-channel operand's
 
   const Program& p_;
