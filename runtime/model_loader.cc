@@ -138,6 +138,8 @@ class GraphDecoder {
     auto attrs = decodeAttrs(static_cast<uint8_t>(fn.attrs_type()), fn.attrs());
     if (!attrs.ok()) return attrs.status().withContext(who);
     n.attrs = std::move(attrs).value();
+    // Files from before IfAttrs hold If nodes without attributes: both branches built.
+    if (n.attrs.kind() == AttrKind::kNone && n.op->attr_kind == AttrKind::kIf) n.attrs = IfAttrs{};
     if (fn.inputs()) n.inputs.assign(fn.inputs()->begin(), fn.inputs()->end());
     if (fn.outputs()) n.outputs.assign(fn.outputs()->begin(), fn.outputs()->end());
     if (fn.subgraph()) {

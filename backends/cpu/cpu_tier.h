@@ -46,9 +46,7 @@
   __attribute__((target(t256), flatten)) static ret name##OnAvx2 params { return name##Body args; }   \
   __attribute__((flatten)) static ret name##OnBaseline params { return name##Body args; }             \
   ret name params {                                                                                   \
-    static const int tier_ = ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx512) ? 2             \
-                             : ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx2) ? 1             \
-                                                                                      : 0;            \
+    static const int tier_ = ::gkrt::cpu::vectorTierIndex();                                          \
     if (tier_ == 2) return name##OnAvx512 args;                                                       \
     if (tier_ == 1) return name##OnAvx2 args;                                                         \
     return name##OnBaseline args;                                                                     \
@@ -58,9 +56,7 @@
   GKRT_TARGET_AVX2 static void name##OnAvx2 params { name##Body<::gkrt::cpu::V8> args; }      \
   static void name##OnBaseline params { name##Body<::gkrt::cpu::V4> args; }                   \
   void name params {                                                                          \
-    static const int tier_ = ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx512) ? 2     \
-                             : ::gkrt::cpu::cpuTier().has(::gkrt::cpu::CpuIsa::kAvx2) ? 1     \
-                                                                                      : 0;    \
+    static const int tier_ = ::gkrt::cpu::vectorTierIndex();                                  \
     if (tier_ == 2) return name##OnAvx512 args;                                               \
     if (tier_ == 1) return name##OnAvx2 args;                                                 \
     name##OnBaseline args;                                                                    \
@@ -114,6 +110,10 @@ struct CpuTier {
 
 // The tier of this process: detected and capped on the first call (GKRT_CPU_ISA read then).
 const CpuTier& cpuTier();
+// Which build of a GKRT_TIERED / GKRT_TIERED_LANES site runs: 2 AVX-512, 1 AVX2, 0 baseline.
+inline int vectorTierIndex() {
+  return cpuTier().has(CpuIsa::kAvx512) ? 2 : cpuTier().has(CpuIsa::kAvx2) ? 1 : 0;
+}
 
 // "avx2", "avx512_vnni", ...: the names GKRT_CPU_ISA takes.
 const char* cpuIsaName(CpuIsa isa);

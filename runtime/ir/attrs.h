@@ -318,7 +318,7 @@ struct AttentionAttrs { GKRT_ATTR("Attention", kAttention);
 };
 // If: the branch (0 then, 1 else) that could not be built at the shapes the model was
 // converted with, or -1. That branch is a placeholder; taking it is a run-time error.
-// An If without attributes (files from before this field) has both branches built.
+// The loader gives If nodes of files from before this field IfAttrs{} (both built).
 struct IfAttrs { GKRT_ATTR("If", kIf);
   int64_t unbuilt_branch = -1;
   template <class S, class V> static void fields(S& s, V& v) { v("unbuilt_branch", s.unbuilt_branch); }

@@ -103,9 +103,7 @@ Status checkNodeShape(const Graph& g, int i) {
     return makeError(StatusCode::kInvalidModel, who(), ": has ", nout, " outputs, ", op.name, " produces ",
                      op.min_outputs, op.min_outputs == op.max_outputs ? "" : " to " + std::to_string(op.max_outputs));
   }
-  // If takes no attributes, or IfAttrs when one branch is a placeholder (runtime/ir/control_flow.h).
-  const bool if_attrs = n.attrs.kind() == AttrKind::kIf && std::string(op.name) == "If";
-  if (n.attrs.kind() != op.attr_kind && !if_attrs) {
+  if (n.attrs.kind() != op.attr_kind) {
     return makeError(StatusCode::kInvalidModel, who(), ": attributes are of kind ", attrKindName(n.attrs.kind()),
                      ", ", op.name, " takes ", attrKindName(op.attr_kind));
   }

@@ -103,7 +103,7 @@ ir::Graph ifModel() {
   GraphBuilder b;
   Value cond = b.input("cond", DType::kBool, {});
   Value x = b.input("x", DType::kFloat32, {4});
-  auto out = b.op("If", {cond, x}, {}, 1, "choose", {finished(then_b), finished(else_b)});
+  auto out = b.op("If", {cond, x}, IfAttrs{}, 1, "choose", {finished(then_b), finished(else_b)});
   b.output(out[0], "y");
   return *finished(b);
 }

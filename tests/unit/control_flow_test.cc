@@ -42,7 +42,7 @@ ir::Graph ifModel() {
   Value x = b.input("x", DType::kFloat32, {2, 3});
   Value y = b.input("y", DType::kFloat32, {2, 3});
   Value sum = b.add(x, y);
-  auto out = b.op("If", {cond, sum, y}, {}, 1, "choose", {thenBranch({2, 3}), elseBranch({2, 3})});
+  auto out = b.op("If", {cond, sum, y}, IfAttrs{}, 1, "choose", {thenBranch({2, 3}), elseBranch({2, 3})});
   b.output(b.relu(out[0]), "out");
   auto g = b.finish();
   EXPECT_TRUE(g.ok()) << g.status().toString();
@@ -155,7 +155,7 @@ TEST(ControlFlow, IfBranchesOfDifferentShapesAreRefused) {
   Value a = other.input("a", DType::kFloat32, {2, 3});
   other.input("b", DType::kFloat32, {2, 3});
   other.output(other.op1("ReduceSum", {a}, AxesAttrs{{1}, false}), "narrow");
-  b.op("If", {cond, x, x}, {}, 1, "mismatch", {thenBranch({2, 3}), finished(other)});
+  b.op("If", {cond, x, x}, IfAttrs{}, 1, "mismatch", {thenBranch({2, 3}), finished(other)});
   auto g = b.finish();
   ASSERT_FALSE(g.ok());
   for (const char* needle : {"mismatch", "output 0", "2x3", "'then_out'", "'narrow'", "--freeze"}) {

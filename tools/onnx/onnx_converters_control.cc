@@ -170,7 +170,7 @@ Status convertIf(Context& c, const Node& n, Outs& outs) {
     ir::Graph& g = *then_b.graph;
     g.inputs.push_back(g.addTensor({else_b.capture_names[k], t.dtype, t.shape, {}, nullptr}));
   }
-  outs = c.builder().op("If", withCaptures({cond}, else_b.captures), {}, n.output_size(), n.name(),
+  outs = c.builder().op("If", withCaptures({cond}, else_b.captures), IfAttrs{}, n.output_size(), n.name(),
                         {then_b.graph, else_b.graph});
   return Status::Ok();
 }

@@ -34,7 +34,7 @@ Status validateControlFlowSubgraphs(const Graph& g, int i) {
   size_t sub_inputs = nin, sub_outputs = nout;
   if (want == 2) {
     sub_inputs = nin - 1;
-    const int64_t unbuilt = n.attrs.kind() == AttrKind::kIf ? n.attrs.get<IfAttrs>().unbuilt_branch : -1;
+    const int64_t unbuilt = unbuiltBranch(n);
     if (unbuilt < -1 || unbuilt > 1) {
       return makeError(StatusCode::kInvalidModel, who, ": unbuilt_branch ", unbuilt,
                        " is not -1 (both built), 0 (then) or 1 (else)");
@@ -292,7 +292,7 @@ Status controlFlowKernel(const KernelContext& c) {
 }  // namespace
 
 void registerControlFlowOps(std::vector<OpDef>& t) {
-  if constexpr (opSelected("If")) t.push_back({"If", OpClass::kOpaque, 1, kVariadic, 1, 1024, AttrKind::kNone, dtypeIf, shapeIf, controlFlowKernel,
+  if constexpr (opSelected("If")) t.push_back({"If", OpClass::kOpaque, 1, kVariadic, 1, 1024, AttrKind::kIf, dtypeIf, shapeIf, controlFlowKernel,
                "runs the then branch when cond is true, else the else branch; inputs {cond, captured...}"});
   if constexpr (opSelected("Loop")) t.push_back({"Loop", OpClass::kOpaque, 0, kVariadic, 1, 1024, AttrKind::kLoop, dtypeLoop, shapeLoop, controlFlowKernel,
                "runs the body while i < M and cond; inputs {M, cond, carried..., captured...}"});
