@@ -36,6 +36,14 @@ class Kernel {
   // An input whose bytes output 0 may take over when that input dies here (the kernel
   // reads every element before writing it at the same index); -1 = none.
   virtual int inPlaceInput() const { return -1; }
+  // Inputs this kernel finds already in place when they lie inside output 0 at a byte
+  // offset (a multiple of 64): the session may plan them there, and the kernel then
+  // skips their copies (a batch-1 Concat's pieces).
+  struct HostedInput {
+    int input;
+    size_t offset;
+  };
+  virtual std::vector<HostedInput> hostedInputs() const { return {}; }
   // What `gkrt bench --profile` shows beside the kernel's ops: the implementation and
   // the layout reorders it does per launch, e.g. "oneDNN jit:avx2, 1 reorder".
   virtual std::string detail() const { return ""; }

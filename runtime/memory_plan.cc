@@ -8,8 +8,21 @@ namespace {
 
 size_t alignUp(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
-int rootOf(const std::vector<BufferRequest>& r, int i) {
-  while (r[static_cast<size_t>(i)].share_with >= 0) i = r[static_cast<size_t>(i)].share_with;
+// The request whose block holds request i, and i's byte offset in that block.
+int rootOf(const std::vector<BufferRequest>& r, int i, size_t* at = nullptr) {
+  size_t off = 0;
+  for (;;) {
+    const BufferRequest& q = r[static_cast<size_t>(i)];
+    if (q.share_with >= 0) {
+      i = q.share_with;
+    } else if (q.inside >= 0) {
+      off += q.at;
+      i = q.inside;
+    } else {
+      break;
+    }
+  }
+  if (at) *at = off;
   return i;
 }
 
@@ -17,19 +30,23 @@ int rootOf(const std::vector<BufferRequest>& r, int i) {
 
 MemoryPlan planMemory(const std::vector<BufferRequest>& requests) {
   const int n = static_cast<int>(requests.size());
-  // In-place chains become one block: the root's bytes, the union of the lifetimes.
+  // In-place chains and tensors inside others become one block: the root's bytes (and
+  // its members' extents), the union of the lifetimes.
   struct Block { size_t bytes = 0; int first = 0, last = -1; bool used = false; };
   std::vector<Block> blocks(static_cast<size_t>(n));
+  std::vector<size_t> at(static_cast<size_t>(n), 0);
+  std::vector<int> root(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
-    Block& b = blocks[static_cast<size_t>(rootOf(requests, i))];
+    root[size_t(i)] = rootOf(requests, i, &at[size_t(i)]);
+    Block& b = blocks[static_cast<size_t>(root[size_t(i)])];
     const BufferRequest& r = requests[static_cast<size_t>(i)];
     b.first = b.used ? std::min(b.first, r.first) : r.first;
     b.last = b.used ? std::max(b.last, r.last) : r.last;
-    b.bytes = std::max(b.bytes, alignUp(r.bytes));
+    b.bytes = std::max(b.bytes, alignUp(at[size_t(i)] + r.bytes));
     b.used = true;
   }
   std::vector<int> order;
-  for (int i = 0; i < n; ++i) if (requests[static_cast<size_t>(i)].share_with < 0) order.push_back(i);
+  for (int i = 0; i < n; ++i) if (root[size_t(i)] == i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return blocks[size_t(a)].bytes > blocks[size_t(b)].bytes; });
 
   MemoryPlan plan;
@@ -53,7 +70,7 @@ MemoryPlan planMemory(const std::vector<BufferRequest>& requests) {
     plan.arena_bytes = std::max(plan.arena_bytes, offset + b.bytes);
     placed.push_back(i);
   }
-  for (int i = 0; i < n; ++i) plan.offsets[static_cast<size_t>(i)] = plan.offsets[static_cast<size_t>(rootOf(requests, i))];
+  for (int i = 0; i < n; ++i) plan.offsets[static_cast<size_t>(i)] = plan.offsets[size_t(root[size_t(i)])] + at[size_t(i)];
   return plan;
 }
 

@@ -205,12 +205,14 @@ Status Session::Plan::allocateTensors(const std::vector<char>& referenced, size_
       if (t >= 0 && request_of[t] >= 0) requests[size_t(request_of[t])].last = std::max(requests[size_t(request_of[t])].last, i);
     }
   }
+  const std::vector<char> grouped = placeInsideOutputs(request_of, pinned, &requests);
   for (int i = 0; i < num_steps; ++i) {  // in place: an input dying here hands its bytes to output 0
     const ir::Node& node = graph.nodes[i];
     const int k = steps[i].kernel->inPlaceInput();
     if (k < 0 || k >= static_cast<int>(node.inputs.size()) || node.outputs.empty()) continue;
     const int in = node.inputs[k], out = node.outputs[0];
     if (in < 0 || out < 0 || request_of[in] < 0 || request_of[out] < 0 || pinned[in] || pinned[out] || in == out) continue;
+    if (grouped[size_t(request_of[in])] || grouped[size_t(request_of[out])]) continue;  // bytes other tensors share
     BufferRequest &rin = requests[size_t(request_of[in])], &rout = requests[size_t(request_of[out])];
     if (rin.last != i || rin.bytes != rout.bytes || rout.share_with >= 0) continue;
     rout.share_with = request_of[in];
@@ -228,6 +230,66 @@ Status Session::Plan::allocateTensors(const std::vector<char>& referenced, size_
     if (request_of[t] >= 0) buffers[t] = static_cast<char*>(arena) + plan.offsets[size_t(request_of[t])];
   }
   return backend->isHost() ? Status::Ok() : copyConstantsToDevice(referenced);
+}
+
+// Kernels' hosted inputs (Kernel::hostedInputs): each such input planned inside the
+// step's output, so its producer writes it there and the kernel skips the copy. Later
+// steps first: a concat whose inputs all already lie, in its order, inside one later
+// concat's output becomes a view of that output's bytes and copies nothing (DenseNet's
+// concats of a block: one buffer, each layer's features written into it once). Returns
+// which requests now share bytes with others (kept out of in-place sharing: a kernel
+// overwriting one would overwrite the rest).
+std::vector<char> Session::Plan::placeInsideOutputs(const std::vector<int>& request_of, const std::vector<char>& pinned,
+                                                    std::vector<BufferRequest>* requests) const {
+  std::vector<BufferRequest>& r = *requests;
+  std::vector<char> grouped(r.size(), 0);
+  auto rootAt = [&](int q, size_t* at) {
+    size_t off = 0;
+    for (; r[size_t(q)].inside >= 0; q = r[size_t(q)].inside) off += r[size_t(q)].at;
+    *at = off;
+    return q;
+  };
+  for (size_t i = steps.size(); i-- > 0;) {
+    if (!steps[i].kernel) continue;
+    const std::vector<Kernel::HostedInput> hosted = steps[i].kernel->hostedInputs();
+    const ir::Node& node = graph.nodes[i];
+    if (hosted.empty() || node.outputs.empty() || node.outputs[0] < 0) continue;
+    const int y = node.outputs[0], ry = request_of[size_t(y)];
+    if (ry < 0 || pinned[size_t(y)]) continue;
+    auto usable = [&](int k) {
+      const int x = node.inputs[size_t(k)];
+      if (x < 0 || x == y || request_of[size_t(x)] < 0 || pinned[size_t(x)]) return false;
+      return std::count(node.inputs.begin(), node.inputs.end(), x) == 1;
+    };
+    // Every input already inside one block, at the offsets this output would give them.
+    bool view = r[size_t(ry)].inside < 0 && hosted.size() == node.inputs.size();
+    int root = -1;
+    size_t base = 0;
+    for (size_t h = 0; view && h < hosted.size(); ++h) {
+      const int k = hosted[h].input;
+      if (!usable(k) || r[size_t(request_of[size_t(node.inputs[size_t(k)])])].inside < 0) {
+        view = false;
+        break;
+      }
+      size_t at = 0;
+      const int q = rootAt(request_of[size_t(node.inputs[size_t(k)])], &at);
+      if (h == 0) root = q, base = at - std::min(at, hosted[h].offset);
+      view = q == root && q != ry && at >= hosted[h].offset && at - hosted[h].offset == base;
+    }
+    if (view) {
+      r[size_t(ry)].inside = root, r[size_t(ry)].at = base;
+      grouped[size_t(ry)] = 1;
+      continue;
+    }
+    for (const Kernel::HostedInput& h : hosted) {
+      if (!usable(h.input)) continue;
+      const int rx = request_of[size_t(node.inputs[size_t(h.input)])];
+      if (r[size_t(rx)].inside >= 0 || h.offset % kArenaAlignment != 0 || h.offset + r[size_t(rx)].bytes > r[size_t(ry)].bytes) continue;
+      r[size_t(rx)].inside = ry, r[size_t(rx)].at = h.offset;
+      grouped[size_t(rx)] = grouped[size_t(ry)] = 1;
+    }
+  }
+  return grouped;
 }
 
 // Device backends with addressable memory: every constant the graph uses, packed into

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/memory_plan.h"
 #include "runtime/session.h"
 
 namespace gkrt {
@@ -47,6 +48,8 @@ struct Session::Plan {
   Status allocateTensors(const std::vector<char>& referenced, size_t workspace_bytes,
                          std::map<std::string, SharedBuffer>* shared);
   Status copyConstantsToDevice(const std::vector<char>& referenced);
+  std::vector<char> placeInsideOutputs(const std::vector<int>& request_of, const std::vector<char>& pinned,
+                                       std::vector<BufferRequest>* requests) const;
 };
 
 }  // namespace gkrt

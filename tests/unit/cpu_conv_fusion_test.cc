@@ -300,7 +300,8 @@ TEST(ConvFusion, LearnableAffineAroundAnActivationIsOnePrimitive) {
 // A DenseNet block as Caffe exports it: BatchNormalization then Scale (two per-channel
 // Mul+Add pairs) and ReLU before each convolution, each layer's features concatenated to
 // the block's. The affine pairs fold into one Mul and one Add (fusion/passes/
-// affine_chain.cc); the concats are block copies in the blocked layout.
+// affine_chain.cc); each concat's output holds the next one's start, so every layer's
+// features are written into the last concat's bytes once and no concat copies.
 TEST(ConvFusion, DenseBlockFoldsAffineChainsAndCopiesConcats) {
   GraphBuilder b;
   Value x = b.input("x", DType::kFloat32, {1, 8, 10, 10});
@@ -327,8 +328,57 @@ TEST(ConvFusion, DenseBlockFoldsAffineChainsAndCopiesConcats) {
   EXPECT_EQ(testing::countOpsDeep(unfolded, "Mul"), 4);  // level 1 runs no ArithmeticSimplify
   const std::vector<HostTensor> in{randomTensor({1, 8, 10, 10}, 71)};
   const SessionRun blocked = runOn(*g, in, "cpu", 2, true, 2);
-  EXPECT_NE(blocked.details.find("block copies"), std::string::npos) << blocked.details;
+  EXPECT_EQ(blocked.details.find("block copies"), std::string::npos) << blocked.details;
+  EXPECT_NE(blocked.details.find("every input in place, no copy"), std::string::npos) << blocked.details;
   expectMatchesReference(*g, in);
+}
+
+// DenseNet as torchvision exports it: each layer's concat takes every earlier layer's
+// features again (not the previous concat). The last concat's output holds them all,
+// each written there by its convolution, and the earlier concats are views of its
+// start: no concat copies, in the blocked layout or plain. Around it, what must keep
+// the copies: a piece that is also a graph output (its bytes are the caller's), a
+// piece read again after the concats by an op that could run in place (it must not
+// overwrite the shared bytes), the same tensor twice, batch 2.
+TEST(ConvFusion, ConcatPiecesAreWrittenInPlaceAndViewsShareThem) {
+  auto dense = [](bool piece_is_output, int64_t batch) {
+    GraphBuilder b;
+    Value x = b.input("x", DType::kFloat32, {batch, 8, 10, 10});
+    std::vector<Value> feats{conv(b, x, 8, 32, 3, 91)};
+    uint32_t seed = 93;
+    Value all;
+    for (int layer = 0; layer < 3; ++layer) {
+      Value in = feats.size() == 1 ? feats[0] : all;
+      const int64_t c = 32 + 16 * (static_cast<int64_t>(feats.size()) - 1);
+      Value shifted = b.relu(b.add(in, weight(b, {1, c, 1, 1}, seed)));
+      feats.push_back(conv(b, shifted, c, 16, 1, seed + 1));
+      seed += 2;
+      all = b.op1("Concat", feats, AxisAttrs{1, false});
+    }
+    b.output(conv(b, all, 80, 8, 1, seed++), "y");
+    b.output(conv(b, b.relu(feats[1]), 16, 8, 1, seed++), "late");  // a piece read after the concats
+    if (piece_is_output) b.output(feats[2], "piece");
+    b.output(conv(b, b.op1("Concat", {feats[3], feats[3]}, AxisAttrs{1, false}), 32, 8, 1, seed++), "twice");
+    return *b.finish();
+  };
+  for (bool blocked : {true, false}) {
+    const ir::Graph g = dense(false, 1);
+    const std::vector<HostTensor> in{randomTensor({1, 8, 10, 10}, 97)};
+    const SessionRun run = runOn(g, in, "cpu", 2, blocked, 2);
+    const SessionRun want = runOn(g, in, "reference", 0, false, 1);
+    int no_copy = 0;
+    for (size_t at = 0; (at = run.details.find("every input in place, no copy", at)) != std::string::npos; ++at) ++no_copy;
+    EXPECT_EQ(no_copy, 3) << "blocked " << blocked << "\n" << run.details;  // all but the "twice" concat
+    for (size_t k = 0; k < want.outputs.size(); ++k) EXPECT_EQ(testing::compareTensors(run.outputs[k], want.outputs[k], 1e-4, 1e-5), "") << k;
+  }
+  const ir::Graph pinned = dense(true, 1);
+  const SessionRun kept = runOn(pinned, {randomTensor({1, 8, 10, 10}, 98)}, "cpu", 2, true, 2);
+  EXPECT_NE(kept.details.find("block copies"), std::string::npos) << kept.details;
+  expectMatchesReference(pinned, {randomTensor({1, 8, 10, 10}, 98)});
+  const ir::Graph batch2 = dense(false, 2);
+  const SessionRun copied = runOn(batch2, {randomTensor({2, 8, 10, 10}, 99)}, "cpu", 2, true, 2);
+  EXPECT_EQ(copied.details.find("in place"), std::string::npos) << copied.details;
+  expectMatchesReference(batch2, {randomTensor({2, 8, 10, 10}, 99)});
 }
 
 // A depthwise 5x5 on a 7x7 map with a blocked input and a plain output (a graph output),

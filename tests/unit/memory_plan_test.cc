@@ -10,7 +10,10 @@ namespace gkrt {
 namespace {
 
 void expectNoLiveOverlap(const std::vector<BufferRequest>& r, const MemoryPlan& plan) {
-  auto root = [&](size_t i) { while (r[i].share_with >= 0) i = static_cast<size_t>(r[i].share_with); return i; };
+  auto root = [&](size_t i) {
+    while (r[i].share_with >= 0 || r[i].inside >= 0) i = static_cast<size_t>(r[i].share_with >= 0 ? r[i].share_with : r[i].inside);
+    return i;
+  };
   for (size_t i = 0; i < r.size(); ++i) {
     EXPECT_EQ(plan.offsets[i] % kArenaAlignment, 0u);
     EXPECT_LE(plan.offsets[i] + r[i].bytes, plan.arena_bytes);
@@ -38,6 +41,36 @@ TEST(MemoryPlan, InPlaceChainsShareOneOffset) {
   expectNoLiveOverlap(r, plan);
   EXPECT_EQ(plan.offsets[1], plan.offsets[2]);
   EXPECT_EQ(plan.offsets[2], plan.offsets[3]);
+}
+
+// A concat's output (3) holding its three pieces, written before it at steps 0-2, and a
+// smaller concat (4) of the first two as a view of its start: each at the host's offset
+// plus its own, the group's bytes kept from the first piece's step to the last read of
+// any member, so a tensor living then (5, 6) goes elsewhere.
+TEST(MemoryPlan, TensorsInsideAnotherSitAtItsOffsetForTheGroupsLifetime) {
+  std::vector<BufferRequest> r{{1024, 0, 4}, {1024, 1, 3}, {1000, 2, 6}, {3072, 3, 7}, {2048, 3, 9}, {3072, 0, 1}, {512, 8, 9}};
+  r[0].inside = 3, r[0].at = 0;
+  r[1].inside = 3, r[1].at = 1024;
+  r[2].inside = 3, r[2].at = 2048;
+  r[4].inside = 3, r[4].at = 0;
+  MemoryPlan plan = planMemory(r);
+  expectNoLiveOverlap(r, plan);
+  EXPECT_EQ(plan.offsets[0], plan.offsets[3]);
+  EXPECT_EQ(plan.offsets[1], plan.offsets[3] + 1024);
+  EXPECT_EQ(plan.offsets[2], plan.offsets[3] + 2048);
+  EXPECT_EQ(plan.offsets[4], plan.offsets[3]);
+  for (int other : {5, 6}) {  // live with a member, though not with the host's own steps
+    const size_t o = plan.offsets[size_t(other)], e = o + r[size_t(other)].bytes;
+    EXPECT_TRUE(e <= plan.offsets[3] || o >= plan.offsets[3] + 3072) << "request " << other;
+  }
+  // Nested: a piece of a piece, offsets adding up.
+  std::vector<BufferRequest> n{{256, 0, 2}, {512, 1, 3}, {1024, 2, 4}};
+  n[0].inside = 1, n[0].at = 256;
+  n[1].inside = 2, n[1].at = 512;
+  MemoryPlan nested = planMemory(n);
+  EXPECT_EQ(nested.offsets[0], nested.offsets[2] + 768);
+  EXPECT_EQ(nested.offsets[1], nested.offsets[2] + 512);
+  EXPECT_EQ(nested.arena_bytes, 1024u);
 }
 
 TEST(MemoryPlan, RandomLifetimesNeverOverlap) {

@@ -274,7 +274,11 @@ const float* TileRunner::load(const Operand& o) {
     case Operand::kTemp: return results_[o.temp];
     case Operand::kFull: {
       if (o.raw_int32) return (o.constant ? o.constant : static_cast<const float*>(inputs_[o.input].data)) + s_;
-      if (o.from == DType::kFloat32) return base(o) + s_;
+      if (o.from == DType::kFloat32) {
+        const float* x = base(o) + s_;
+        for (int64_t i = 0; i < n_; i += 16) __builtin_prefetch(x + 2 * n_ + i);  // two tiles on
+        return x;
+      }
       float* buf = nextBuffer();
       integersToFloats(o.from, static_cast<const char*>(inputs_[o.input].data) + s_ * int64_t(dtypeSize(o.from)), n_, buf);
       return buf;

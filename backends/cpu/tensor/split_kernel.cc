@@ -85,23 +85,52 @@ class ConcatKernel final : public Kernel {
         for (size_t done = 0; done < bytes; done += kPieceBytes) {
           pieces_.push_back({static_cast<int>(k), o * bytes + done, at + done, std::min(kPieceBytes, bytes - done)});
         }
+        if (outer == 1) starts_.push_back(at);
         at += bytes;
       }
     }
     (void)block;  // blocked: channel blocks are whole, so the copies are the plain ones
+    placed_.assign(node.inputs.size(), 0);
+    active_.reserve(pieces_.size());
+    for (size_t k = 0; k < pieces_.size(); ++k) active_.push_back(static_cast<int>(k));
+  }
+
+  // Batch 1 (one outer slice): input k is bytes [start_k, ...) of the output, so it
+  // can be written there by its producer.
+  std::vector<HostedInput> hostedInputs() const override {
+    std::vector<HostedInput> h;
+    for (size_t k = 0; k < starts_.size(); ++k) if (starts_[k] % 64 == 0) h.push_back({static_cast<int>(k), starts_[k]});
+    return h;
   }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void*) override {
     auto* y = static_cast<char*>(out[0].data);
-    pool_.parallelFor(static_cast<int64_t>(pieces_.size()), 1, 1, [&](int, int64_t begin, int64_t end) {
+    if (!starts_.empty()) {  // the inputs already in place: their pieces are left out
+      bool changed = false;
+      for (size_t k = 0; k < placed_.size(); ++k) {
+        const char placed = in[k].data == y + starts_[k];
+        changed = changed || placed != placed_[k];
+        placed_[k] = placed;
+      }
+      if (changed) {
+        active_.clear();
+        for (size_t i = 0; i < pieces_.size(); ++i) if (!placed_[size_t(pieces_[i].input)]) active_.push_back(static_cast<int>(i));
+      }
+    }
+    pool_.parallelFor(static_cast<int64_t>(active_.size()), 1, 1, [&](int, int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const Piece& p = pieces_[i];
+        const Piece& p = pieces_[size_t(active_[size_t(i)])];
         std::memcpy(y + p.dst, static_cast<const char*>(in[p.input].data) + p.src, p.bytes);
       }
     });
     return Status::Ok();
   }
-  std::string detail() const override { return "block copies"; }
+  std::string detail() const override {
+    const auto placed = std::count(placed_.begin(), placed_.end(), 1);
+    if (placed == 0) return "block copies";
+    if (placed == static_cast<long>(placed_.size())) return "every input in place, no copy";
+    return "block copies, " + std::to_string(placed) + " of " + std::to_string(placed_.size()) + " inputs in place";
+  }
 
  private:
   static constexpr size_t kPieceBytes = 64 << 10;
@@ -111,6 +140,9 @@ class ConcatKernel final : public Kernel {
   };
   ThreadPool& pool_;
   std::vector<Piece> pieces_;
+  std::vector<size_t> starts_;  // batch 1: each input's byte offset in the output
+  std::vector<char> placed_;    // per input: found in place at the last launch
+  std::vector<int> active_;     // the pieces still copied
 };
 
 // Concat along the channels of NHWC tensors (int8 between convolutions, the layout plan's
