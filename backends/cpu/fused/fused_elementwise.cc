@@ -182,8 +182,10 @@ class ElementwiseKernel final : public Kernel {
       y.data = st.result.data();
       prologue_out_.push_back({y});
     }
-    scratch_.resize(static_cast<size_t>(pool.size()) * p_.scratchFloats());
-    results_.resize(static_cast<size_t>(pool.size()) * p_.code.size());  // nothing is allocated in launch
+    scratch_stride_ = threadStride(size_t(p_.scratchFloats()), sizeof(float));
+    results_stride_ = threadStride(p_.code.size(), sizeof(const float*));
+    scratch_.resize(static_cast<size_t>(pool.size()) * scratch_stride_);
+    results_.resize(static_cast<size_t>(pool.size()) * results_stride_);  // nothing is allocated in launch
     in_place_ = inPlaceCandidate(p_);
   }
 
@@ -222,8 +224,8 @@ class ElementwiseKernel final : public Kernel {
       inputs = &all_inputs_;
     }
     pool_.parallelFor(total_, kTile, 32 * 1024, [&](int thread, int64_t begin, int64_t end) {
-      TileRunner runner(p_, *inputs, outputs, scratch_.data() + thread * p_.scratchFloats(),
-                        results_.data() + thread * p_.code.size());
+      TileRunner runner(p_, *inputs, outputs, scratch_.data() + thread * scratch_stride_,
+                        results_.data() + thread * results_stride_);
       for (int64_t s = begin; s < end; s += kTile) runner.run(s, std::min(kTile, end - s));
     });
     return Status::Ok();
@@ -263,6 +265,7 @@ class ElementwiseKernel final : public Kernel {
   std::vector<TensorView> all_inputs_;
   ThreadPool& pool_;
   int in_place_ = -1;
+  size_t scratch_stride_ = 0, results_stride_ = 0;  // per thread (threadStride)
   std::vector<float> scratch_;
   std::vector<const float*> results_;  // per thread: each instruction's tile
 };

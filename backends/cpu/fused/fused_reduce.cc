@@ -344,8 +344,10 @@ class ReduceKernel final : public Kernel {
     main_scratch_ = slab_ ? plan_.slab.scratchFloats(l.extent()) : plan_.scratch;
     main_results_ = slab_ ? plan_.slab.code.size() : plan_.results;
     per_thread_ = main_scratch_ + plan_.row_scratch + 2 * static_cast<size_t>(plan_.num_rows) * kTile;
+    per_thread_ = threadStride(per_thread_, sizeof(float));
+    results_stride_ = threadStride(main_results_ + plan_.row_results, sizeof(const float*));
     scratch_.resize(pool.size() * per_thread_);
-    results_.resize(pool.size() * (main_results_ + plan_.row_results));
+    results_.resize(pool.size() * results_stride_);
     row_ptrs_.resize(pool.size() * 2 * static_cast<size_t>(plan_.num_rows));
   }
 
@@ -358,7 +360,7 @@ class ReduceKernel final : public Kernel {
       Buffers b;
       b.scratch = scratch_.data() + thread * per_thread_;
       b.row_scratch = b.scratch + main_scratch_;
-      b.results = results_.data() + thread * (main_results_ + plan_.row_results);
+      b.results = results_.data() + thread * results_stride_;
       b.row_results = b.results + main_results_;
       b.rows = row_ptrs_.data() + thread * 2 * nr;
       b.patterns = b.rows + nr;
@@ -449,7 +451,7 @@ class ReduceKernel final : public Kernel {
   ThreadPool& pool_;
   int64_t block_ = 1, blocks_ = 1, tile_rows_ = 1;
   bool slab_ = false;
-  size_t main_scratch_ = 0, main_results_ = 0, per_thread_ = 0;
+  size_t main_scratch_ = 0, main_results_ = 0, per_thread_ = 0, results_stride_ = 0;
   std::vector<float> scratch_;
   std::vector<const float*> results_;
   std::vector<float*> row_ptrs_;

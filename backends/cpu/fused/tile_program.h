@@ -21,6 +21,12 @@ namespace gkrt::cpu {
 
 constexpr int64_t kTile = 512;
 
+// Per-thread slices of one array (results, scratch) kept a cache line apart: two threads
+// writing neighbouring slices' entries each tile made them trade the line (a BN+ReLU over
+// [1, 512, 28, 28] took 0.148 ms at 1 thread and 0.117 at 2 before). The stride for `n`
+// entries of `bytes` each: rounded up to whole lines, plus a line.
+inline size_t threadStride(size_t n, size_t bytes) { return (n * bytes + 63) / 64 * 64 / bytes + 64 / bytes; }
+
 // Where an operand's tile comes from.
 struct Operand {
   enum Kind { kTemp, kFull, kScalar, kGather, kRow } kind = kTemp;
