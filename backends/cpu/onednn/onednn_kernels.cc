@@ -10,6 +10,8 @@
 #include "runtime/ir/op_def.h"
 
 #include "backends/cpu/onednn/onednn_impl.h"
+#include "backends/cpu/onednn/onednn_matmul_plan.h"
+#include "backends/cpu/quantization/int8_digit_matmul.h"
 #include "backends/cpu/onednn/onednn_post_ops.h"
 #include "backends/cpu/isa/vector_math.h"
 
@@ -42,16 +44,6 @@ dnnl::memory::desc matrixDesc(const Shape& s, size_t rank, bool transpose) {
   }
   return dnnl::memory::desc(d, dt::f32, strides);
 }
-
-// A matmul and the elementwise chain oneDNN applies to its result as post-ops.
-struct MatMulPlan {
-  bool ta = false, tb = false;
-  float alpha = 1.0f;
-  const ir::Tensor *a = nullptr, *b = nullptr;
-  Source sa, sb;
-  Shape y;
-  std::vector<PostOp> posts;
-};
 
 bool isFloat32(const ir::Tensor& t) { return t.dtype == DType::kFloat32; }
 
@@ -116,14 +108,6 @@ std::optional<dnnl::memory::desc> paddedRows(const dnnl::memory::desc& d) {
   strides[size_t(rank - 2)] = ld;
   for (int i = rank - 3; i >= 0; --i) strides[size_t(i)] = ld * dims[size_t(rank - 2)];
   return dnnl::memory::desc(dims, dt::f32, strides);
-}
-
-// A binary add whose plain float32 operand holds one value per column of a product
-// shaped `y` (shape [N], [1, N], [1, 1, N], ...): the same on every row.
-bool rowBias(const PostOp& po, const Shape& y) {
-  if (!po.binary || po.alg != dnnl::algorithm::binary_add || po.layout != dnnl::memory::format_tag::undef) return false;
-  if (!po.t || !isFloat32(*po.t) || po.t->shape.empty() || po.t->shape.size() > y.size()) return false;
-  return po.t->shape.back() == y.back() && numElements(po.t->shape) == y.back();
 }
 
 class OneDnnMatMul final : public Kernel {
@@ -372,6 +356,13 @@ bool deconvFits(const ir::Graph& g, const ir::Node& node) {
 
 dnnl::engine& oneDnnEngine() { return cpuEngine(); }
 
+bool rowBias(const PostOp& po, const Shape& y) {
+  if (!po.binary || po.alg != dnnl::algorithm::binary_add || po.layout != dnnl::memory::format_tag::undef) return false;
+  if (!po.t || !isFloat32(*po.t) || po.t->shape.empty() || po.t->shape.size() > y.size()) return false;
+  return po.t->shape.back() == y.back() && numElements(po.t->shape) == y.back();
+}
+
+
 bool canRunOneDnn(const ir::Graph& g, const ir::Node& node) {
   const std::string op = node.op->name;
   if (op == "ConvTranspose") return deconvFits(g, node);
@@ -384,6 +375,11 @@ StatusOr<std::unique_ptr<Kernel>> compileOneDnn(const ir::Graph& g, const ir::No
     if (std::string(node.op->name) == "ConvTranspose") return std::unique_ptr<Kernel>(new OneDnnDeconv(g, node));
     MatMulPlan p;
     if (!planFor(g, node, &p)) return makeError(StatusCode::kUnsupported, "oneDNN does not take ", node.name);
+    // Integer weights times column scales (weight-only int8): their products on the int8
+    // matrix units, with float32 accuracy, where the CPU has them.
+    if (!bf16) {
+      if (std::unique_ptr<Kernel> digits = makeInt8DigitMatMul(p, pool)) return digits;
+    }
     return std::unique_ptr<Kernel>(new OneDnnMatMul(std::move(p), bf16, pool));
   } catch (const std::exception& e) {  // dnnl::error and allocation failures
     return makeError(StatusCode::kUnsupported, "oneDNN for ", node.name, ": ", e.what());
