@@ -13,31 +13,25 @@
 namespace gkrt::cpu {
 namespace {
 
-// One row of A as three digit rows (int8_digit_matmul.h): x = a * inv, x = d1 - 128 +
-// d2 / 256 + d3 / 65536 to within 0.5 / 65536. Returns the multiplier back to a's units
-// (1 / inv), 0 for a row of zeros, NaN for a row holding an Inf or a NaN (its digits are
-// then left as they were). Built per tier (cpu_tier.h), its loops vectorised.
-GKRT_INLINE_BODY double splitRowBody(const float* __restrict a, int64_t k, uint8_t* __restrict d1,
+// One row of A as three digit rows (int8_digit_matmul.h): x = a * inv, x = d1 + d2 / 256
+// + d3 / 65536 to within 0.5 / 65536 (d1 in [-128, 127], d2 and d3 in [0, 255]).
+// Returns the multiplier back to a's units (1 / inv), 0 for a row of zeros, NaN for a
+// row holding an Inf or a NaN (its digits are then left as they were). Built per tier
+// (cpu_tier.h), its loops vectorised.
+GKRT_INLINE_BODY double splitRowBody(const float* __restrict a, int64_t k, int8_t* __restrict d1,
                                      uint8_t* __restrict d2, uint8_t* __restrict d3) {
-  float lane_max[16] = {0}, lane_nan[16] = {0};
-  int64_t i = 0;
-  for (; i + 16 <= k; i += 16) {
-    for (int j = 0; j < 16; ++j) {
-      const float v = std::fabs(a[i + j]);
-      lane_max[j] = lane_max[j] < v ? v : lane_max[j];
-      lane_nan[j] += a[i + j] * 0.0f;  // NaN from an Inf or a NaN
-    }
+  // The largest |a| as bits (a non-negative float's bits order as its value; an Inf's or
+  // a NaN's are 0x7f800000 and above): an integer max, which the compiler vectorises.
+  uint32_t bits = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    uint32_t u;
+    std::memcpy(&u, a + i, sizeof u);
+    u &= 0x7fffffffu;
+    bits = bits > u ? bits : u;
   }
-  float r = 0, bad = 0;
-  for (int j = 0; j < 16; ++j) {
-    r = std::max(r, lane_max[j]);
-    bad += lane_nan[j];
-  }
-  for (; i < k; ++i) {
-    r = std::max(r, std::fabs(a[i]));
-    bad += a[i] * 0.0f;
-  }
-  if (!(bad == 0.0f)) return std::nan("");
+  if (bits >= 0x7f800000u) return std::nan("");
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
   const float inv = r > 0 ? 127.0f / r : 0.0f;
   for (int64_t j = 0; j < k; ++j) {
     const float x = a[j] * inv;  // |x| <= 127 (1 + 2^-23)
@@ -45,31 +39,26 @@ GKRT_INLINE_BODY double splitRowBody(const float* __restrict a, int64_t k, uint8
     const float t = (x - f1) * 256.0f;
     const float f2 = std::floor(t);
     const float f3 = std::min(std::nearbyint((t - f2) * 256.0f), 255.0f);
-    d1[j] = static_cast<uint8_t>(static_cast<int>(f1) + 128);
+    d1[j] = static_cast<int8_t>(static_cast<int>(f1));
     d2[j] = static_cast<uint8_t>(static_cast<int>(f2));
     d3[j] = static_cast<uint8_t>(static_cast<int>(f3));
   }
   return r > 0 ? 1.0 / double(inv) : 0.0;
 }
-GKRT_TIERED(double, splitRow, (const float* a, int64_t k, uint8_t* d1, uint8_t* d2, uint8_t* d3), (a, k, d1, d2, d3),
+GKRT_TIERED(double, splitRow, (const float* a, int64_t k, int8_t* d1, uint8_t* d2, uint8_t* d3), (a, k, d1, d2, d3),
             "avx512f,avx512bw,avx512dq,avx512vl", "avx2,fma")
 
-// y[n] = mul * scale[n] * (p1[n] - offset[n] + p2[n] / 256 + p3[n] / 65536) + bias[n]
-// (bias may be null), the digit sums combined in double (exact: under 2^47).
-GKRT_INLINE_BODY void combineRowBody(const int32_t* __restrict p1, const int32_t* __restrict p2,
-                                     const int32_t* __restrict p3, const int32_t* __restrict offset,
-                                     const double* __restrict scale, double mul, const float* __restrict bias,
-                                     float* __restrict y, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) {
-    const double v = double(p1[j] - offset[j]) + double(p2[j]) * (1.0 / 256) + double(p3[j]) * (1.0 / 65536);
-    const double b = bias ? double(bias[j]) : 0.0;
-    y[j] = static_cast<float>(v * (mul * scale[j]) + b);
+// y[n] = y[n] * mul + bias[n] (bias may be null): the digit products, already summed
+// and scaled per column by oneDNN, back to the row's units.
+GKRT_INLINE_BODY void scaleRowBody(float* __restrict y, float mul, const float* __restrict bias, int64_t n) {
+  if (bias) {
+    for (int64_t j = 0; j < n; ++j) y[j] = y[j] * mul + bias[j];
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] *= mul;
   }
 }
-GKRT_TIERED(void, combineRow,
-            (const int32_t* p1, const int32_t* p2, const int32_t* p3, const int32_t* offset, const double* scale,
-             double mul, const float* bias, float* y, int64_t n),
-            (p1, p2, p3, offset, scale, mul, bias, y, n), "avx512f,avx512bw,avx512dq,avx512vl", "avx2,fma")
+GKRT_TIERED(void, scaleRow, (float* y, float mul, const float* bias, int64_t n), (y, mul, bias, n),
+            "avx512f,avx512bw,avx512dq,avx512vl", "avx2,fma")
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
@@ -124,30 +113,45 @@ class Int8DigitMatMul final : public Kernel {
  public:
   Int8DigitMatMul(int64_t rows, int64_t k, int64_t n, ThreadPool* pool) : rows_(rows), k_(k), n_(n), pool_(pool) {}
 
-  // False where oneDNN has no AMX int8 matmul for the digit products.
-  bool build(const MatMulPlan& p, const std::vector<int8_t>& q, std::vector<double> scale) {
+  // False where oneDNN has no AMX int8 matmul for the digit products. Three primitives:
+  // the last digit's product times scale / 65536 into y, then the middle one's times
+  // scale / 256 added to it (a sum post-op), then the first digit's (s8) times scale.
+  bool build(const MatMulPlan& p, const std::vector<int8_t>& q, const std::vector<double>& scale) {
     w_ = static_cast<const float*>(p.sb.constant);
     tb_ = p.tb;
     alpha_ = p.alpha;
-    scale_ = std::move(scale);
-    for (double& s : scale_) s *= double(p.alpha);
-    offset_.assign(size_t(n_), 0);
-    for (int64_t k = 0; k < k_; ++k) {
-      for (int64_t n = 0; n < n_; ++n) offset_[size_t(n)] += 128 * int32_t(q[size_t(k * n_ + n)]);
-    }
     dnnl::engine& eng = oneDnnEngine();
-    const dnnl::memory::desc src({rows_, k_}, dt::u8, tag::ab), dst({rows_, n_}, dt::s32, tag::ab);
-    const dnnl::memory::desc w_any({k_, n_}, dt::s8, tag::any);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, w_any, dst), eng);
-    impl_ = pd.impl_info_str();
-    if (impl_.find("amx") == std::string::npos) return false;
     stream_ = dnnl::stream(eng);
+    const dnnl::memory::desc dst({rows_, n_}, dt::f32, tag::ab), w_any({k_, n_}, dt::s8, tag::any);
     dnnl::memory plain({{k_, n_}, dt::s8, tag::ab}, eng, const_cast<int8_t*>(q.data()));
-    w_mem_ = dnnl::memory(pd.weights_desc(), eng);
-    dnnl::reorder(plain, w_mem_).execute(stream_, plain, w_mem_);
-    stream_.wait();
-    prim_ = dnnl::matmul(pd);
-    src_mem_ = dnnl::memory(src, eng, DNNL_MEMORY_NONE);
+    const double weight[3] = {1.0, 1.0 / 256, 1.0 / 65536};
+    for (int d = 2; d >= 0; --d) {
+      const dnnl::memory::desc src({rows_, k_}, d == 0 ? dt::s8 : dt::u8, tag::ab);
+      std::vector<float> scales(static_cast<size_t>(n_));
+      for (int64_t n = 0; n < n_; ++n) scales[size_t(n)] = float(scale[size_t(n)] * double(p.alpha) * weight[d]);
+      dnnl::primitive_attr attr;
+      attr.set_output_scales(2, scales);
+      if (d < 2) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, w_any, dst), attr, eng);
+      const std::string impl = pd.impl_info_str();
+      if (impl.find("amx") == std::string::npos) return false;
+      if (d == 2) impl_ = impl;
+      // The reordered weights, once per layout oneDNN asks for (s8 and u8 sources alike on AMX).
+      size_t at = 0;
+      while (at < w_mems_.size() && w_mems_[at].get_desc() != pd.weights_desc()) ++at;
+      if (at == w_mems_.size()) {
+        w_mems_.emplace_back(pd.weights_desc(), eng);
+        dnnl::reorder(plain, w_mems_.back()).execute(stream_, plain, w_mems_.back());
+        stream_.wait();
+      }
+      weights_of_[d] = at;
+      prims_[d] = dnnl::matmul(pd);
+      src_mems_[d] = dnnl::memory(src, eng, DNNL_MEMORY_NONE);
+    }
     dst_mem_ = dnnl::memory(dst, eng, DNNL_MEMORY_NONE);
     return true;
   }
@@ -156,29 +160,28 @@ class Int8DigitMatMul final : public Kernel {
   bool has_bias = false, has_residual = false, gelu_tail = false;
   std::vector<Step> steps;
 
-  size_t workspaceBytes() const override { return digitBytes() * 3 + productBytes() * 3 + 64; }
+  size_t workspaceBytes() const override { return digitBytes() * 3 + 64; }
   std::string detail() const override { return "oneDNN " + impl_ + ", float32 activations as three int8 digits"; }
 
   Status launch(const std::vector<TensorView>& in, const std::vector<MutableTensorView>& out, void* ws) override {
     const float* x = static_cast<const float*>(a.at(in));
     float* y = static_cast<float*>(out[0].data);
     uint8_t* digits = static_cast<uint8_t*>(ws);
-    int32_t* products = reinterpret_cast<int32_t*>(digits + 3 * digitBytes());
     row_mul_.resize(size_t(rows_));
     const int64_t plane = digitBytes();
     pool_->parallelFor(rows_, 1, 4, [&](int, int64_t b, int64_t e) {
       for (int64_t m = b; m < e; ++m) {
         uint8_t* d = digits + m * k_;
-        row_mul_[size_t(m)] = splitRow(x + m * k_, k_, d, d + plane, d + 2 * plane);
+        row_mul_[size_t(m)] = splitRow(x + m * k_, k_, reinterpret_cast<int8_t*>(d), d + plane, d + 2 * plane);
       }
     });
-    for (int p = 0; p < 3; ++p) {
-      src_mem_.set_data_handle(digits + p * plane);
-      dst_mem_.set_data_handle(products + p * rows_ * n_);
-      args_.set(DNNL_ARG_SRC, src_mem_);
-      args_.set(DNNL_ARG_WEIGHTS, w_mem_);
+    dst_mem_.set_data_handle(y);
+    for (int d = 2; d >= 0; --d) {
+      src_mems_[d].set_data_handle(digits + d * plane);
+      args_.set(DNNL_ARG_SRC, src_mems_[d]);
+      args_.set(DNNL_ARG_WEIGHTS, w_mems_[weights_of_[d]]);
       args_.set(DNNL_ARG_DST, dst_mem_);
-      args_.execute(prim_, stream_);
+      args_.execute(prims_[d], stream_);
     }
     stream_.wait();
     const float* b = has_bias ? static_cast<const float*>(bias.at(in)) : nullptr;
@@ -190,8 +193,7 @@ class Int8DigitMatMul final : public Kernel {
         if (std::isnan(mul)) {
           floatRow(x + m * k_, b, row);
         } else {
-          const int32_t* p1 = products + m * n_;
-          combineRow(p1, p1 + rows_ * n_, p1 + 2 * rows_ * n_, offset_.data(), scale_.data(), mul, b, row, n_);
+          scaleRow(row, static_cast<float>(mul), b, n_);
         }
         for (Step s : steps) {
           if (s == Step::kRelu) {
@@ -212,7 +214,6 @@ class Int8DigitMatMul final : public Kernel {
 
  private:
   int64_t digitBytes() const { return (rows_ * k_ + 63) / 64 * 64; }
-  int64_t productBytes() const { return (rows_ * n_ * 4 + 63) / 64 * 64; }
 
   // A row holding an Inf or a NaN, from the float32 weights as the product is defined
   // (Inf * 0 is NaN).
@@ -229,13 +230,13 @@ class Int8DigitMatMul final : public Kernel {
   const float* w_ = nullptr;  // the float32 weights (the model's constant), for rows with an Inf or a NaN
   bool tb_ = false;
   float alpha_ = 1.0f;
-  std::vector<double> scale_;    // per column, times the product's alpha
-  std::vector<int32_t> offset_;  // 128 * the column's sum of q: d1 carries 128 on every value
   std::vector<double> row_mul_;
   std::string impl_;
   dnnl::stream stream_;
-  dnnl::matmul prim_;
-  dnnl::memory w_mem_, src_mem_, dst_mem_;
+  dnnl::matmul prims_[3];  // per digit
+  dnnl::memory src_mems_[3], dst_mem_;
+  std::vector<dnnl::memory> w_mems_;  // the weights in each layout the primitives take
+  size_t weights_of_[3] = {0, 0, 0};
   OneDnnArgs args_;
 };
 
@@ -284,7 +285,7 @@ std::unique_ptr<Kernel> makeInt8DigitMatMul(const MatMulPlan& p, ThreadPool* poo
   if (!integerColumns(static_cast<const float*>(p.sb.constant), k, n, p.tb, &q, &scale)) return nullptr;
   auto kernel = std::make_unique<Int8DigitMatMul>(rows, k, n, pool);
   try {
-    if (!kernel->build(p, q, std::move(scale))) return nullptr;
+    if (!kernel->build(p, q, scale)) return nullptr;
   } catch (const dnnl::error&) {
     return nullptr;
   }
