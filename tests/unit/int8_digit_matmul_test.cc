@@ -61,7 +61,8 @@ bool withinBound(double y, double exact, double row_max, double weight_mass, dou
 
 // One BatchMatMul with constant weights compiled alone: per-column int8 scales (weights
 // [K, N]), one scale for the tensor with |q| <= 100 (weights stored [N, K], transposed),
-// and float weights. Rows: zeros, an Inf, a NaN, then magnitudes from 1e-3 to 1e3.
+// and float weights. Rows: zeros, an Inf, a NaN, then magnitudes from 1e-3 to 1e3 (row 4
+// times 1e-38: down to subnormals).
 TEST(Int8DigitMatMul, IntegerWeightsTakeTheDigitProductsWithinFloat32Accuracy) {
   const int64_t M = 64, K = 300, N = 130;
   struct Case {
@@ -101,6 +102,7 @@ TEST(Int8DigitMatMul, IntegerWeightsTakeTheDigitProductsWithinFloat32Accuracy) {
     for (int64_t i = 0; i < K; ++i) x[size_t(i)] = 0.0f;
     x[size_t(K + 5)] = std::numeric_limits<float>::infinity();
     x[size_t(2 * K + 7)] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < K; ++i) x[size_t(4 * K + i)] *= 1e-38f;  // subnormal and tiny: the float32 row
     HostTensor y(DType::kFloat32, {1, M, N});
     std::vector<char> scratch((*kernel)->workspaceBytes() + 64);
     ASSERT_TRUE((*kernel)

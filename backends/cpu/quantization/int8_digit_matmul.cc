@@ -16,7 +16,8 @@ namespace {
 // One row of A as three digit rows (int8_digit_matmul.h): x = a * inv, x = d1 + d2 / 256
 // + d3 / 65536 to within 0.5 / 65536 (d1 in [-128, 127], d2 and d3 in [0, 255]).
 // Returns the multiplier back to a's units (1 / inv), 0 for a row of zeros, NaN for a
-// row holding an Inf or a NaN (its digits are then left as they were). Built per tier
+// row holding an Inf or a NaN, or only values under 2^-100 (its digits are then left as
+// they were: the caller computes it in float32). Built per tier
 // (cpu_tier.h), its loops vectorised.
 GKRT_INLINE_BODY double splitRowBody(const float* __restrict a, int64_t k, int8_t* __restrict d1,
                                      uint8_t* __restrict d2, uint8_t* __restrict d3) {
@@ -29,9 +30,10 @@ GKRT_INLINE_BODY double splitRowBody(const float* __restrict a, int64_t k, int8_
     u &= 0x7fffffffu;
     bits = bits > u ? bits : u;
   }
-  if (bits >= 0x7f800000u) return std::nan("");
   float r;
   std::memcpy(&r, &bits, sizeof r);
+  // An Inf or a NaN; or values so small that 127 / r would overflow: the float32 row.
+  if (bits >= 0x7f800000u || (bits != 0 && r < 0x1p-100f)) return std::nan("");
   const float inv = r > 0 ? 127.0f / r : 0.0f;
   for (int64_t j = 0; j < k; ++j) {
     const float x = a[j] * inv;  // |x| <= 127 (1 + 2^-23)
@@ -190,7 +192,7 @@ class Int8DigitMatMul final : public Kernel {
       for (int64_t m = lo; m < hi; ++m) {
         float* row = y + m * n_;
         const double mul = row_mul_[size_t(m)];
-        if (std::isnan(mul)) {
+        if (std::isnan(mul)) {  // an Inf, a NaN, or only tiny values
           floatRow(x + m * k_, b, row);
         } else {
           scaleRow(row, static_cast<float>(mul), b, n_);
