@@ -576,6 +576,35 @@ TEST(ChannelsLast, ChannelShuffleIsOneGatherAndAShuffleNetUnitRunsNhwcWithoutReo
   }
 }
 
+// A grouped 1x1 convolution between NHWC maps on oneDNN's generic jit kernel (6 channels
+// a group: no brgemm kernel) runs at 2 threads as one band of rows a thread, the residual
+// Add's operand cut the same way; an odd map height gives bands of 6 and 5 rows. Both
+// thread counts give the reference's result, and the same values as each other.
+TEST(ChannelsLast, GroupedOneByOneConvolutionsRunInRowBandsOnTwoThreads) {
+  const ir::Graph g = shuffleUnit(24, 11, 4);
+  const std::vector<HostTensor> in{randomTensor({1, 3, 11, 11}, 7)};
+  const HostTensor want = runOn(g, in, "reference", 0, false, 1).outputs[0];
+  const SessionRun one = runOn(g, in, "cpu", 2, true, 1, "", 1);
+  const SessionRun two = runOn(g, in, "cpu", 2, true, 2, "", 1);
+  auto count = [](const std::string& details, const std::string& part) {
+    int n = 0;
+    for (size_t at = details.find(part); at != std::string::npos; at = details.find(part, at + 1)) ++n;
+    return n;
+  };
+  auto bands = [&](const std::string& details) { return count(details, "rows in 2 bands"); };
+  EXPECT_EQ(bands(one.details), 0) << one.details;
+#ifdef GKRT_HAVE_DNNL
+  // Every convolution on that kernel (the three grouped 1x1 ones here) runs in bands.
+  if (cpu::cpuTier().has(cpu::CpuIsa::kAvx512)) {
+    EXPECT_GE(bands(two.details), 1) << two.details;
+    EXPECT_EQ(bands(two.details), count(two.details, "jit:avx512_core,")) << two.details;
+  }
+#endif
+  EXPECT_EQ(testing::compareTensors(one.outputs[0], want, 1e-4, 1e-5), "") << one.details;
+  EXPECT_EQ(testing::compareTensors(two.outputs[0], want, 1e-4, 1e-5), "") << two.details;
+  EXPECT_EQ(testing::compareTensors(two.outputs[0], one.outputs[0], 1e-6, 1e-7), "");
+}
+
 TEST(ChannelsLast, EveryKernelOfAResidualPoolConcatGraphTakesItWhenForced) {
   // A plan made channels-last on a graph it would not pick: convolutions with epilogues
   // (one reading its own input as the residual: y = relu(conv(s) + s)), pooling, concat,
