@@ -85,6 +85,10 @@ struct BackendOptions {
   // cpu: the exact float32 path for every int8 GEMM/convolution, VNNI or not
   // (GKRT_CPU_INT8=float; tests, and timing the path CPUs without VNNI take).
   bool cpu_int8_float = false;
+  // cpu: float32 GEMM and convolution weights below 2^-126 read as zero (x86 cores take
+  // ~100 cycles a multiply on a subnormal; runtime/ir/subnormal_weights.h says why that
+  // is below float32's resolution). GKRT_CPU_SUBNORMALS=keep keeps them.
+  bool cpu_zero_subnormal_weights = true;
   // Tensor-parallel runs: this rank's communicator (runtime/base/communicator.h), which
   // AllReduce kernels sum through; null = one device, AllReduce is the identity.
   std::shared_ptr<Communicator> communicator;
@@ -124,6 +128,9 @@ class Backend {
   // every launch (no packed copy of its own): the session then places such constants in
   // huge-page memory (runtime/streamed_weights.h). Default: none.
   virtual bool streamsConstantInput(const ir::Node& node, size_t k) const { return false; }
+  // Whether the session gives this backend float32 weights with their subnormal values
+  // zeroed (runtime/ir/subnormal_weights.h). Default: as the model holds them.
+  virtual bool zeroesSubnormalWeights() const { return false; }
 
   // Optional: memory and ordering. Host defaults below.
   virtual bool isHost() const { return true; }

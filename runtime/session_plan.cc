@@ -7,6 +7,7 @@
 #include "runtime/control_flow_kernels.h"
 #include "runtime/device_fallback.h"
 #include "runtime/ir/op_def.h"
+#include "runtime/ir/subnormal_weights.h"
 #include "runtime/base/log.h"
 #include "runtime/memory_plan.h"
 #include "runtime/shape_specialize.h"
@@ -38,6 +39,12 @@ StatusOr<std::unique_ptr<Session::Plan>> Session::Plan::compile(const ir::Graph&
   ASSIGN_OR_RETURN(s.fusion_report, runFusionPipeline(s.graph, fusion_options, column, [&s](const ir::Node& n) {
                      return s.backend->supports(s.graph, n);
                    }));
+  if (s.backend->zeroesSubnormalWeights()) {
+    if (const int64_t n = ir::zeroSubnormalWeights(s.graph)) {
+      GKRT_LOG_INFO(n, " float32 weight values below 2^-126 read as zero on ", s.backend->name(),
+                    " (GKRT_CPU_SUBNORMALS=keep keeps them)");
+    }
+  }
   for (int t : s.graph.inputs) s.inputs.push_back({s.graph.tensors[t].name, s.graph.tensors[t].dtype, s.graph.tensors[t].shape});
   for (int t : s.graph.outputs) s.outputs.push_back({s.graph.tensors[t].name, s.graph.tensors[t].dtype, s.graph.tensors[t].shape});
 

@@ -83,6 +83,14 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       GKRT_LOG_WARNING("GKRT_CPU_GEMV='", v, "' is not a choice; use 'off' or 'on' (unset: gkrt's GEMV for one to four rows)");
     }
   }
+  if (const char* env = std::getenv("GKRT_CPU_SUBNORMALS")) {  // keep: weights as the model holds them
+    const std::string v = env;
+    if (v == "keep") options_.cpu_zero_subnormal_weights = false;
+    static bool warned = false;
+    if (v != "keep" && v != "zero" && !std::exchange(warned, true)) {
+      GKRT_LOG_WARNING("GKRT_CPU_SUBNORMALS='", v, "' is not a choice; use 'keep' or 'zero' (unset: float32 GEMM and convolution weights below 2^-126 read as zero)");
+    }
+  }
   bf16_ = cpu::cpuUsesBf16(options_);
   int8_path_ = options_.cpu_int8_float       ? cpu::Int8Path::kFloat
                : options_.cpu_int8_saturating ? cpu::Int8Path::kSaturating

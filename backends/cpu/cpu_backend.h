@@ -23,6 +23,7 @@ class CpuBackend : public Backend {
   bool supports(const ir::Graph& g, const ir::Node& node) const override;
   // BlockQuantMatMul's values, scales and offsets (its kernel streams them per launch).
   bool streamsConstantInput(const ir::Node& node, size_t k) const override;
+  bool zeroesSubnormalWeights() const override { return options_.cpu_zero_subnormal_weights; }
   StatusOr<std::unique_ptr<Kernel>> compile(const ir::Graph& g, const ir::Node& node) override;
   Status finishCompile() override;
 

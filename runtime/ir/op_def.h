@@ -69,6 +69,11 @@ struct OpDef {
   // Bit k: the kernel also writes input k in place (CachedAttention's caches: state kept
   // across runs); a device backend's host fallback copies those inputs back.
   uint32_t updates_inputs = 0;
+  // Bit k: input k enters the outputs only through sums of products (a GEMM's or a
+  // convolution's weights and bias, a recurrent cell's W, R, B): a subnormal constant
+  // there moves no output by more than 2^-126 times the sum of |the other factors|
+  // (runtime/ir/subnormal_weights.h).
+  uint32_t product_inputs = 0;
 };
 
 // Control flow (runtime/ir/ops/control_flow.cc): how many subgraphs nodes of `op` hold

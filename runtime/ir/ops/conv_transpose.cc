@@ -134,9 +134,12 @@ Status convTransposeKernel(const KernelContext& c) {
 }  // namespace
 
 void registerConvTransposeOps(std::vector<OpDef>& t) {
-  if constexpr (opSelected("ConvTranspose")) t.push_back({"ConvTranspose", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConvTranspose,
+  if constexpr (opSelected("ConvTranspose")) {
+    t.push_back({"ConvTranspose", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConvTranspose,
                dtypeConvTranspose, shapeConvTranspose, convTransposeKernel,
                "transposed convolution over 1-3 spatial axes; weights {C, M/groups, k...}, optional bias {M}"});
+    t.back().product_inputs = 0b110;
+  }
 }
 
 }  // namespace gkrt::ops

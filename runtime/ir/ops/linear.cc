@@ -322,16 +322,31 @@ Status biasAddKernel(const KernelContext& c) {
 }  // namespace
 
 void registerLinearOps(std::vector<OpDef>& t) {
-  if constexpr (opSelected("MatMul")) t.push_back({"MatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul, matMulKernel,
+  if constexpr (opSelected("MatMul")) {
+    t.push_back({"MatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul, matMulKernel,
                "2-D op(a) @ op(b), op = optional transpose"});
-  if constexpr (opSelected("BatchMatMul")) t.push_back({"BatchMatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul,
+    t.back().product_inputs = 0b11;
+  }
+  if constexpr (opSelected("BatchMatMul")) {
+    t.push_back({"BatchMatMul", OpClass::kOpaque, 2, 2, 1, 1, AttrKind::kMatMul, dtypeFloatData, shapeMatMul,
                matMulKernel, "batched op(a) @ op(b), batch dims broadcast"});
-  if constexpr (opSelected("Gemm")) t.push_back({"Gemm", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kGemm, dtypeFloatData, shapeGemm, gemmKernel,
+    t.back().product_inputs = 0b11;
+  }
+  if constexpr (opSelected("Gemm")) {
+    t.push_back({"Gemm", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kGemm, dtypeFloatData, shapeGemm, gemmKernel,
                "alpha op(A) op(B) + beta C"});
-  if constexpr (opSelected("FullyConnected")) t.push_back({"FullyConnected", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kNone, dtypeFloatData, shapeFullyConnected,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("FullyConnected")) {
+    t.push_back({"FullyConnected", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kNone, dtypeFloatData, shapeFullyConnected,
                fullyConnectedKernel, "x [..,K] @ w[N,K]^T + b"});
-  if constexpr (opSelected("Conv2D")) t.push_back({"Conv2D", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConv2D, dtypeFloatData, shapeConv2D, conv2DKernel,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("Conv2D")) {
+    t.push_back({"Conv2D", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kConv2D, dtypeFloatData, shapeConv2D, conv2DKernel,
                "NCHW x OIHW convolution with stride, pad, dilation, groups, optional bias"});
+    t.back().product_inputs = 0b110;
+  }
   if constexpr (opSelected("MaxPool")) t.push_back({"MaxPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeNumericSame, shapePool, poolKernel<true>,
                "NCHW max over windows (padding ignored)"});
   if constexpr (opSelected("AvgPool")) t.push_back({"AvgPool", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kPool, dtypeFloatData, shapePool, poolKernel<false>,

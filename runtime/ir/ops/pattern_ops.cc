@@ -312,20 +312,38 @@ void registerPatternOps(std::vector<OpDef>& t) {
   if constexpr (opSelected("FlashAttention")) t.push_back({"FlashAttention", OpClass::kOpaque, 3, 4, 1, 1, AttrKind::kAttention,
                dtypeFloatAllSame, shapeFlashAttention, flashAttentionKernel,
                "(q, k, v, mask?) -> softmax(scale * q k^T + mask) v per batch and head; BNSD or BSND"});
-  if constexpr (opSelected("MatMulBiasAdd")) t.push_back({"MatMulBiasAdd", OpClass::kOpaque, 3, 3, 1, 1, AttrKind::kMatMul, dtypeFloatAllSame,
+  if constexpr (opSelected("MatMulBiasAdd")) {
+    t.push_back({"MatMulBiasAdd", OpClass::kOpaque, 3, 3, 1, 1, AttrKind::kMatMul, dtypeFloatAllSame,
                shapeMatMulEpilogue, matmulEpilogueKernel, "(x, w, bias[N]) -> op(x) @ op(w) + bias, batch dims broadcast"});
-  if constexpr (opSelected("MatMulAdd")) t.push_back({"MatMulAdd", OpClass::kOpaque, 3, 4, 1, 1, AttrKind::kMatMul, dtypeFloatAllSame,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("MatMulAdd")) {
+    t.push_back({"MatMulAdd", OpClass::kOpaque, 3, 4, 1, 1, AttrKind::kMatMul, dtypeFloatAllSame,
                shapeMatMulEpilogue, matmulEpilogueKernel, "(x, w, c, bias?) -> op(x) @ op(w) + bias + c (c of the product's shape)"});
-  if constexpr (opSelected("MatMulRelu")) t.push_back({"MatMulRelu", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kMatMul, dtypeFloatAllSame,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("MatMulRelu")) {
+    t.push_back({"MatMulRelu", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kMatMul, dtypeFloatAllSame,
                shapeMatMulEpilogue, matmulEpilogueKernel, "(x, w, bias?) -> relu(op(x) @ op(w) + bias)"});
-  if constexpr (opSelected("MatMulGelu")) t.push_back({"MatMulGelu", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kGelu, dtypeFloatAllSame,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("MatMulGelu")) {
+    t.push_back({"MatMulGelu", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kGelu, dtypeFloatAllSame,
                shapeMatMulEpilogue, matmulEpilogueKernel, "(x, w, bias?) -> gelu(x @ w + bias), erf or tanh form"});
-  if constexpr (opSelected("MatMulSplit")) t.push_back({"MatMulSplit", OpClass::kOpaque, 2, 3, 1, 64, AttrKind::kSplit,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("MatMulSplit")) {
+    t.push_back({"MatMulSplit", OpClass::kOpaque, 2, 3, 1, 64, AttrKind::kSplit,
                dtypeFloatAllSame, shapeMatMulSplit, matmulSplitKernel,
                "(x, w, bias?) -> op(x) @ op(w) + bias split along the last axis into `sizes`"});
-  if constexpr (opSelected("MatMulAllReduce")) t.push_back({"MatMulAllReduce", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kMatMul,
+    t.back().product_inputs = 0b111;
+  }
+  if constexpr (opSelected("MatMulAllReduce")) {
+    t.push_back({"MatMulAllReduce", OpClass::kOpaque, 2, 3, 1, 1, AttrKind::kMatMul,
                dtypeFloatAllSame, shapeMatMulEpilogue, matmulEpilogueKernel,
                "(x, w, bias?) -> AllReduce(op(x) @ op(w)) + bias (bias added once, after the sum)"});
+    t.back().product_inputs = 0b111;
+  }
   if constexpr (opSelected("AllReduce")) t.push_back({"AllReduce", OpClass::kOpaque, 1, 1, 1, 1, AttrKind::kNone, dtypeFloatAllSame,
                shapeSame, allReduceKernel, "sum of x over every rank of the communicator; x itself on one device"});
 }

@@ -269,17 +269,23 @@ Status recurrentKernel(const KernelContext& c) {
 }  // namespace
 
 void registerRecurrentOps(std::vector<OpDef>& t) {
-  if constexpr (opSelected("LSTM"))
+  if constexpr (opSelected("LSTM")) {
     t.push_back({"LSTM", OpClass::kOpaque, 3, 8, 1, 3, AttrKind::kRecurrent, dtypeRecurrent, shapeRecurrent,
                  recurrentKernel,
                  "ONNX LSTM (X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?) -> Y, Y_h, Y_c; gates i,o,f,c"});
-  if constexpr (opSelected("GRU"))
+    t.back().product_inputs = 0b10001110;
+  }
+  if constexpr (opSelected("GRU")) {
     t.push_back({"GRU", OpClass::kOpaque, 3, 6, 1, 2, AttrKind::kRecurrent, dtypeRecurrent, shapeRecurrent,
                  recurrentKernel, "ONNX GRU (X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h; gates z,r,h"});
-  if constexpr (opSelected("RNN"))
+    t.back().product_inputs = 0b1110;
+  }
+  if constexpr (opSelected("RNN")) {
     t.push_back({"RNN", OpClass::kOpaque, 3, 6, 1, 2, AttrKind::kRecurrent, dtypeRecurrent, shapeRecurrent,
                  recurrentKernel,
                  "ONNX RNN (X, W, R, B?, sequence_lens?, initial_h?) -> Y, Y_h; H = f(X W^T + H R^T + Wb + Rb)"});
+    t.back().product_inputs = 0b1110;
+  }
 }
 
 }  // namespace gkrt::ops
