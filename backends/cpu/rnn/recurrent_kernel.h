@@ -4,8 +4,10 @@
 // transposed so each step streams it once) and one fused cell loop per batch row with
 // the gates' activations vectorised (vector_math.h); an LSTM with the default gates and
 // no sequence lengths takes every batch row's step in one pass over R and its gates in
-// one loop (sigmoid/tanh from row_math.h's exp). W, R, B and P are packed when the
-// session is compiled; the two directions of a bidirectional op run on two threads.
+// one loop (sigmoid/tanh from row_math.h's exp), R^T's panels walked forwards and
+// backwards on alternate steps so that each step starts on what the cache still holds.
+// W, R, B and P are packed when the session is compiled; the two directions of a
+// bidirectional op run on two threads.
 #pragma once
 
 #include <memory>
