@@ -6,8 +6,8 @@
 // whole output channels of them), and one such lane slows its vector's every FMA: that
 // layer took 0.14 ms instead of 0.01. A weight below 2^-126 moves a sum of products by
 // less than 2^-126 times the sum of |the other factors|, under float32's resolution of
-// any normal output, so a backend that asks (the cpu backend; BackendOptions::
-// cpu_subnormal_weights, GKRT_CPU_SUBNORMALS=keep keeps them) gets them as zeros.
+// any normal output, so a backend that asks (the cpu backend; BackendOptions::cpu_zero_
+// subnormal_weights; GKRT_CPU_SUBNORMALS=keep keeps them) gets them as zeros.
 //
 //   int64_t n = ir::zeroSubnormalWeights(graph);  // after fusion, before compiling
 #pragma once

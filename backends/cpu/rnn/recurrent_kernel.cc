@@ -336,7 +336,7 @@ class RecurrentKernel final : public Kernel {
   // threads, 2 MiB L2s): 6.7 -> 4.9 ms at 1 thread, 2.1 -> 1.7 ms at 2. Each column's sum
   // runs in the same order either way: the results are bit for bit the same.
   void lstmStepUnits(int64_t d, int64_t t, int64_t j0, int64_t n, const float* cur, float* nxt, float* y,
-                     bool backwards = false) {
+                     bool backwards) {
     const int64_t H = s_.hidden, GH = 4 * H, B = s_.batch;
     DirectionScratch& sc = scratch_[d];
     const DirectionWeights& dw = dirs_[d];
