@@ -1,5 +1,7 @@
 #include "runtime/ir/subnormal_weights.h"
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -8,22 +10,26 @@
 namespace gkrt::ir {
 namespace {
 
-// The values of `c` with subnormals zeroed, or null when it holds none.
+bool isSubnormal(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  return (bits & 0x7f800000u) == 0 && (bits & 0x007fffffu) != 0;
+}
+
+// The values of `c` with subnormals zeroed (signs kept), or null when it holds none (read
+// in place: no copy of a constant without them).
 std::shared_ptr<const ConstData> withoutSubnormals(const ConstData& c, int64_t* zeroed) {
   const size_t n = c.size / 4;
-  size_t first = n;
-  for (size_t i = 0; i < n && first == n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, c.data + 4 * i, 4);
-    if ((bits & 0x7f800000u) == 0 && (bits & 0x007fffffu) != 0) first = i;
-  }
+  size_t first = 0;
+  while (first < n && !isSubnormal(c.data + 4 * first)) ++first;
   if (first == n) return nullptr;
   auto values = std::make_shared<std::vector<float>>(n);
   std::memcpy(values->data(), c.data, n * 4);
   for (size_t i = first; i < n; ++i) {
     float& v = (*values)[i];
-    *zeroed += v != 0.0f && zeroIfSubnormal(v) == 0.0f;
-    v = zeroIfSubnormal(v);
+    if (!isSubnormal(reinterpret_cast<const uint8_t*>(&v))) continue;
+    v = std::signbit(v) ? -0.0f : 0.0f;
+    ++*zeroed;
   }
   auto out = std::make_shared<ConstData>();
   out->data = reinterpret_cast<const uint8_t*>(values->data());

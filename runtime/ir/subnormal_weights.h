@@ -13,17 +13,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "runtime/ir/graph.h"
 
 namespace gkrt::ir {
-
-inline float zeroIfSubnormal(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  return (bits & 0x7f800000u) == 0 ? 0.0f * v : v;  // keeps the sign of a zero
-}
 
 // Replaces every float32 constant of `g` (and of its fused nodes' subgraphs) that only
 // product inputs read (OpDef::product_inputs) and that holds a subnormal by a copy with
